@@ -1,0 +1,53 @@
+"""t2n: export PyTorch models to NNEF for tract and strict Khronos NNEF consumers.
+
+    artifact = t2n.compile(model, (x,), t2n.TractNNEF("0.23.9"))
+    artifact.save("model.nnef.tgz")
+    artifact.check()
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "compile": "t2n.api",
+    "Artifact": "t2n.artifact",
+    "TractNNEF": "t2n.backends.target",
+    "KhronosNNEF": "t2n.backends.target",
+    "Target": "t2n.backends.target",
+    "Tolerance": "t2n.check.compare",
+    "CheckReport": "t2n.check.compare",
+    "LoweringRegistry": "t2n.frontend.registry",
+    "RuleSet": "t2n.frontend.registry",
+    "LoweringContext": "t2n.frontend.context",
+    "Pass": "t2n.passes.base",
+    "PassResult": "t2n.passes.base",
+    "PassManager": "t2n.passes.manager",
+}
+
+if TYPE_CHECKING:
+    from t2n.api import compile
+    from t2n.artifact import Artifact
+    from t2n.backends.target import KhronosNNEF, Target, TractNNEF
+    from t2n.check.compare import CheckReport, Tolerance
+    from t2n.frontend.context import LoweringContext
+    from t2n.frontend.registry import LoweringRegistry, RuleSet
+    from t2n.passes.base import Pass, PassResult
+    from t2n.passes.manager import PassManager
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use, so ``import t2n`` (and the engine worker) stays light."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 't2n' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = sorted(_LAZY) + ["__version__", "errors"]

@@ -1,0 +1,127 @@
+"""``t2n.compile``: trace or script → lower → passes → render, with PyTorch's reference
+outputs kept for ``Artifact.check``."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import t2n
+from t2n.artifact import Artifact
+from t2n.backends.target import Target, TractNNEF
+from t2n.check.compare import Tolerance
+from t2n.errors import InvalidArgumentError
+from t2n.frontend.io import check_names, input_names_from_paths, normalize_args, output_names_from_paths
+from t2n.frontend.lower import lower
+from t2n.frontend.registry import LoweringRegistry
+from t2n.frontend.trace import TracedModel, script_graph, trace_module
+from t2n.ir import Graph, print_graph, verify
+from t2n.passes.base import Pass
+from t2n.passes.pipeline import default_pipeline
+
+log = logging.getLogger("t2n")
+
+
+def _to_numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.numpy()
+
+
+def _dumper(folder: str | Path | None) -> Callable[[str, Graph], None] | None:
+    if folder is None:
+        return None
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+
+    def dump(label: str, graph: Graph) -> None:
+        (root / f"{label}.ir").write_text(print_graph(graph, with_locs=True))
+
+    return dump
+
+
+def compile(  # noqa: A001 - the public name users call
+    model: torch.nn.Module,
+    args: Any,
+    target: Target | None = None,
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    passes: Sequence[Pass] = (),
+    registry: LoweringRegistry | None = None,
+    check_io: bool = False,
+    tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    log_level: int | str | None = None,
+    verify_ir: bool = False,
+    dump_ir: str | Path | None = None,
+) -> Artifact:
+    """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
+
+    Inputs and outputs may be tensors nested in tuples, lists and dicts; they are
+    flattened depth-first (dicts in insertion order) and named ``input_0``,
+    ``attention_mask``, ``logits``… unless ``input_names``/``output_names`` are given.
+    ``passes`` run after the built-in cleanup; ``check_io`` runs the result in the
+    target's engine and raises if it differs from PyTorch; ``verify_ir`` checks the IR
+    after every pass and ``dump_ir`` writes it to a folder after each change.
+    """
+    if log_level is not None:
+        logging.getLogger("t2n").setLevel(log_level)
+    target = target if target is not None else TractNNEF()
+    if not isinstance(target, Target):
+        raise InvalidArgumentError(f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}")
+    if not isinstance(model, torch.nn.Module):
+        raise InvalidArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    pos_args = normalize_args(args)
+    traced: TracedModel
+    if isinstance(model, torch.jit.ScriptModule):
+        if kwargs:
+            raise InvalidArgumentError("keyword arguments are not supported for ScriptModules")
+        traced = script_graph(model, pos_args)
+    else:
+        traced = trace_module(model, pos_args, dict(kwargs or {}))
+    timings["trace"] = time.perf_counter() - t0
+    ins = check_names(input_names, input_names_from_paths(traced.input_paths), traced.input_paths, "input")
+    outs = check_names(output_names, output_names_from_paths(traced.output_paths), traced.output_paths, "output")
+
+    t0 = time.perf_counter()
+    graph = lower(traced, registry or LoweringRegistry.default(), ins, outs)
+    graph.metadata["properties"] = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
+    timings["lowering"] = time.perf_counter() - t0
+    if verify_ir:
+        verify(graph)
+
+    t0 = time.perf_counter()
+    dump = _dumper(dump_ir)
+    if dump is not None:
+        dump("000-lowered", graph)
+    result = default_pipeline(user_passes=passes, verify_each=verify_ir, dump=dump)(graph)
+    graph = result.graph
+    timings["passes"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    rendered = target.renderer().render(graph)
+    timings["emission"] = time.perf_counter() - t0
+
+    artifact = Artifact(
+        ir=graph,
+        target=target,
+        rendered=rendered,
+        input_names=ins,
+        output_names=outs,
+        example_inputs=[_to_numpy(t) for t in traced.example_inputs],
+        reference_outputs=[_to_numpy(t) for t in traced.reference_outputs],
+        stats={"timings": timings, "pass_stats": dict(result.stats)},
+    )
+    if check_io:
+        artifact.check(tolerance)
+    return artifact

@@ -1,0 +1,145 @@
+"""What ``compile`` returns: the IR, the rendered NNEF, the tensors, and PyTorch's
+reference outputs, ready to be saved and checked."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from t2n.backends.nnef.renderer import RenderedModel
+from t2n.backends.target import KhronosNNEF, Target
+from t2n.check.compare import CheckReport, Tolerance, compare
+from t2n.check.engines import run_khronos, run_tract
+from t2n.errors import CheckMismatchError, InvalidArgumentError
+from t2n.ir import Graph, print_graph
+from t2n.serialize.archive import artifact_form, open_writer, read_artifact
+from t2n.serialize.dat import HEADER_SIZE, iter_payload, make_header, payload_size
+
+log = logging.getLogger("t2n")
+
+
+@attrs.define(eq=False)
+class Artifact:
+    """An exported model. ``save`` writes it; ``check`` runs it in the target's engine."""
+
+    ir: Graph
+    target: Target
+    rendered: RenderedModel
+    input_names: list[str]
+    output_names: list[str]
+    example_inputs: list[np.ndarray]
+    reference_outputs: list[np.ndarray]
+    saved_path: Path | None = None
+    stats: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def graph_nnef(self) -> str:
+        return self.rendered.graph_nnef
+
+    @property
+    def tensor_files(self) -> list[str]:
+        return [t.path for t in self.rendered.tensors]
+
+    def members(self) -> Iterator[tuple[str, int, Iterator[Any]]]:
+        """(name, size, byte chunks) of every file, in a fixed order."""
+        text = self.rendered.graph_nnef.encode()
+        yield "graph.nnef", len(text), iter([text])
+        if self.rendered.graph_quant:
+            q = self.rendered.graph_quant.encode()
+            yield "graph.quant", len(q), iter([q])
+        for t in self.rendered.tensors:
+            size = HEADER_SIZE + payload_size(t.dtype, t.data.shape)
+            header = make_header(t.dtype, t.data.shape)
+            yield t.path, size, chain([header], iter_payload(t.data, t.dtype))
+
+    def save(self, path: str | os.PathLike[str], compression_level: int | None = None) -> Path:
+        """Write the artifact as a directory, ``.tar`` or ``.tgz`` (by suffix, or
+        ``compression_level``: 0 → tar, 1..9 → tgz). Atomic: on failure nothing is left."""
+        p = Path(path)
+        with open_writer(p, compression_level) as w:
+            for name, size, chunks in self.members():
+                w.add_stream(name, size, chunks)
+        self.saved_path = p
+        self.stats["bytes_written"] = w.bytes_written
+        if w.compressor_name:
+            self.stats["compressor"] = w.compressor_name
+        log.info("saved %s (%d bytes of members)", p, w.bytes_written)
+        return p
+
+    def check(
+        self,
+        tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+        *,
+        inputs: Sequence[np.ndarray] | None = None,
+        expected: Sequence[np.ndarray] | None = None,
+        symbols: Mapping[str, int] | None = None,
+        debug_dir: str | os.PathLike[str] | None = None,
+    ) -> CheckReport:
+        """Run the artifact in the target's engine and compare with PyTorch.
+
+        By default the example inputs and the outputs PyTorch computed at export are
+        used; pass ``inputs`` and ``expected`` to check other values. Raises
+        :class:`CheckMismatchError` (with a debug bundle) when outputs differ.
+        """
+        ins = [np.asarray(x) for x in (inputs if inputs is not None else self.example_inputs)]
+        refs = [np.asarray(x) for x in (expected if expected is not None else self.reference_outputs)]
+        if (inputs is None) != (expected is None):
+            raise InvalidArgumentError("check(): give both inputs and expected, or neither")
+        with tempfile.TemporaryDirectory(prefix="t2n-check-") as tmp:
+            path = self._engine_path(Path(tmp))
+            if isinstance(self.target, KhronosNNEF):
+                result = run_khronos(str(path), ins)
+                engine = "Khronos NNEF interpreter"
+            else:
+                result = run_tract(str(path), ins, registries=self.rendered.registries, symbols=symbols)
+                engine = f"tract {self.target.version}"
+            report = compare(engine, self.output_names, result.outputs, refs, tolerance)
+            if not report.ok:
+                bundle = self._debug_bundle(path, ins, refs, result.outputs, report, debug_dir)
+                raise CheckMismatchError(str(report), report, bundle)
+        log.info("%s", report)
+        return report
+
+    def _engine_path(self, tmp: Path) -> Path:
+        saved = self.saved_path
+        if saved is not None and saved.exists():
+            form, _ = artifact_form(saved)
+            if form == "dir" or not isinstance(self.target, KhronosNNEF):
+                return saved
+            out = tmp / "model"
+            out.mkdir()
+            for name, data in read_artifact(saved).items():
+                (out / name).parent.mkdir(parents=True, exist_ok=True)
+                (out / name).write_bytes(data)
+            return out
+        out = tmp / "model"
+        with open_writer(out) as w:
+            for name, size, chunks in self.members():
+                w.add_stream(name, size, chunks)
+        return out
+
+    def _debug_bundle(self, path: Path, ins: list[np.ndarray], refs: list[np.ndarray],
+                      got: list[np.ndarray], report: CheckReport,
+                      debug_dir: str | os.PathLike[str] | None) -> str:
+        root = Path(debug_dir) if debug_dir else Path(tempfile.mkdtemp(prefix="t2n-debug-"))
+        root.mkdir(parents=True, exist_ok=True)
+        dest = root / "model"
+        if path.is_dir():
+            shutil.copytree(path, dest, dirs_exist_ok=True)
+        else:
+            shutil.copy2(path, root / path.name)
+        np.savez(root / "inputs.npz", **{n: a for n, a in zip(self.input_names, ins)})
+        np.savez(root / "expected.npz", **{n: a for n, a in zip(self.output_names, refs)})
+        np.savez(root / "got.npz", **{f"output_{i}": a for i, a in enumerate(got)})
+        (root / "ir.txt").write_text(print_graph(self.ir, with_locs=True))
+        (root / "report.txt").write_text(str(report) + "\n")
+        return str(root)

@@ -1,0 +1,291 @@
+"""Emission state for one render: identifiers, lines, tensors, extensions, problems."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from t2n.errors import OpProblem
+from t2n.ir import ArrayData, DType, Graph, Op, Sym, TensorData, Trait, Value
+from t2n.ir.graph import sanitize_name
+
+if TYPE_CHECKING:
+    from t2n.backends.target import Target
+
+NNEF_KEYWORDS = frozenset(
+    """version extension fragment graph tensor integer scalar logical string true false
+    for in if else yield length_of shape_of range_of""".split()
+)
+
+
+@attrs.frozen
+class TensorFile:
+    """One ``.dat`` member: its id (path without ``.dat``), the data and the dtype written."""
+
+    label: str
+    data: TensorData
+    dtype: DType
+
+    @property
+    def path(self) -> str:
+        return f"{self.label}.dat"
+
+
+def label_to_path(label: str) -> str:
+    """A safe member path for a parameter name: ``/`` and a leading ``.`` become ``_``.
+
+    Dots stay, so ``encoder.layer.0.weight`` is ``encoder.layer.0.weight.dat``.
+    """
+    out = label.replace("\\", "_")
+    parts = [("_" + p[1:] if p.startswith(".") else p) or "_" for p in out.split("/")]
+    return "/".join(parts)
+
+
+def nnef_float(x: float) -> str:
+    if math.isnan(x):
+        raise ValueError("NaN has no NNEF literal")
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    text = repr(float(x))
+    return text if any(c in text for c in ".e") else text + ".0"
+
+
+def literal(value: Any) -> str:
+    """NNEF text for a Python attribute value (tuples print as NNEF tuples)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, Sym):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return nnef_float(float(value))
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, DType):
+        return f'"{value.value}"'
+    if isinstance(value, tuple):
+        return "(" + ", ".join(literal(v) for v in value) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    raise TypeError(f"no NNEF literal for {value!r}")
+
+
+class Raw(str):
+    """Text inserted as is (an expression or identifier), not quoted as a string."""
+
+
+def nnef_type(dtype: DType) -> str:
+    if dtype is DType.BOOL:
+        return "logical"
+    return "scalar" if dtype.is_float else "integer"
+
+
+class EmitContext:
+    """What an emitter works with. Emitters call :meth:`arg` for operands and
+    :meth:`assign` / :meth:`call` to write lines."""
+
+    def __init__(self, target: Target, graph: Graph) -> None:
+        self.target = target
+        self.graph = graph
+        self.lines: list[str] = []
+        self.extensions: dict[str, None] = {}
+        self.registries: dict[str, None] = {}
+        self.fragments: dict[str, str] = {}
+        self.tensors: list[TensorFile] = []
+        self.problems: list[OpProblem] = []
+        self._ids: dict[Value, str] = {}
+        self._used: set[str] = set()
+        self._labels: set[str] = set()
+        self._materialized: dict[Value, str] = {}
+        self._ranked: dict[tuple[Value, int], str] = {}
+        self.op: Op | None = None
+
+    # -- identifiers ---------------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        base = sanitize_name(hint)
+        if base in NNEF_KEYWORDS:
+            base += "_"
+        name, i = base, 1
+        while name in self._used:
+            name = f"{base}_{i}"
+            i += 1
+        self._used.add(name)
+        return name
+
+    def id(self, v: Value) -> str:
+        """The identifier that names ``v`` in graph.nnef."""
+        if v not in self._ids:
+            self._ids[v] = self.fresh(v.name)
+        return self._ids[v]
+
+    def reserve(self, v: Value, name: str) -> str:
+        """Give ``v`` exactly ``name`` (graph inputs and outputs keep the user's names)."""
+        if name in self._used and self._ids.get(v) != name:
+            name = self.fresh(name)
+        self._used.add(name)
+        self._ids[v] = name
+        return name
+
+    # -- operands ------------------------------------------------------------------
+    def is_const(self, v: Value) -> bool:
+        return v.producer is not None and v.producer.kind == "const"
+
+    def const_data(self, v: Value) -> np.ndarray | None:
+        if self.is_const(v):
+            assert v.producer is not None
+            return np.asarray(v.producer.attrs["data"].values())
+        return None
+
+    def arg(self, v: Value) -> str:
+        """``v`` as an operand: a literal for scalar constants, else an identifier
+        (constants are materialized on first use)."""
+        data = self.const_data(v)
+        if data is not None and data.ndim == 0 and data.dtype != object:
+            return literal(data.item())
+        if data is not None:
+            return self.materialize(v, data)
+        return self.id(v)
+
+    def arg_at_rank(self, v: Value, rank: int) -> str:
+        """``v`` as an operand of a broadcasting op of output rank ``rank``.
+
+        NNEF (and tract) align lower-rank operands from the left, numpy from the
+        right: give lower-rank tensors leading unit axes. Scalars need none.
+        """
+        text = self.arg(v)
+        if v.rank == 0 or v.rank >= rank:
+            return text
+        key = (v, rank)
+        if key not in self._ranked:
+            self._ranked[key] = self.emit(f"{v.name}_r{rank}", "unsqueeze", Raw(text),
+                                          axes=list(range(rank - v.rank)))
+        return self._ranked[key]
+
+    def materialize(self, v: Value, data: np.ndarray) -> str:
+        if v in self._materialized:
+            return self._materialized[v]
+        name = self.id(v)
+        if data.dtype == object:
+            self.assign(name, self.symbolic_tensor(data, v.type.dtype))
+        else:
+            assert v.producer is not None
+            td: TensorData = v.producer.attrs["data"]
+            self.variable_line(name, td, f"constants/{name}", v.type.dtype)
+        self._materialized[v] = name
+        return name
+
+    def symbolic_tensor(self, data: np.ndarray, dtype: DType) -> str:
+        """A tensor holding symbolic dims (tract only; others reject symbols earlier)."""
+        text = literal(data.item()) if data.ndim == 0 else literal(data.tolist())
+        return self.call("tract_core_cast", Raw(text), to=dtype.value)
+
+    def variable_line(self, name: str, data: TensorData, label: str, dtype: DType) -> None:
+        label = self.add_tensor(label, data, dtype)
+        self.assign(
+            name,
+            f"variable<{nnef_type(dtype)}>(shape = {literal(list(data.shape))}, label = {literal(label)})",
+        )
+
+    def add_tensor(self, label: str, data: TensorData, dtype: DType) -> str:
+        label = label_to_path(label)
+        base, i = label, 1
+        while label in self._labels:
+            label = f"{base}_{i}"
+            i += 1
+        self._labels.add(label)
+        self.tensors.append(TensorFile(label, data, dtype))
+        return label
+
+    def known(self, v: Value, what: str) -> list[Any] | None:
+        """The value of a small integer operand as a flat list of dims, or None (and a
+        problem is recorded) when it is computed at run time."""
+        if v.known is not None:
+            return [d if isinstance(d, Sym) else int(d) for d in np.asarray(v.known).reshape(-1).tolist()]
+        self.unsupported(f"{what} must be known at export time (it is computed at run time)")
+        return None
+
+    # -- writing -------------------------------------------------------------------
+    def call(self, op: str, *args: Any, **attrs: Any) -> str:
+        parts = [a if isinstance(a, str) else (self.arg(a) if isinstance(a, Value) else literal(a)) for a in args]
+        for k, val in attrs.items():
+            if val is None:
+                continue
+            parts.append(f"{k} = {val if isinstance(val, Raw) else literal(val)}")
+        return f"{op}({', '.join(parts)})"
+
+    def assign(self, lhs: str | Sequence[str], expr: str) -> None:
+        left = lhs if isinstance(lhs, str) else "(" + ", ".join(lhs) + ")"
+        self.lines.append(f"    {left} = {expr};")
+
+    def emit(self, out: Value | str, op: str, *args: Any, **attrs: Any) -> str:
+        """Assign ``op(args, attrs)`` to ``out`` (a Value or a fresh temporary hint)."""
+        name = self.id(out) if isinstance(out, Value) else self.fresh(out)
+        self.assign(name, self.call(op, *args, **attrs))
+        return name
+
+    def use_registry(self, name: str) -> None:
+        self.extensions[f"tract_registry {name}"] = None
+        self.registries[name] = None
+
+    def use_fragment(self, name: str) -> str:
+        if name not in self.fragments:
+            text = resources.files("t2n.backends.nnef").joinpath(f"fragments/{name}.nnef").read_text()
+            self.fragments[name] = text.strip()
+        return name
+
+    def unsupported(self, reason: str) -> None:
+        op = self.op
+        self.problems.append(
+            OpProblem(
+                op=(op.loc.aten or op.kind) if op is not None else "?",
+                module=op.loc.module if op is not None else "",
+                source=op.loc.source if op is not None else "",
+                reason=reason,
+            )
+        )
+
+    def is_constant_like(self, v: Value) -> bool:
+        return v.producer is not None and v.producer.has(Trait.CONSTANT_LIKE)
+
+
+Emitter = Any  # Callable[[EmitContext, Op], None]
+
+
+class EmitterTable:
+    """A family's emitters by IR op kind (duplicate keys raise)."""
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self.emitters: dict[str, Emitter] = {}
+
+    def add(self, kind: str, fn: Emitter) -> None:
+        if kind in self.emitters:
+            raise KeyError(f"emitter for {kind!r} defined twice in {self.family}")
+        self.emitters[kind] = fn
+
+    def emitter(self, *kinds: str) -> Any:
+        def deco(fn: Emitter) -> Emitter:
+            for k in kinds:
+                self.add(k, fn)
+            return fn
+
+        return deco
+
+    def __len__(self) -> int:
+        return len(self.emitters)
+
+
+def merge_tables(tables: Sequence[Mapping[str, Emitter]]) -> dict[str, Emitter]:
+    out: dict[str, Emitter] = {}
+    for t in tables:
+        out.update(t)
+    return out
+
+
+__all__ = ["ArrayData", "EmitContext", "EmitterTable", "Raw", "TensorFile", "literal", "nnef_type"]

@@ -1,0 +1,81 @@
+"""Emitters for matmul, convolution, pooling and softmax."""
+
+from __future__ import annotations
+
+from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.ir import Op
+
+COMMON = EmitterTable("nn")
+TRACT = EmitterTable("nn/tract")
+
+
+@COMMON.emitter("matmul")
+def matmul(ctx: EmitContext, op: Op) -> None:
+    """NNEF matmul needs equal ranks: lower-rank operands get leading unit axes."""
+    a, b = op.inputs
+    rank = max(a.rank, b.rank)
+    ctx.emit(op.output, "matmul", Raw(ctx.arg_at_rank(a, rank)), Raw(ctx.arg_at_rank(b, rank)),
+             transposeA=bool(op.attrs.get("transpose_a", False)),
+             transposeB=bool(op.attrs.get("transpose_b", False)))
+
+
+def _bias(ctx: EmitContext, op: Op) -> Raw | float:
+    if len(op.inputs) < 3:
+        return 0.0
+    return Raw(ctx.emit(f"{op.inputs[2].name}_1c", "unsqueeze", op.inputs[2], axes=[0]))
+
+
+def _pairs(pads: object) -> list[tuple[int, int]]:
+    return [(int(p[0]), int(p[1])) for p in pads]  # type: ignore[attr-defined]
+
+
+@COMMON.emitter("conv")
+def conv(ctx: EmitContext, op: Op) -> None:
+    x, w = op.inputs[:2]
+    ctx.emit(op.output, "conv", x, w, _bias(ctx, op), border="constant",
+             padding=_pairs(op.attrs["padding"]), stride=list(op.attrs["stride"]),
+             dilation=list(op.attrs["dilation"]), groups=int(op.attrs["groups"]))
+
+
+@COMMON.emitter("deconv")
+def deconv(ctx: EmitContext, op: Op) -> None:
+    x, w = op.inputs[:2]
+    out_shape = list(op.output.type.shape)
+    ctx.emit(op.output, "deconv", x, w, _bias(ctx, op), border="constant",
+             padding=_pairs(op.attrs["padding"]), stride=list(op.attrs["stride"]),
+             dilation=list(op.attrs["dilation"]), output_shape=out_shape,
+             groups=int(op.attrs.get("groups", 1)))
+
+
+def _pool(ctx: EmitContext, op: Op) -> None:
+    x = op.inputs[0]
+    k = list(op.attrs["kernel"])
+    lead = x.rank - len(k)
+    if op.kind == "max_pool":
+        border = "ignore"
+    else:
+        border = "constant" if op.attrs.get("count_include_pad", True) else "ignore"
+    ctx.emit(op.output, op.kind, x, size=[1] * lead + k, border=border,
+             padding=[(0, 0)] * lead + _pairs(op.attrs["padding"]),
+             stride=[1] * lead + list(op.attrs["stride"]),
+             dilation=[1] * lead + list(op.attrs["dilation"]))
+
+
+COMMON.add("max_pool", _pool)
+COMMON.add("avg_pool", _pool)
+
+
+@COMMON.emitter("softmax")
+def softmax(ctx: EmitContext, op: Op) -> None:
+    ctx.emit(op.output, "softmax", op.inputs[0], axes=list(op.attrs["axes"]))
+
+
+@COMMON.emitter("log_softmax")
+def log_softmax(ctx: EmitContext, op: Op) -> None:
+    """x - max - log(sum(exp(x - max))), the stable form."""
+    x = op.inputs[0]
+    axes = list(op.attrs["axes"])
+    m = ctx.emit("lsm_max", "max_reduce", x, axes=axes)
+    sh = ctx.emit("lsm_shift", "sub", x, Raw(m))
+    s = ctx.emit("lsm_sum", "sum_reduce", Raw(ctx.call("exp", Raw(sh))), axes=axes)
+    ctx.emit(op.output, "sub", Raw(sh), Raw(ctx.call("log", Raw(s))))

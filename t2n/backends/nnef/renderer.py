@@ -1,0 +1,216 @@
+"""Render an IR graph as an NNEF document plus the tensors it refers to.
+
+One base renderer walks the graph; tract and Khronos differ by their emitter
+tables (built from the ``COMMON``/``TRACT``/``KHRONOS`` tables of every module in
+``t2n.backends.nnef.emit``) and by a few hooks (inputs, header, properties).
+Everything is rendered in memory first: an export that cannot be expressed fails
+before a byte is written.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Mapping
+
+import attrs
+
+from t2n.backends.nnef.context import EmitContext, Emitter, EmitterTable, TensorFile, literal, nnef_type
+from t2n.backends.target import KhronosNNEF, Target, TractNNEF
+from t2n.errors import NotExpressibleError, OpProblem
+from t2n.ir import DType, Graph, Sym, Value
+
+
+@attrs.frozen
+class RenderedModel:
+    """graph.nnef text, optional graph.quant text, and the tensors to write."""
+
+    graph_nnef: str
+    graph_quant: str | None
+    tensors: tuple[TensorFile, ...]
+    registries: tuple[str, ...]
+    input_ids: tuple[str, ...]
+    output_ids: tuple[str, ...]
+
+
+def _tables(flavour: str) -> dict[str, Emitter]:
+    import t2n.backends.nnef.emit as pkg
+
+    common: dict[str, Emitter] = {}
+    special: dict[str, Emitter] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        for attr, dest in (("COMMON", common), (flavour.upper(), special)):
+            table = getattr(mod, attr, None)
+            if isinstance(table, EmitterTable):
+                for k, fn in table.emitters.items():
+                    if k in dest:
+                        raise KeyError(f"two {attr} emitters for {k!r} (second in {info.name})")
+                    dest[k] = fn
+    return {**common, **special}
+
+
+class NNEFRenderer:
+    """Base renderer. Subclasses override the hooks below and supply a table."""
+
+    flavour = ""
+
+    def __init__(self, target: Target, emitters: Mapping[str, Emitter]) -> None:
+        self.target = target
+        self.emitters = dict(emitters)
+
+    def supports(self, kind: str) -> bool:
+        return kind == "const" or kind in self.emitters
+
+    # -- hooks ---------------------------------------------------------------------
+    def check_graph(self, graph: Graph) -> list[OpProblem]:
+        return []
+
+    def external(self, ctx: EmitContext, v: Value) -> str:
+        shape = literal(list(v.type.shape))
+        return f"external<{nnef_type(v.type.dtype)}>(shape = {shape})"
+
+    def header_extensions(self, ctx: EmitContext, graph: Graph) -> list[str]:
+        return list(ctx.extensions)
+
+    def preamble_fragments(self, ctx: EmitContext, graph: Graph) -> list[str]:
+        return list(ctx.fragments.values())
+
+    def written_dtype(self, dtype: DType) -> DType:
+        return self.target.bf16_as if dtype is DType.BF16 else dtype
+
+    # -- rendering -----------------------------------------------------------------
+    def render(self, graph: Graph) -> RenderedModel:
+        problems = [
+            OpProblem(op.loc.aten or op.kind, op.loc.module, op.loc.source,
+                      f"IR op '{op.kind}' has no {self.flavour} form")
+            for op in graph.ops()
+            if not self.supports(op.kind)
+        ]
+        problems += self.check_graph(graph)
+        if problems:
+            raise NotExpressibleError(problems, str(self.target))
+
+        ctx = EmitContext(self.target, graph)
+        input_ids = [ctx.reserve(v, v.name) for v in graph.inputs]
+        produced_outputs = {
+            v for v in graph.outputs if v.producer is not None and v.producer.kind not in ("const",)
+        }
+        for v in graph.outputs:
+            if v in produced_outputs and v not in ctx._ids:
+                ctx.reserve(v, v.name)
+        for v in graph.inputs:
+            ctx.assign(ctx.id(v), self.external(ctx, v))
+        for op in graph.ops():
+            if op.kind == "const":
+                continue
+            ctx.op = op
+            self.emitters[op.kind](ctx, op)
+        ctx.op = None
+        output_ids: list[str] = []
+        for v in graph.outputs:
+            name = ctx.arg(v)
+            if name in output_ids or name in input_ids or not name.isidentifier():
+                name = ctx.emit(v.name, "copy", v)
+            output_ids.append(name)
+        if ctx.problems:
+            raise NotExpressibleError(ctx.problems, str(self.target))
+
+        lines = ["version 1.0;"]
+        exts = self.header_extensions(ctx, graph)
+        if exts:
+            lines.append("")
+            lines += [f"extension {e};" for e in exts]
+        frags = self.preamble_fragments(ctx, graph)
+        if frags:
+            lines.append("")
+            lines += [f + "\n" for f in frags]
+        else:
+            lines.append("")
+        lines.append(f"graph {graph.name}({', '.join(input_ids)}) -> ({', '.join(output_ids)})")
+        lines.append("{")
+        lines += ctx.lines
+        lines.append("}")
+        text = "\n".join(lines) + "\n"
+        tensors = tuple(
+            attrs.evolve(t, dtype=self.written_dtype(t.dtype)) for t in ctx.tensors
+        )
+        return RenderedModel(
+            text, None, tensors, tuple(ctx.registries), tuple(input_ids), tuple(output_ids)
+        )
+
+
+class TractRenderer(NNEFRenderer):
+    flavour = "tract"
+    target: TractNNEF
+
+    _STD_EXTERNAL = {DType.F32: "scalar", DType.I64: "integer", DType.BOOL: "logical"}
+
+    def external(self, ctx: EmitContext, v: Value) -> str:
+        shape = literal(list(v.type.shape))
+        kind = self._STD_EXTERNAL.get(v.type.dtype)
+        if kind is not None:
+            return f"external<{kind}>(shape = {shape})"
+        dt = self.written_dtype(v.type.dtype)
+        return f'tract_core_external(shape = {shape}, datum_type = "{dt.value}")'
+
+    def header_extensions(self, ctx: EmitContext, graph: Graph) -> list[str]:
+        ctx.use_registry("tract_core")
+        regs = [e for e in ctx.extensions if e.startswith("tract_registry")]
+        symbols: set[str] = set()
+        for v in graph.values():
+            symbols |= v.type.shape.symbols()
+            if v.known is not None and v.known.dtype == object:
+                for d in v.known.reshape(-1):
+                    if isinstance(d, Sym):
+                        symbols |= d.symbols()
+        syms = [f"tract_symbol {s}" for s in sorted(symbols)]
+        rest = [e for e in ctx.extensions if not e.startswith("tract_registry")]
+        custom = [e.strip().rstrip(";") for e in self.target.custom_extensions]
+        return regs + syms + rest + custom
+
+    def preamble_fragments(self, ctx: EmitContext, graph: Graph) -> list[str]:
+        props = graph.metadata.get("properties", {})
+        items = ",\n".join(f"        ({literal(k)}, {literal(props[k])})" for k in sorted(props))
+        fragment = (
+            "fragment tract_core_properties(\n) -> (properties: (string, tensor<scalar>)[])\n{\n"
+            f"    properties = [\n{items}\n    ];\n}}"
+        )
+        return [fragment, *ctx.fragments.values()]
+
+
+class KhronosRenderer(NNEFRenderer):
+    flavour = "Khronos NNEF"
+
+    def check_graph(self, graph: Graph) -> list[OpProblem]:
+        problems = []
+        for v in graph.inputs:
+            if not v.type.shape.is_static:
+                problems.append(OpProblem(
+                    "input", "", "",
+                    f"input '{v.name}' has symbolic shape {v.type.shape}; Khronos NNEF has no "
+                    "dynamic dimensions (export to TractNNEF, or drop dynamic_axes)",
+                ))
+        return problems
+
+    def header_extensions(self, ctx: EmitContext, graph: Graph) -> list[str]:
+        if ctx.fragments:
+            return ["KHR_enable_fragment_definitions", "KHR_enable_operator_expressions"]
+        return []
+
+
+_TABLE_CACHE: dict[str, dict[str, Emitter]] = {}
+
+
+def emitter_table(flavour: str) -> dict[str, Emitter]:
+    if flavour not in _TABLE_CACHE:
+        _TABLE_CACHE[flavour] = _tables(flavour)
+    return _TABLE_CACHE[flavour]
+
+
+def tract_renderer(target: TractNNEF) -> TractRenderer:
+    return TractRenderer(target, emitter_table("tract"))
+
+
+def khronos_renderer(target: KhronosNNEF) -> KhronosRenderer:
+    return KhronosRenderer(target, emitter_table("khronos"))

@@ -1,0 +1,138 @@
+"""Running artifacts in the real engines, in a child process.
+
+tract aborts the whole process on some malformed graphs (a conv border it does not
+know, an out-of-range scatter index, too few inputs). Every run therefore happens
+in a long-lived worker process: a crash becomes :class:`EngineCrashedError` and the
+next run starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from t2n.check import protocol
+from t2n.errors import EngineCrashedError, EngineError
+
+DEFAULT_TIMEOUT = 600.0
+
+
+@attrs.frozen
+class EngineResult:
+    outputs: list[np.ndarray]
+    input_facts: list[str]
+    output_facts: list[str]
+
+
+class EngineWorker:
+    """One child process (``python -m t2n.check.worker``) serving engine runs.
+
+    Thread-safe; after a crash or a time-out the next call starts a fresh child.
+    """
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> None:
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "t2n.check.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, env=env,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.stdin:
+                proc.stdin.close()
+            proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+
+    def call(self, kind: str, kwargs: Mapping[str, Any], timeout: float = DEFAULT_TIMEOUT) -> EngineResult:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            proc = self._proc
+            assert proc is not None and proc.stdin is not None and proc.stdout is not None
+            try:
+                protocol.send(proc.stdin, (kind, dict(kwargs)))
+                ready, _, _ = select.select([proc.stdout], [], [], timeout)
+                if not ready:
+                    proc.kill()
+                    self._stop()
+                    raise EngineError(f"{kind} did not answer within {timeout:.0f} s; the run was stopped")
+                reply = protocol.recv(proc.stdout)
+            except (EOFError, OSError) as exc:
+                code = proc.wait()
+                self._proc = None
+                raise EngineCrashedError(
+                    f"the {kind} engine process died ({_describe_exit(code)}) while loading or running "
+                    f"{kwargs.get('path')}; the artifact is malformed for this engine"
+                ) from exc
+        if reply[0] == "ok":
+            res = reply[1]
+            return EngineResult(list(res["outputs"]), res["input_facts"], res["output_facts"])
+        raise EngineError(f"{kind} refused {kwargs.get('path')}: {reply[1]}")
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+_WORKER: EngineWorker | None = None
+
+
+def default_worker() -> EngineWorker:
+    global _WORKER
+    if _WORKER is None:
+        _WORKER = EngineWorker()
+        atexit.register(_WORKER.close)
+    return _WORKER
+
+
+def run_tract(
+    path: str, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
+    symbols: Mapping[str, int] | None = None, worker: EngineWorker | None = None,
+) -> EngineResult:
+    """Load ``path`` (dir, .tar or .tgz) in tract and run it on ``inputs``."""
+    return (worker or default_worker()).call(
+        "tract", {"path": str(path), "inputs": [np.asarray(x) for x in inputs],
+                  "registries": list(registries), "symbols": dict(symbols) if symbols else None},
+    )
+
+
+def run_khronos(path: str, inputs: Sequence[np.ndarray], *, worker: EngineWorker | None = None) -> EngineResult:
+    """Parse ``path`` (a directory) with the Khronos parser and run it in the nnef-tools
+    PyTorch interpreter."""
+    return (worker or default_worker()).call(
+        "khronos", {"path": str(path), "inputs": [np.asarray(x) for x in inputs]}
+    )

@@ -1,0 +1,127 @@
+"""Typed errors. Each says where in the model (module path, aten op, source line)
+and what to do; an export with unsupported ops lists every one of them at once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+
+class T2NError(Exception):
+    """Base class of every error t2n raises on purpose."""
+
+
+class InvalidArgumentError(T2NError, ValueError):
+    """An argument of a public function is wrong (names, shapes, options)."""
+
+
+class TraceError(T2NError):
+    """PyTorch could not trace or script the model."""
+
+
+@attrs.frozen
+class OpProblem:
+    """One op that could not be exported, and where it is."""
+
+    op: str
+    module: str = ""
+    source: str = ""
+    reason: str = ""
+
+    def __str__(self) -> str:
+        where = f"module '{self.module}'" if self.module else "the top-level module"
+        at = f" ({self.source})" if self.source else ""
+        why = f": {self.reason}" if self.reason else ""
+        return f"{self.op} in {where}{at}{why}"
+
+
+class _ProblemList(T2NError):
+    headline = ""
+    advice = ""
+
+    def __init__(self, problems: Sequence[OpProblem], target: str = "") -> None:
+        self.problems = list(problems)
+        self.target = target
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        head = self.headline.format(n=len(self.problems), target=target or "the target")
+        super().__init__(f"{head}\n{lines}\n{self.advice}")
+
+    @property
+    def ops(self) -> list[str]:
+        return sorted({p.op for p in self.problems})
+
+
+class UnsupportedOpsError(_ProblemList):
+    """The model uses ops that t2n has no lowering rule for (all of them are listed)."""
+
+    headline = "{n} op use(s) cannot be exported; nothing was written:"
+    advice = (
+        "What to do: rewrite these calls with supported ops, or register a lowering rule "
+        "(t2n.LoweringRegistry.default().extended(...)) and pass it as compile(..., registry=...)."
+    )
+
+
+class NotExpressibleError(_ProblemList):
+    """Ops that the chosen target cannot express (e.g. tract-only ops on Khronos)."""
+
+    headline = "{n} op use(s) cannot be expressed on {target}; nothing was written:"
+    advice = "What to do: export to TractNNEF, or replace these ops in the model."
+
+
+class LoweringError(T2NError):
+    """A lowering rule failed on an op it claims to support (a t2n bug, or odd input)."""
+
+
+class PassError(T2NError):
+    """A pass failed, broke the IR or did not converge."""
+
+    def __init__(self, message: str, *, pass_name: str = "", previous: Sequence[str] = ()) -> None:
+        self.pass_name = pass_name
+        self.previous = tuple(previous)
+        if previous:
+            message += f"\n(passes run before it: {', '.join(previous[-12:])})"
+        super().__init__(message)
+
+
+class DynamicAxesError(T2NError, ValueError):
+    """A dynamic_axes specification is invalid, or the model cannot honour it."""
+
+
+class SerializationError(T2NError):
+    """Writing or reading an artifact failed."""
+
+
+class CorruptTensorFileError(SerializationError):
+    """A .dat file is truncated, has a bad header or an unknown item type."""
+
+
+class CorruptArchiveError(SerializationError):
+    """An archive is unreadable or a member escapes its folder."""
+
+
+class TensorTooLargeError(SerializationError):
+    """A tensor exceeds what the .dat format can hold (a 4 GiB payload)."""
+
+
+class CheckError(T2NError):
+    """Running the artifact in an engine, or comparing its outputs, failed."""
+
+
+class EngineError(CheckError):
+    """The engine refused or failed to run the artifact (its message is included)."""
+
+
+class EngineCrashedError(EngineError):
+    """The engine process died (abort, segfault) while loading or running the artifact."""
+
+
+class CheckMismatchError(CheckError):
+    """The engine's outputs differ from PyTorch's beyond the tolerance."""
+
+    def __init__(self, message: str, report: object = None, bundle: str | None = None) -> None:
+        self.report = report
+        self.bundle = bundle
+        if bundle:
+            message += f"\nDebug bundle written to {bundle}"
+        super().__init__(message)

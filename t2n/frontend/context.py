@@ -1,0 +1,275 @@
+"""What a lowering rule sees: the node's arguments as IR values or Python constants,
+a Builder positioned at the node's source location, and helpers for the conversions
+every rule needs (constants, dtypes, axes, shapes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+import torch
+
+from t2n.frontend.dtypes import promote, to_ir
+from t2n.ir import ArrayData, Builder, DType, Dim, SourceLoc, Sym, Value
+
+if TYPE_CHECKING:
+    from t2n.frontend.lower import Lowering
+
+
+class UnsupportedHere(Exception):
+    """Raised by a rule for an option or input form it cannot export."""
+
+
+class NotConstantError(UnsupportedHere):
+    """An argument that must be known at export time is computed at run time."""
+
+
+@attrs.define(eq=False)
+class ModuleRef:
+    """A submodule reached through ``prim::GetAttr``: its dotted path and the object."""
+
+    path: str
+    obj: Any
+
+
+@attrs.define(eq=False)
+class Poison:
+    """Stands for the outputs of a node that failed to lower (its error is reported once)."""
+
+
+_SCHEMA_CACHE: dict[str, list[str]] = {}
+
+
+def _arg_names(node: torch._C.Node) -> list[str]:
+    try:
+        text = node.schema()
+    except RuntimeError:
+        return []
+    if text == "(no schema)":
+        return []
+    if text not in _SCHEMA_CACHE:
+        try:
+            _SCHEMA_CACHE[text] = [a.name for a in torch._C.parse_schema(text).arguments]
+        except RuntimeError:
+            _SCHEMA_CACHE[text] = []
+    return _SCHEMA_CACHE[text]
+
+
+def module_path(scope: str, prefix: str) -> str:
+    """``__module.model/__module.model.encoder.0`` → ``encoder.0`` (wrapper prefix removed)."""
+    last = scope.split("/")[-1] if scope else ""
+    last = last.removeprefix("__module.")
+    if prefix and (last == prefix.rstrip(".") or last.startswith(prefix)):
+        last = last[len(prefix):] if last.startswith(prefix) else ""
+    return last if last != "__module" else ""
+
+
+def source_of(node: torch._C.Node) -> str:
+    try:
+        rng = node.sourceRange()
+    except RuntimeError:
+        return ""
+    first = rng.strip().splitlines()[0] if rng.strip() else ""
+    return first[:200]
+
+
+class LoweringContext:
+    """Arguments and helpers for the node being lowered. See the rule families in
+    ``t2n.frontend.lowering`` for examples."""
+
+    def __init__(self, lowering: Lowering, node: torch._C.Node) -> None:
+        self.lowering = lowering
+        self.node = node
+        self.kind: str = node.kind()
+        self.loc = SourceLoc(
+            module=module_path(node.scopeName(), lowering.scope_prefix),
+            aten=self.kind,
+            source=source_of(node),
+        )
+        self.b = Builder(lowering.graph, self.loc)
+        self._inputs = list(node.inputs())
+        self._names = _arg_names(node)
+
+    # -- raw access ------------------------------------------------------------------
+    @property
+    def n_inputs(self) -> int:
+        return len(self._inputs)
+
+    @property
+    def n_outputs(self) -> int:
+        return self.node.outputsSize()
+
+    def index(self, key: int | str) -> int:
+        if isinstance(key, int):
+            return key
+        try:
+            return self._names.index(key)
+        except ValueError:
+            raise KeyError(f"{self.kind} has no argument {key!r} (arguments: {self._names})") from None
+
+    def has(self, key: int | str) -> bool:
+        try:
+            return self.index(key) < len(self._inputs)
+        except KeyError:
+            return False
+
+    def raw(self, key: int | str) -> Any:
+        return self.lowering.env[self._inputs[self.index(key)].unique()]
+
+    def torch_value(self, key: int | str) -> torch._C.Value:
+        return self._inputs[self.index(key)]
+
+    def unsupported(self, reason: str) -> UnsupportedHere:
+        """Build the error to ``raise`` for an unsupported form of this op."""
+        return UnsupportedHere(reason)
+
+    # -- constants -------------------------------------------------------------------
+    def is_none(self, key: int | str) -> bool:
+        return not self.has(key) or self.raw(key) is None
+
+    def const(self, key: int | str) -> Any:
+        """A Python value known at export time (ints from sizes only if static)."""
+        return self.to_const(self.raw(key), str(key))
+
+    def to_const(self, x: Any, what: str = "argument") -> Any:
+        if isinstance(x, Value):
+            if x.known is None or (x.known.dtype == object and _has_sym(x.known)):
+                raise NotConstantError(f"{self.kind}: {what} must be a constant, but it is computed in the model")
+            k = np.asarray(x.known)
+            return k.item() if k.ndim == 0 else k.tolist()
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.to_const(v, what) for v in x)
+        return x
+
+    def int(self, key: int | str) -> int:
+        return int(self.const(key))
+
+    def float(self, key: int | str) -> float:
+        return float(self.const(key))
+
+    def bool(self, key: int | str) -> bool:
+        return bool(self.const(key))
+
+    def ints(self, key: int | str) -> list[int]:
+        v = self.const(key)
+        return [int(v)] if isinstance(v, (int, np.integer)) else [int(x) for x in v]
+
+    def optional(self, key: int | str) -> Any:
+        return None if self.is_none(key) else self.raw(key)
+
+    def dtype_arg(self, key: int | str) -> DType | None:
+        if self.is_none(key):
+            return None
+        v = self.const(key)
+        return to_ir(v)
+
+    # -- tensors ---------------------------------------------------------------------
+    def tensor(self, key: int | str, dtype: DType | None = None) -> Value:
+        """The argument as an IR value (Python scalars and lists become constants),
+        cast to ``dtype`` if given."""
+        return self.as_value(self.raw(key), dtype)
+
+    def optional_tensor(self, key: int | str, dtype: DType | None = None) -> Value | None:
+        return None if self.is_none(key) else self.tensor(key, dtype)
+
+    def as_value(self, x: Any, dtype: DType | None = None) -> Value:
+        if isinstance(x, Value):
+            return self.b.cast(x, dtype) if dtype is not None else x
+        if isinstance(x, (bool, int, float)):
+            dt = dtype or (DType.BOOL if isinstance(x, bool) else DType.I64 if isinstance(x, int) else DType.F32)
+            return self.b.const(np.asarray(x, dtype=dt.numpy), dt)
+        if isinstance(x, (list, tuple)):
+            if all(isinstance(v, (bool, int, float)) for v in x):
+                arr = np.asarray(x)
+                dt = dtype or (DType.F32 if arr.dtype.kind == "f" else DType.from_numpy(arr.dtype))
+                return self.b.const(arr.astype(dt.numpy), dt)
+            parts = [self.b.op("unsqueeze", self.as_value(v, dtype), axes=(0,)) for v in x]
+            return self.b.op("concat", *parts, axis=0)
+        raise UnsupportedHere(f"{self.kind}: cannot use {type(x).__name__} as a tensor")
+
+    def shape_tensor(self, key: int | str | Sequence[Any]) -> Value:
+        """A list argument of sizes (ints and run-time size values) as a 1-D i64 tensor."""
+        items = self.raw(key) if isinstance(key, (int, str)) else key
+        if isinstance(items, Value):
+            return self.b.cast(items, DType.I64)
+        if isinstance(items, int):
+            items = [items]
+        if all(isinstance(v, int) for v in items):
+            return self.b.ints([int(v) for v in items])
+        parts = []
+        for v in items:
+            if isinstance(v, int):
+                parts.append(self.b.ints([v]))
+            else:
+                parts.append(self.b.op("reshape", self.b.cast(v, DType.I64), self.b.ints([1])))
+        return self.b.op("concat", *parts, axis=0)
+
+    # -- types and axes --------------------------------------------------------------
+    def operand(self, x: Any) -> tuple[DType, int] | bool | int | float:
+        if isinstance(x, Value):
+            return (x.type.dtype, x.rank)
+        if isinstance(x, (bool, int, float)):
+            return x
+        raise UnsupportedHere(f"{self.kind}: unexpected operand {type(x).__name__}")
+
+    def promote(self, *xs: Any) -> DType:
+        """PyTorch's result dtype for these operands (IR values or Python scalars)."""
+        return promote(*(self.operand(x) for x in xs))
+
+    def promoted(self, *xs: Any, dtype: DType | None = None) -> list[Value]:
+        """The operands as IR values of one dtype (PyTorch's promotion unless given)."""
+        dt = dtype or self.promote(*xs)
+        return [self.as_value(x, dt) for x in xs]
+
+    def axis(self, key: int | str, rank: int) -> int:
+        return norm_axis(self.int(key), rank)
+
+    def traced_dtype(self, k: int = 0) -> DType | None:
+        t = self.node.outputsAt(k).type()
+        if isinstance(t, torch._C.TensorType) and t.scalarType() is not None:
+            return to_ir(_scalar_type(t.scalarType()))
+        return None
+
+    def traced_shape(self, k: int = 0) -> list[int] | None:
+        t = self.node.outputsAt(k).type()
+        if isinstance(t, torch._C.TensorType):
+            sizes = t.sizes()
+            return list(sizes) if sizes is not None else None
+        return None
+
+
+def _scalar_type(name: str) -> torch.dtype:
+    table = {"Float": torch.float32, "Double": torch.float64, "Half": torch.float16,
+             "BFloat16": torch.bfloat16, "Long": torch.int64, "Int": torch.int32,
+             "Short": torch.int16, "Char": torch.int8, "Byte": torch.uint8, "Bool": torch.bool,
+             "UInt16": torch.uint16, "UInt32": torch.uint32, "UInt64": torch.uint64}
+    return table[name]
+
+
+def norm_axis(axis: int, rank: int) -> int:
+    r = max(rank, 1)
+    if not -r <= axis < r:
+        raise UnsupportedHere(f"axis {axis} is out of range for a tensor of rank {rank}")
+    return axis % r
+
+
+def _has_sym(arr: np.ndarray) -> bool:
+    return any(isinstance(v, Sym) for v in np.asarray(arr).reshape(-1).tolist())
+
+
+def known_dims_of(v: Value) -> list[Dim] | None:
+    if v.known is None:
+        return None
+    return list(np.asarray(v.known).reshape(-1).tolist())
+
+
+def array_data(t: torch.Tensor) -> ArrayData:
+    """A zero-copy numpy view of a CPU tensor (bf16 as its raw bits)."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.dtype == torch.bfloat16:
+        return ArrayData(t.view(torch.int16).numpy().view(np.uint16), DType.BF16)
+    return ArrayData(t.numpy(), to_ir(t.dtype))

@@ -1,0 +1,45 @@
+"""Small building blocks lowering rules share (IR idioms, not torch logic)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from t2n.ir import Builder, Dim, DType, Value
+
+
+def unsqueeze(b: Builder, x: Value, axes: Sequence[int]) -> Value:
+    return x if not axes else b.op("unsqueeze", x, axes=tuple(sorted(axes)))
+
+
+def squeeze(b: Builder, x: Value, axes: Sequence[int]) -> Value:
+    return x if not axes else b.op("squeeze", x, axes=tuple(sorted(axes)))
+
+
+def reshape(b: Builder, x: Value, dims: Sequence[Dim]) -> Value:
+    if list(x.type.shape) == list(dims):
+        return x
+    return b.op("reshape", x, b.ints(list(dims)))
+
+
+def transpose(b: Builder, x: Value, perm: Sequence[int]) -> Value:
+    if list(perm) == list(range(x.rank)):
+        return x
+    return b.op("transpose", x, perm=tuple(perm))
+
+
+def swap_last(b: Builder, x: Value, a: int = -2, c: int = -1) -> Value:
+    perm = list(range(x.rank))
+    perm[a], perm[c] = perm[c], perm[a]
+    return transpose(b, x, perm)
+
+
+def scalar(b: Builder, value: float | int | bool, dtype: DType) -> Value:
+    import numpy as np
+
+    return b.const(np.asarray(value, dtype=dtype.numpy), dtype)
+
+
+def dim_value(b: Builder, x: Value, axis: int) -> Value:
+    """``x.shape[axis]`` as a 0-d i64 value that stays symbolic under dynamic axes."""
+    shape = b.op("shape_of", x)
+    return b.op("gather", shape, b.const(axis, DType.I64), axis=0)

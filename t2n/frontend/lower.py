@@ -1,0 +1,199 @@
+"""The lowering driver: TorchScript nodes → IR ops, one registered rule per op kind.
+
+Before lowering anything, every node kind without a rule is collected, so that an
+unsupported model is reported in full at once. Rules that reject an option of an
+op they know are collected the same way while lowering continues.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from t2n.errors import LoweringError, OpProblem, UnsupportedOpsError
+from t2n.frontend.context import (
+    LoweringContext,
+    ModuleRef,
+    Poison,
+    UnsupportedHere,
+    module_path,
+    source_of,
+)
+from t2n.frontend.dtypes import to_ir
+from t2n.frontend.registry import LoweringRegistry
+from t2n.frontend.trace import TracedModel
+from t2n.ir import DType, Graph, SourceLoc, TensorType, Value
+
+log = logging.getLogger("t2n.frontend")
+
+STRUCTURAL = {"prim::Return", "prim::Param"}
+
+
+def _nodes(block: torch._C.Block) -> list[torch._C.Node]:
+    return list(block.nodes())
+
+
+class Lowering:
+    """State of one lowering: the IR graph being built and torch value → lowered value."""
+
+    def __init__(
+        self,
+        traced: TracedModel,
+        registry: LoweringRegistry,
+        input_names: Sequence[str],
+        output_names: Sequence[str],
+        graph_name: str = "main",
+    ) -> None:
+        self.traced = traced
+        self.registry = registry
+        self.scope_prefix = traced.scope_prefix
+        self.graph = Graph(graph_name)
+        self.env: dict[int, Any] = {}
+        self.params: dict[int, Value] = {}
+        self.problems: list[OpProblem] = []
+        self.input_names = list(input_names)
+        self.output_names = list(output_names)
+        self._keepalive: list[torch.Tensor] = []
+
+    def problem(self, node: torch._C.Node, reason: str) -> None:
+        self.problems.append(
+            OpProblem(node.kind(), module_path(node.scopeName(), self.scope_prefix),
+                      source_of(node), reason)
+        )
+
+    def precheck(self, block: torch._C.Block) -> None:
+        for node in _nodes(block):
+            kind = node.kind()
+            if kind not in self.registry and kind not in STRUCTURAL:
+                self.problem(node, "no lowering rule")
+
+    def run(self) -> Graph:
+        g = self.traced.graph
+        self.precheck(g.block())
+        if self.problems:
+            raise UnsupportedOpsError(self.problems)
+        inputs = list(g.inputs())
+        first = 0
+        if inputs and not isinstance(inputs[0].type(), torch._C.TensorType):
+            self.env[inputs[0].unique()] = ModuleRef("", self.traced.root)
+            first = 1
+        tensor_inputs = inputs[first:]
+        if len(tensor_inputs) != len(self.traced.example_inputs):
+            raise LoweringError(
+                f"the graph has {len(tensor_inputs)} inputs but {len(self.traced.example_inputs)} "
+                "example tensors were given"
+            )
+        for tv, example, name in zip(tensor_inputs, self.traced.example_inputs, self.input_names):
+            t = TensorType(to_ir(example.dtype), list(example.shape))
+            self.env[tv.unique()] = self.graph.add_input(t, name)
+        self.lower_block(g.block())
+        outs = self.flatten_outputs([self.env[v.unique()] for v in g.outputs()])
+        if self.problems:
+            raise UnsupportedOpsError(self.problems)
+        self.graph.set_outputs(self.name_outputs(outs))
+        self.graph.metadata["tracer_warnings"] = list(self.traced.tracer_warnings)
+        return self.graph
+
+    def parameter(self, t: torch.Tensor, path: str) -> Value:
+        """One variable per parameter or buffer, however many times the model reads it."""
+        key = id(t)
+        if key not in self.params:
+            from t2n.frontend.context import array_data
+            from t2n.ir import Builder
+
+            name = self.traced.name_of(t, path.removeprefix(self.scope_prefix))
+            data = array_data(t)
+            self.params[key] = Builder(self.graph).variable(data, name)
+            self._keepalive.append(t)
+        return self.params[key]
+
+    def lower_block(self, block: torch._C.Block) -> None:
+        for node in _nodes(block):
+            self.lower_node(node)
+
+    def lower_node(self, node: torch._C.Node) -> None:
+        outs = list(node.outputs())
+        args = [self.env.get(v.unique(), _MISSING) for v in node.inputs()]
+        if any(a is _MISSING for a in args):
+            raise LoweringError(f"{node.kind()}: an input was never lowered (graph order?)")
+        if any(isinstance(a, Poison) for a in args):
+            for o in outs:
+                self.env[o.unique()] = Poison()
+            return
+        info = self.registry.get(node.kind())
+        assert info is not None
+        ctx = LoweringContext(self, node)
+        try:
+            result = info.fn(ctx)
+        except UnsupportedHere as exc:
+            self.problem(node, str(exc))
+            for o in outs:
+                self.env[o.unique()] = Poison()
+            return
+        except Exception as exc:
+            raise LoweringError(
+                f"lowering {node.kind()} {ctx.loc} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        if len(outs) == 1:
+            self.env[outs[0].unique()] = result
+        else:
+            if not isinstance(result, (tuple, list)) or len(result) != len(outs):
+                raise LoweringError(f"rule for {node.kind()} returned {result!r} for {len(outs)} outputs")
+            for o, r in zip(outs, result):
+                self.env[o.unique()] = r
+        if node.kind().endswith("_") and not node.kind().endswith("__") and len(outs) == 1:
+            # In-place op: later readers of the mutated input see the result.
+            first = list(node.inputs())[0]
+            if isinstance(self.env.get(first.unique()), Value):
+                self.env[first.unique()] = result
+
+    def flatten_outputs(self, items: Sequence[Any]) -> list[Any]:
+        out: list[Any] = []
+        for it in items:
+            if isinstance(it, (tuple, list)):
+                out.extend(self.flatten_outputs(it))
+            else:
+                out.append(it)
+        return out
+
+    def name_outputs(self, outs: Sequence[Any]) -> list[Value]:
+        if len(outs) != len(self.output_names):
+            raise LoweringError(f"{len(outs)} outputs lowered, {len(self.output_names)} names")
+        named: list[Value] = []
+        seen: set[int] = set()
+        inputs = {id(v) for v in self.graph.inputs}
+        for x, name in zip(outs, self.output_names):
+            if not isinstance(x, Value):
+                x = _const_value(self.graph, x)
+            if id(x) in seen or id(x) in inputs or x.producer is None or x.producer.kind in ("const", "variable"):
+                x = self.graph.create_op("identity", [x], names=[name], loc=SourceLoc()).output
+            else:
+                self.graph.rename(x, name)
+            seen.add(id(x))
+            named.append(x)
+        return named
+
+
+_MISSING = object()
+
+
+def _const_value(graph: Graph, x: Any) -> Value:
+    from t2n.ir import ArrayData, Builder
+
+    arr = np.asarray(x)
+    dt = DType.F32 if arr.dtype.kind == "f" else DType.from_numpy(arr.dtype)
+    return Builder(graph).op("const", data=ArrayData(arr.astype(dt.numpy), dt))
+
+
+def lower(
+    traced: TracedModel,
+    registry: LoweringRegistry,
+    input_names: Sequence[str],
+    output_names: Sequence[str],
+) -> Graph:
+    """Lower a traced model into an IR graph (raises UnsupportedOpsError listing all problems)."""
+    return Lowering(traced, registry, input_names, output_names).run()

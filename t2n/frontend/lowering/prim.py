@@ -1,0 +1,184 @@
+"""Structural TorchScript nodes: constants, lists and tuples, attributes (parameters),
+sizes and Python-number conversions, and ops that are identities at inference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from t2n.frontend.context import LoweringContext, ModuleRef, array_data
+from t2n.frontend.dtypes import to_ir
+from t2n.frontend.helpers import dim_value
+from t2n.frontend.registry import RuleSet
+from t2n.ir import DType, Value
+
+RULES = RuleSet("prim")
+
+
+@RULES.rule("prim::Constant")
+def constant(ctx: LoweringContext) -> Any:
+    out = ctx.node.output()
+    if not ctx.node.hasAttribute("value"):
+        return None
+    val = out.toIValue()
+    if isinstance(val, torch.Tensor):
+        return ctx.b.op("const", name="c", data=array_data(val.clone()))
+    if isinstance(val, torch.device):
+        return str(val)
+    return val
+
+
+@RULES.rule("prim::ListConstruct", "prim::TupleConstruct")
+def construct(ctx: LoweringContext) -> Any:
+    items = [ctx.raw(i) for i in range(ctx.n_inputs)]
+    return items if ctx.kind == "prim::ListConstruct" else tuple(items)
+
+
+@RULES.rule("prim::ListUnpack", "prim::TupleUnpack")
+def unpack(ctx: LoweringContext) -> Any:
+    seq = ctx.raw(0)
+    if isinstance(seq, Value):
+        n = ctx.n_outputs
+        return tuple(
+            ctx.b.op("squeeze", ctx.b.op("slice", seq, ctx.b.ints([i]), ctx.b.ints([i + 1]),
+                                         axes=(0,), steps=(1,)), axes=(0,))
+            for i in range(n)
+        )
+    if len(seq) != ctx.n_outputs:
+        raise ctx.unsupported(f"unpacking {len(seq)} items into {ctx.n_outputs}")
+    return tuple(seq)
+
+
+@RULES.rule("prim::TupleIndex", "aten::__getitem__", "prim::ListIndex")
+def getitem(ctx: LoweringContext) -> Any:
+    seq = ctx.raw(0)
+    if isinstance(seq, (list, tuple)):
+        return seq[ctx.int(1)]
+    raise ctx.unsupported("indexing a tensor list that is computed at run time")
+
+
+@RULES.rule("aten::len")
+def length(ctx: LoweringContext) -> Any:
+    seq = ctx.raw(0)
+    if isinstance(seq, (list, tuple)):
+        return len(seq)
+    return dim_value(ctx.b, ctx.tensor(0), 0)
+
+
+@RULES.rule("prim::GetAttr")
+def get_attr(ctx: LoweringContext) -> Any:
+    base = ctx.raw(0)
+    if not isinstance(base, ModuleRef):
+        raise ctx.unsupported("attribute of a non-module value")
+    name = ctx.node.s("name")
+    obj = getattr(base.obj, name)
+    path = f"{base.path}.{name}" if base.path else name
+    if isinstance(obj, torch.Tensor):
+        return ctx.lowering.parameter(obj, path)
+    if isinstance(obj, torch.nn.Module):
+        return ModuleRef(path, obj)
+    return obj
+
+
+@RULES.rule("aten::size")
+def size(ctx: LoweringContext) -> Any:
+    x = ctx.tensor(0)
+    if ctx.n_inputs > 1 and not ctx.is_none(1):
+        return dim_value(ctx.b, x, ctx.axis(1, x.rank))
+    return [dim_value(ctx.b, x, i) for i in range(x.rank)]
+
+
+@RULES.rule("aten::dim")
+def dim(ctx: LoweringContext) -> Any:
+    return ctx.tensor(0).rank
+
+
+@RULES.rule("aten::numel")
+def numel(ctx: LoweringContext) -> Any:
+    x = ctx.tensor(0)
+    shape = ctx.b.op("shape_of", x)
+    return ctx.b.op("prod_reduce", shape, axes=(0,), keepdims=False)
+
+
+@RULES.rule("prim::NumToTensor", "aten::scalar_tensor")
+def num_to_tensor(ctx: LoweringContext) -> Any:
+    x = ctx.raw(0)
+    if isinstance(x, Value):
+        return x
+    if ctx.kind == "aten::scalar_tensor" and ctx.has("dtype") and not ctx.is_none("dtype"):
+        dt = ctx.dtype_arg("dtype")
+        return ctx.as_value(x, dt)
+    if isinstance(x, float) and ctx.kind == "prim::NumToTensor":
+        return ctx.as_value(x, DType.F64)
+    return ctx.as_value(x)
+
+
+@RULES.rule("aten::Int", "aten::Float", "aten::Bool", "aten::ScalarImplicit", "prim::unchecked_cast",
+            "aten::IntImplicit", "aten::FloatImplicit")
+def python_number(ctx: LoweringContext) -> Any:
+    x = ctx.raw(0)
+    want = {"aten::Int": DType.I64, "aten::IntImplicit": DType.I64, "aten::Float": DType.F32,
+            "aten::FloatImplicit": DType.F32, "aten::Bool": DType.BOOL}.get(ctx.kind)
+    if isinstance(x, Value):
+        if x.known is not None and x.known.dtype != object:
+            v = np.asarray(x.known).item()
+            if want is DType.I64:
+                return int(v)
+            if want is DType.F32:
+                return float(v)
+            if want is DType.BOOL:
+                return bool(v)
+            return v
+        if want is DType.F32 and not x.type.dtype.is_float:
+            return ctx.b.cast(x, DType.F32)
+        return x
+    if want is DType.I64:
+        return int(x)
+    if want is DType.F32:
+        return float(x)
+    return x
+
+
+@RULES.rule("aten::detach", "aten::contiguous", "aten::clone", "aten::alias", "aten::dropout",
+            "aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout",
+            "aten::lift_fresh", "aten::detach_", "aten::dropout_", "aten::resolve_conj",
+            "aten::resolve_neg", "prim::data", "aten::_assert_tensor_metadata", "aten::lift",
+            "aten::lift_fresh_copy")
+def identity(ctx: LoweringContext) -> Any:
+    """Ops that only change memory layout or autograd state, or drop out in eval mode."""
+    return ctx.raw(0)
+
+
+@RULES.rule("prim::device", "prim::layout")
+def device(ctx: LoweringContext) -> Any:
+    return "cpu"
+
+
+@RULES.rule("prim::dtype")
+def dtype_of(ctx: LoweringContext) -> Any:
+    from t2n.frontend.dtypes import to_torch
+
+    return to_torch(ctx.tensor(0).type.dtype)
+
+
+def _target_dtype(ctx: LoweringContext) -> DType | None:
+    """The dtype an ``aten::to`` asks for, whichever overload it is."""
+    if ctx.has("other"):
+        return ctx.tensor("other").type.dtype
+    if ctx.has("dtype") and not ctx.is_none("dtype"):
+        return to_ir(ctx.const("dtype"))
+    return None
+
+
+@RULES.rule("aten::to", "aten::type_as", "aten::_to_copy")
+def to(ctx: LoweringContext) -> Any:
+    x = ctx.tensor(0)
+    if ctx.kind == "aten::type_as":
+        return ctx.b.cast(x, ctx.tensor(1).type.dtype)
+    dt = _target_dtype(ctx)
+    return ctx.b.cast(x, dt) if dt is not None else x
+
+
+__all__ = ["array_data"]

@@ -1,0 +1,129 @@
+"""Turning a model into an inlined TorchScript graph, with parameter names.
+
+``nn.Module``: wrapped so inputs/outputs are flat tensors, put in eval mode and
+traced without autograd; the eval-mode outputs computed during tracing are kept as
+the reference for ``check()``. ``ScriptModule``: its ``forward`` graph is used
+(hardened first when asked). Either way submodule calls are inlined and each
+parameter or buffer gets its dotted name, the first one PyTorch reports when a
+tensor is shared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import torch
+
+from t2n.errors import InvalidArgumentError, TraceError
+from t2n.frontend.io import FlatModule, Spec, flatten
+
+log = logging.getLogger("t2n.frontend")
+
+
+@attrs.define
+class TracedModel:
+    """An inlined TorchScript graph and what is needed to lower it."""
+
+    graph: torch._C.Graph
+    root: torch.nn.Module
+    scope_prefix: str
+    example_inputs: list[torch.Tensor]
+    input_paths: list[str]
+    reference_outputs: list[torch.Tensor]
+    output_paths: list[str]
+    output_spec: Spec | None
+    tensor_names: dict[int, str]
+    tracer_warnings: list[str] = attrs.field(factory=list)
+
+    def name_of(self, t: torch.Tensor, path: str) -> str:
+        return self.tensor_names.get(id(t), path)
+
+
+@contextlib.contextmanager
+def eval_mode(model: torch.nn.Module) -> Iterator[None]:
+    """Eval mode for the duration, restoring each submodule's training flag after."""
+    flags = {m: m.training for m in model.modules()}
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, f in flags.items():
+            m.training = f
+
+
+def canonical_tensor_names(module: torch.nn.Module, strip: str) -> dict[int, str]:
+    """id(tensor) → its first dotted name (shared tensors get one name)."""
+    names: dict[int, str] = {}
+    for n, t in list(module.named_parameters(remove_duplicate=False)) + list(
+        module.named_buffers(remove_duplicate=False)
+    ):
+        names.setdefault(id(t), n.removeprefix(strip))
+    return names
+
+
+def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> TracedModel:
+    tensors, paths, spec = flatten((args, kwargs))
+    if not tensors:
+        raise InvalidArgumentError("the example arguments contain no tensor")
+    flat = FlatModule(model, spec)
+    outputs: list[torch.Tensor] = []
+
+    def keep_outputs(_m: Any, _i: Any, out: Any) -> None:
+        outputs[:] = list(out)
+
+    hook = flat.register_forward_hook(keep_outputs)
+    caught: list[str] = []
+    with eval_mode(model), torch.no_grad(), warnings.catch_warnings(record=True) as wlist:
+        warnings.simplefilter("always", torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        try:
+            traced = torch.jit.trace(flat, tuple(tensors), check_trace=False, strict=False)
+        except Exception as exc:
+            raise TraceError(f"torch.jit.trace failed on the model: {type(exc).__name__}: {exc}") from exc
+        finally:
+            hook.remove()
+        for w in wlist:
+            if issubclass(w.category, torch.jit.TracerWarning):
+                caught.append(f"{w.filename}:{w.lineno}: {w.message}")
+    graph = traced.inlined_graph
+    torch._C._jit_pass_dce(graph)
+    return TracedModel(
+        graph=graph,
+        root=flat,
+        scope_prefix="model.",
+        example_inputs=list(tensors),
+        input_paths=paths,
+        reference_outputs=[o.detach() for o in outputs],
+        output_paths=list(flat.out_paths),
+        output_spec=flat.out_spec,
+        tensor_names=canonical_tensor_names(flat, "model."),
+        tracer_warnings=caught,
+    )
+
+
+def script_graph(module: torch.jit.ScriptModule, args: tuple[Any, ...]) -> TracedModel:
+    """The inlined forward graph of a ScriptModule, with reference outputs from running it."""
+    tensors, paths, _ = flatten((args, {}))
+    with torch.no_grad():
+        out = module(*args)
+    out_tensors, out_paths, out_spec = flatten(out)
+    graph = module.forward.graph.copy()
+    torch._C._jit_pass_inline(graph)
+    torch._C._jit_pass_dce(graph)
+    return TracedModel(
+        graph=graph,
+        root=module,
+        scope_prefix="",
+        example_inputs=list(tensors),
+        input_paths=paths,
+        reference_outputs=[t.detach() for t in out_tensors],
+        output_paths=out_paths,
+        output_spec=out_spec,
+        tensor_names=canonical_tensor_names(module, ""),
+    )

@@ -1,0 +1,344 @@
+"""Symbolic dimensions.
+
+A dimension is an ``int`` or a :class:`Sym`: an integer polynomial over named
+symbols (and floor divisions of such polynomials by constants). Arithmetic
+normalizes, and a result with no symbol left collapses back to ``int``, so
+``Sym("S") * 2 - Sym("S") * 2 == 0``. ``str()`` gives an expression that both the
+tract NNEF parser and humans read: ``2 * S + 1``, ``(S + -3) / 2``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Union
+
+import numpy as np
+
+Dim = Union[int, "Sym"]
+
+_SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SymbolicComparisonError(TypeError):
+    """Raised when an order comparison of symbolic dimensions cannot be decided."""
+
+
+class _FloorDiv:
+    """Atom ``floor(num / den)`` for a polynomial that does not divide exactly."""
+
+    __slots__ = ("num", "den")
+
+    def __init__(self, num: Sym, den: int) -> None:
+        self.num = num
+        self.den = den
+
+    def key(self) -> str:
+        return f"~({self.num})/{self.den}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _FloorDiv) and self.num == other.num and self.den == other.den
+
+    def __hash__(self) -> int:
+        return hash((self.num, self.den))
+
+
+_Atom = Union[str, _FloorDiv]
+_Monomial = tuple[_Atom, ...]
+
+
+def _atom_key(atom: _Atom) -> str:
+    return atom if isinstance(atom, str) else atom.key()
+
+
+def _mono_key(mono: _Monomial) -> tuple[bool, int, tuple[str, ...]]:
+    return (len(mono) == 0, len(mono), tuple(_atom_key(a) for a in mono))
+
+
+class Sym:
+    """A symbolic dimension expression. Immutable, hashable, compared by value."""
+
+    __slots__ = ("_terms", "_hash")
+
+    _terms: tuple[tuple[_Monomial, int], ...]
+
+    def __init__(self, name: str) -> None:
+        if not _SYMBOL_RE.match(name):
+            raise ValueError(f"invalid symbol name {name!r}: use letters, digits and _")
+        self._terms = (((name,), 1),)
+        self._hash = hash(self._terms)
+
+    # -- construction -------------------------------------------------------------
+    @classmethod
+    def _from_terms(cls, terms: Mapping[_Monomial, int]) -> Dim:
+        clean = {m: c for m, c in terms.items() if c != 0}
+        if not clean:
+            return 0
+        if list(clean) == [()]:
+            return clean[()]
+        obj = object.__new__(cls)
+        obj._terms = tuple(sorted(clean.items(), key=lambda mc: _mono_key(mc[0])))
+        obj._hash = hash(obj._terms)
+        return obj
+
+    @staticmethod
+    def _terms_of(x: Dim) -> dict[_Monomial, int]:
+        if isinstance(x, Sym):
+            return dict(x._terms)
+        return {(): int(x)} if int(x) != 0 else {}
+
+    # -- queries ------------------------------------------------------------------
+    def symbols(self) -> frozenset[str]:
+        out: set[str] = set()
+        for mono, _ in self._terms:
+            for atom in mono:
+                if isinstance(atom, str):
+                    out.add(atom)
+                else:
+                    out |= atom.num.symbols()
+        return frozenset(out)
+
+    def evaluate(self, bindings: Mapping[str, int]) -> int:
+        """The value of the expression with every symbol bound."""
+        total = 0
+        for mono, coef in self._terms:
+            value = coef
+            for atom in mono:
+                if isinstance(atom, str):
+                    if atom not in bindings:
+                        raise KeyError(f"symbol {atom} has no value")
+                    value *= int(bindings[atom])
+                else:
+                    value *= atom.num.evaluate(bindings) // atom.den
+            total += value
+        return total
+
+    def substitute(self, bindings: Mapping[str, Dim]) -> Dim:
+        """Replace some symbols by ints or other expressions."""
+        total: Dim = 0
+        for mono, coef in self._terms:
+            value: Dim = coef
+            for atom in mono:
+                if isinstance(atom, str):
+                    value = value * bindings.get(atom, Sym(atom))
+                else:
+                    num = atom.num.substitute(bindings)
+                    value = value * (num // atom.den)
+            total = total + value
+        return total
+
+    @property
+    def constant_term(self) -> int:
+        return dict(self._terms).get((), 0)
+
+    # -- arithmetic ---------------------------------------------------------------
+    def __add__(self, other: Dim) -> Dim:
+        if not isinstance(other, (Sym, int, np.integer)):
+            return NotImplemented
+        terms = self._terms_of(self)
+        for mono, coef in self._terms_of(other).items():
+            terms[mono] = terms.get(mono, 0) + coef
+        return Sym._from_terms(terms)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> Dim:
+        return Sym._from_terms({m: -c for m, c in self._terms})
+
+    def __sub__(self, other: Dim) -> Dim:
+        if not isinstance(other, (Sym, int, np.integer)):
+            return NotImplemented
+        return self + (-other)
+
+    def __rsub__(self, other: Dim) -> Dim:
+        if not isinstance(other, (Sym, int, np.integer)):
+            return NotImplemented
+        return (-self) + other
+
+    def __mul__(self, other: Dim) -> Dim:
+        if not isinstance(other, (Sym, int, np.integer)):
+            return NotImplemented
+        terms: dict[_Monomial, int] = {}
+        for m1, c1 in self._terms_of(self).items():
+            for m2, c2 in self._terms_of(other).items():
+                mono = tuple(sorted(m1 + m2, key=_atom_key))
+                terms[mono] = terms.get(mono, 0) + c1 * c2
+        return Sym._from_terms(terms)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other: Dim) -> Dim:
+        if isinstance(other, Sym):
+            exact = self._divide_by_monomial(other)
+            if exact is None:
+                raise SymbolicComparisonError(f"cannot divide {self} by symbolic {other}")
+            return exact
+        if not isinstance(other, (int, np.integer)):
+            return NotImplemented
+        den = int(other)
+        if den <= 0:
+            raise ZeroDivisionError(f"symbolic division by {den}")
+        if den == 1:
+            return self
+        const = self.constant_term
+        rest = {m: c for m, c in self._terms if m != ()}
+        if all(c % den == 0 for c in rest.values()):
+            return Sym._from_terms({m: c // den for m, c in rest.items()}) + const // den
+        return Sym._from_terms({(_FloorDiv(self, den),): 1})
+
+    def _divide_by_monomial(self, other: Sym) -> Dim | None:
+        """``self / other`` when ``other`` is one term dividing every term exactly."""
+        if len(other._terms) != 1:
+            return 1 if other == self else None
+        (dmono, dcoef), = other._terms
+        out: dict[_Monomial, int] = {}
+        for mono, coef in self._terms:
+            rest = list(mono)
+            for atom in dmono:
+                if atom not in rest:
+                    return None
+                rest.remove(atom)
+            if coef % dcoef:
+                return None
+            out[tuple(rest)] = out.get(tuple(rest), 0) + coef // dcoef
+        return Sym._from_terms(out)
+
+    def __rfloordiv__(self, other: Dim) -> Dim:
+        raise SymbolicComparisonError(f"cannot divide {other} by symbolic {self}")
+
+    def __mod__(self, other: Dim) -> Dim:
+        if not isinstance(other, (int, np.integer)):
+            return NotImplemented
+        return self - (self // int(other)) * int(other)
+
+    def __truediv__(self, other: Dim) -> Dim:
+        return self.__floordiv__(other)
+
+    # -- comparisons --------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sym):
+            return self._terms == other._terms
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def _undecidable(self, other: object) -> bool:
+        raise SymbolicComparisonError(f"cannot order symbolic {self} against {other}")
+
+    def __lt__(self, other: object) -> bool:
+        return self._undecidable(other)
+
+    def __le__(self, other: object) -> bool:
+        return self._undecidable(other)
+
+    def __gt__(self, other: object) -> bool:
+        return self._undecidable(other)
+
+    def __ge__(self, other: object) -> bool:
+        return self._undecidable(other)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __index__(self) -> int:
+        raise SymbolicComparisonError(f"symbolic dimension {self} has no int value")
+
+    # -- text ---------------------------------------------------------------------
+    def __str__(self) -> str:
+        ordered = [t for t in self._terms if t[1] > 0] + [t for t in self._terms if t[1] < 0]
+        out = ""
+        for i, (mono, coef) in enumerate(ordered):
+            factors = [a if isinstance(a, str) else f"({a.num}) / {a.den}" for a in mono]
+            # The first term keeps its sign as a literal (NNEF has no unary minus);
+            # later ones are joined with a binary + or -.
+            shown = coef if i == 0 else abs(coef)
+            if not factors:
+                text = str(shown)
+            elif shown == 1:
+                text = " * ".join(factors)
+            else:
+                text = " * ".join([str(shown), *factors])
+            out = text if i == 0 else f"{out} {'-' if coef < 0 else '+'} {text}"
+        return out
+
+    def __repr__(self) -> str:
+        return f"Sym({str(self)!r})"
+
+
+def is_static(dim: Dim) -> bool:
+    return not isinstance(dim, Sym)
+
+
+def dim_symbols(dims: Iterable[Dim]) -> frozenset[str]:
+    out: frozenset[str] = frozenset()
+    for d in dims:
+        if isinstance(d, Sym):
+            out |= d.symbols()
+    return out
+
+
+def as_dim(x: object) -> Dim:
+    """Normalize an int-like or Sym into a Dim."""
+    if isinstance(x, Sym):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        return int(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    raise TypeError(f"not a dimension: {x!r}")
+
+
+def valid_symbol_name(name: str) -> bool:
+    return bool(_SYMBOL_RE.match(name))
+
+
+def parse_dim(text: str) -> Dim:
+    """Parse a dimension as printed by ``str()``: ints, symbols, + - * / and parentheses."""
+    tokens = re.findall(r"\d+|[A-Za-z_][A-Za-z0-9_]*|[()+\-*/]", text)
+    pos = 0
+
+    def peek() -> str | None:
+        return tokens[pos] if pos < len(tokens) else None
+
+    def take() -> str:
+        nonlocal pos
+        tok = tokens[pos]
+        pos += 1
+        return tok
+
+    def atom() -> Dim:
+        tok = take()
+        if tok == "(":
+            val = expr()
+            take()
+            return val
+        if tok == "-":
+            return -atom()
+        if tok.isdigit():
+            return int(tok)
+        return Sym(tok)
+
+    def term() -> Dim:
+        val = atom()
+        while peek() in ("*", "/"):
+            op = take()
+            rhs = atom()
+            val = val * rhs if op == "*" else val // rhs
+        return val
+
+    def expr() -> Dim:
+        val = term()
+        while peek() in ("+", "-"):
+            op = take()
+            rhs = term()
+            val = val + rhs if op == "+" else val - rhs
+        return val
+
+    result = expr()
+    if pos != len(tokens):
+        raise ValueError(f"cannot parse dimension {text!r}")
+    return result

@@ -1,0 +1,140 @@
+"""Element-wise ops: unary math, activations, binary arithmetic, comparisons, select.
+
+Binary ops broadcast numpy-style and require both operands to share a dtype; the
+frontend inserts casts following PyTorch's type promotion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from t2n.ir.dtypes import DType
+from t2n.ir.infer_utils import InferError, broadcast_shapes, same_dtype, tensor
+from t2n.ir.schema import InferContext, OpSchema, OpTable, Trait
+from t2n.ir.types import TensorType
+
+TABLE = OpTable("elementwise")
+
+_EW = frozenset({Trait.PURE, Trait.ELEMENTWISE})
+_EW_COMM = _EW | {Trait.COMMUTATIVE}
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))
+
+
+def _keep(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapping[str, Any]], list[np.ndarray]]:
+    """Wrap a numpy function so the result keeps the first input's dtype."""
+
+    def ev(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*xs, **attrs))
+        return [out.astype(xs[0].dtype) if xs[0].dtype != object else out]
+
+    return ev
+
+
+UNARY: dict[str, Callable[..., np.ndarray]] = {
+    "neg": np.negative, "abs": np.abs, "sign": np.sign,
+    "exp": np.exp, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x), "rcp": lambda x: 1.0 / x,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "floor": np.floor, "ceil": np.ceil, "round": np.round, "erf": _erf,
+    "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0),
+    "silu": lambda x: x * _sigmoid(x),
+    "softplus": lambda x: np.logaddexp(0.0, x),
+    "hard_swish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+}
+"""Unary ops on numbers; ``round`` rounds half to even, as PyTorch does."""
+
+
+def _same(ctx: InferContext) -> list[TensorType]:
+    return [ctx.types[0]]
+
+
+for _name, _fn in UNARY.items():
+    TABLE.add(OpSchema(_name, _same, _keep(_fn), _EW))
+
+TABLE.add(OpSchema("gelu", _same, _keep(lambda x, approximate: _gelu(x, approximate)), _EW,
+                   doc="GELU; attr approximate is 'none' (erf) or 'tanh'."))
+TABLE.add(OpSchema("leaky_relu", _same, _keep(lambda x, alpha: np.where(x >= 0, x, x * alpha)), _EW,
+                   doc="x if x >= 0 else alpha * x (attr alpha)."))
+TABLE.add(OpSchema("elu", _same, _keep(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x))), _EW,
+                   doc="x if x > 0 else alpha * (exp(x) - 1) (attr alpha)."))
+
+
+def _bool_out(ctx: InferContext) -> list[TensorType]:
+    same_dtype(ctx, "comparison")
+    return [tensor(DType.BOOL, broadcast_shapes(*(t.shape for t in ctx.types)))]
+
+
+def _binary(ctx: InferContext) -> list[TensorType]:
+    dtype = same_dtype(ctx, "binary op")
+    return [tensor(dtype, broadcast_shapes(*(t.shape for t in ctx.types)))]
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero (C and tract semantics)."""
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype == object or b.dtype == object:
+        return np.asarray(a // b)
+    if np.issubdtype(a.dtype, np.integer):
+        return _int_div(a, b)
+    return np.asarray(a / b)
+
+
+BINARY: dict[str, tuple[Callable[..., np.ndarray], frozenset[Trait]]] = {
+    "add": (np.add, _EW_COMM), "sub": (np.subtract, _EW), "mul": (np.multiply, _EW_COMM),
+    "div": (_div, _EW), "pow": (np.power, _EW),
+    "min": (np.minimum, _EW_COMM), "max": (np.maximum, _EW_COMM),
+    "and": (np.logical_and, _EW_COMM), "or": (np.logical_or, _EW_COMM),
+    "xor": (np.logical_xor, _EW_COMM),
+}
+"""Binary ops; ``div`` on integers truncates toward zero."""
+
+COMPARE: dict[str, Callable[..., np.ndarray]] = {
+    "lt": np.less, "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal,
+    "eq": np.equal, "ne": np.not_equal,
+}
+
+for _name, (_fn, _traits) in BINARY.items():
+    TABLE.add(OpSchema(_name, _binary, _keep(_fn), _traits))
+for _name, _fn in COMPARE.items():
+    TABLE.add(OpSchema(_name, _bool_out, lambda xs, a, f=_fn: [np.asarray(f(*xs))], _EW))
+
+
+@TABLE.op("not", evaluate=lambda xs, a: [np.logical_not(xs[0])], traits=_EW)
+def _not(ctx: InferContext) -> list[TensorType]:
+    if ctx.types[0].dtype is not DType.BOOL:
+        raise InferError("not: operand must be bool")
+    return [ctx.types[0]]
+
+
+@TABLE.op("select", evaluate=lambda xs, a: [np.where(xs[0], xs[1], xs[2])], traits=_EW)
+def _select(ctx: InferContext) -> list[TensorType]:
+    """where(cond, a, b): cond is bool, a and b share a dtype."""
+    cond, a, b = ctx.types
+    if cond.dtype is not DType.BOOL:
+        raise InferError("select: condition must be bool")
+    if a.dtype is not b.dtype:
+        raise InferError(f"select: branches differ in dtype ({a.dtype} vs {b.dtype})")
+    return [tensor(a.dtype, broadcast_shapes(cond.shape, a.shape, b.shape))]

@@ -1,0 +1,154 @@
+"""Op schemas: what an op kind is (traits), how its output types are inferred, and
+how numpy evaluates it. One table serves type inference, constant folding and the
+reference evaluator in tests.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from t2n.ir.types import TensorType
+
+
+class Trait(enum.Enum):
+    """Properties generic passes ask about instead of checking op names."""
+
+    PURE = "pure"  # no side effect: removable when unused, foldable when inputs are known
+    CONSTANT_LIKE = "constant_like"  # produces data held by the op itself (const, variable)
+    ELEMENTWISE = "elementwise"
+    COMMUTATIVE = "commutative"
+    STATEFUL = "stateful"  # keeps state between runs (e.g. a KV cache): never folded or removed
+
+
+@attrs.frozen
+class InferContext:
+    """What an inference function sees: input types, attributes and known input values."""
+
+    types: tuple[TensorType, ...]
+    attrs: Mapping[str, Any]
+    known: tuple[np.ndarray | None, ...]
+
+    def known_or_none(self, i: int) -> np.ndarray | None:
+        return self.known[i] if i < len(self.known) else None
+
+
+InferFn = Callable[[InferContext], Sequence[TensorType]]
+EvalFn = Callable[[Sequence[np.ndarray], Mapping[str, Any]], Sequence[np.ndarray]]
+KnownFn = Callable[[InferContext], Sequence[np.ndarray | None]]
+
+
+@attrs.frozen(eq=False)
+class OpSchema:
+    """Definition of one IR op kind."""
+
+    name: str
+    infer: InferFn
+    evaluate: EvalFn | None = None
+    traits: frozenset[Trait] = frozenset({Trait.PURE})
+    doc: str = ""
+    known: KnownFn | None = None
+    """Output values that follow from input *types* alone (e.g. ``shape_of``)."""
+
+    def has(self, trait: Trait) -> bool:
+        return trait in self.traits
+
+    def __repr__(self) -> str:
+        return f"OpSchema({self.name})"
+
+
+class DuplicateKeyError(KeyError):
+    """A table already holds an entry under this name."""
+
+
+class OpTable:
+    """A family's op schemas, filled by decorators in that family's module.
+
+    Nothing global is mutated: :meth:`OpSet.default` collects the tables of the
+    modules in ``t2n.ir.ops`` explicitly.
+    """
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self.schemas: dict[str, OpSchema] = {}
+
+    def add(self, schema: OpSchema) -> OpSchema:
+        if schema.name in self.schemas:
+            raise DuplicateKeyError(f"op {schema.name!r} defined twice in family {self.family}")
+        self.schemas[schema.name] = schema
+        return schema
+
+    def op(
+        self,
+        name: str,
+        *,
+        evaluate: EvalFn | None = None,
+        traits: Iterable[Trait] = (Trait.PURE,),
+        doc: str = "",
+        known: KnownFn | None = None,
+    ) -> Callable[[InferFn], InferFn]:
+        """Decorator registering ``fn`` as the type inference of op ``name``."""
+
+        def deco(fn: InferFn) -> InferFn:
+            doc_ = doc or (fn.__doc__ or "")
+            self.add(OpSchema(name, fn, evaluate, frozenset(traits), doc_, known))
+            return fn
+
+        return deco
+
+
+class OpSet:
+    """The op kinds a graph may use, by name. Extendable per compilation."""
+
+    def __init__(self, schemas: Iterable[OpSchema] = ()) -> None:
+        self._schemas: dict[str, OpSchema] = {}
+        for s in schemas:
+            self.register(s)
+
+    def register(self, schema: OpSchema) -> OpSchema:
+        if schema.name in self._schemas:
+            raise DuplicateKeyError(f"op {schema.name!r} is already in this op set")
+        self._schemas[schema.name] = schema
+        return schema
+
+    def get(self, name: str) -> OpSchema:
+        try:
+            return self._schemas[name]
+        except KeyError:
+            raise KeyError(f"unknown IR op {name!r}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._schemas
+
+    def names(self) -> list[str]:
+        return sorted(self._schemas)
+
+    def extended(self, schemas: Iterable[OpSchema]) -> OpSet:
+        out = OpSet(self._schemas.values())
+        for s in schemas:
+            out.register(s)
+        return out
+
+    _default: OpSet | None = None
+
+    @classmethod
+    def default(cls) -> OpSet:
+        """All built-in ops: the ``TABLE`` of every module in ``t2n.ir.ops``."""
+        if cls._default is None:
+            import t2n.ir.ops as pkg
+
+            out = OpSet()
+            for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+                mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+                table = getattr(mod, "TABLE", None)
+                if isinstance(table, OpTable):
+                    for schema in table.schemas.values():
+                        out.register(schema)
+            cls._default = out
+        return cls._default

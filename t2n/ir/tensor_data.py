@@ -1,0 +1,141 @@
+"""Tensor data held by constant-like ops: numpy arrays or lazy handles to bytes.
+
+The IR never holds a ``torch.Tensor``. Weights arrive as zero-copy numpy views of
+the model's memory (:class:`ArrayData`) or as handles that read bytes on demand
+(:class:`LazyData`), so that the graph stage holds references, not copies.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from t2n.ir.dtypes import DType
+
+DEFAULT_CHUNK_BYTES = 64 << 20
+
+
+def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
+    """Widen raw bf16 bits (uint16) to float32 values; exact."""
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+class TensorData(abc.ABC):
+    """Read-only tensor contents of a known dtype and static shape."""
+
+    dtype: DType
+    shape: tuple[int, ...]
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+    @abc.abstractmethod
+    def raw(self) -> np.ndarray:
+        """The stored elements as a numpy array (bf16 as uint16 bits). May read from disk."""
+
+    def values(self) -> np.ndarray:
+        """The elements as numbers numpy computes with (bf16 widened to f32)."""
+        raw = self.raw()
+        return bf16_bits_to_f32(raw) if self.dtype is DType.BF16 else raw
+
+    def iter_chunks(self, max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
+        """C-order 1-D chunks of the raw elements, each contiguous and at most ``max_bytes``.
+
+        A contiguous source yields views of its own memory (no copy); a strided one
+        is copied one bounded chunk at a time.
+        """
+        arr = self.raw()
+        yield from _chunks_of(arr, max_bytes)
+
+
+def _chunks_of(arr: np.ndarray, max_bytes: int) -> Iterator[np.ndarray]:
+    if arr.size == 0:
+        return
+    per = max(1, max_bytes // max(1, arr.dtype.itemsize))
+    if arr.flags.c_contiguous:
+        flat = arr.reshape(-1)
+        for start in range(0, flat.size, per):
+            yield flat[start : start + per]
+        return
+    # Strided: copy whole leading-axis slabs that fit in the budget.
+    if arr.ndim == 0:
+        yield np.ascontiguousarray(arr).reshape(-1)
+        return
+    row = math.prod(arr.shape[1:]) or 1
+    rows = max(1, per // row)
+    if rows == 1 and row > per and arr.ndim > 1:
+        for i in range(arr.shape[0]):
+            yield from _chunks_of(arr[i], max_bytes)
+        return
+    for start in range(0, arr.shape[0], rows):
+        yield np.ascontiguousarray(arr[start : start + rows]).reshape(-1)
+
+
+class ArrayData(TensorData):
+    """Data backed by a numpy array, possibly a zero-copy view of a model's memory."""
+
+    __slots__ = ("array", "dtype", "shape")
+
+    def __init__(self, array: np.ndarray, dtype: DType | None = None) -> None:
+        self.dtype = DType.from_numpy(array.dtype) if dtype is None else dtype
+        symbolic = array.dtype == object and self.dtype.is_int
+        if dtype is not None and array.dtype != dtype.numpy and not symbolic:
+            raise TypeError(f"array of {array.dtype} cannot hold {dtype} data")
+        self.array = array
+        self.shape = tuple(int(d) for d in array.shape)
+
+    def raw(self) -> np.ndarray:
+        return self.array
+
+    @property
+    def is_symbolic(self) -> bool:
+        """True for integer data holding symbolic dimensions (an object array)."""
+        return self.array.dtype == object
+
+    def __repr__(self) -> str:
+        return f"ArrayData({self.dtype}{list(self.shape)})"
+
+
+class LazyData(TensorData):
+    """Data read on demand, e.g. from a safetensors file or a memory-mapped checkpoint.
+
+    ``load`` returns the whole array; ``chunks`` (optional) streams it in bounded
+    pieces so that writing never holds more than one chunk.
+    """
+
+    def __init__(
+        self,
+        dtype: DType,
+        shape: tuple[int, ...],
+        load: Callable[[], np.ndarray],
+        chunks: Callable[[int], Iterator[np.ndarray]] | None = None,
+        description: str = "",
+    ) -> None:
+        self.dtype = dtype
+        self.shape = tuple(int(d) for d in shape)
+        self._load = load
+        self._chunks = chunks
+        self.description = description
+
+    def raw(self) -> np.ndarray:
+        arr = self._load()
+        if tuple(arr.shape) != self.shape:
+            arr = arr.reshape(self.shape)
+        return arr
+
+    def iter_chunks(self, max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
+        if self._chunks is not None:
+            yield from self._chunks(max_bytes)
+        else:
+            yield from _chunks_of(self.raw(), max_bytes)
+
+    def __repr__(self) -> str:
+        return f"LazyData({self.dtype}{list(self.shape)} {self.description})"

@@ -1,0 +1,73 @@
+"""Evaluate ops whose inputs are all constant, with the IR's numpy evaluator table."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from t2n.ir import ArrayData, Builder, DType, Graph, Op, Trait
+from t2n.passes.base import Pass, PassResult, replace_with_values
+
+
+@attrs.frozen
+class ConstantFolding(Pass):
+    """Replace a pure op by constants when its result can be computed now.
+
+    Two cases: every input comes from a constant-like op (and the result is at most
+    ``max_bytes``), or inference already knows the result (shape arithmetic, which
+    may be symbolic). Weights are never copied into bigger folded tensors.
+    """
+
+    max_bytes: int = 1 << 20
+
+    name = "constant-folding"
+
+    def run(self, graph: Graph) -> PassResult:
+        folded = 0
+        for op in graph.ops():
+            if op not in graph or not self._foldable(op):
+                continue
+            values = self._evaluate(op)
+            if values is None:
+                continue
+            b = Builder(graph, op.loc)
+            consts = []
+            for v, data in zip(op.outputs, values):
+                arr = np.asarray(data)
+                if arr.dtype != object:
+                    arr = np.ascontiguousarray(arr.astype(v.type.dtype.numpy, copy=False))
+                consts.append(b.op("const", name=v.name, data=ArrayData(arr, v.type.dtype)))
+            replace_with_values(graph, op, consts)  # type: ignore[arg-type]
+            folded += 1
+        return PassResult(graph, folded > 0, {"folded": folded})
+
+    def _foldable(self, op: Op) -> bool:
+        if not op.has(Trait.PURE) or op.has(Trait.CONSTANT_LIKE) or op.has(Trait.STATEFUL):
+            return False
+        return op.schema.evaluate is not None or all(v.known is not None for v in op.outputs)
+
+    def _evaluate(self, op: Op) -> list[np.ndarray] | None:
+        if all(v.known is not None for v in op.outputs):
+            return [v.known for v in op.outputs]  # type: ignore[misc]
+        producers = [v.producer for v in op.inputs]
+        if not all(p is not None and p.has(Trait.CONSTANT_LIKE) for p in producers):
+            return None
+        out_bytes = 0
+        for v in op.outputs:
+            if not v.type.shape.is_static:
+                return None
+            out_bytes += v.type.shape.static_numel() * v.type.dtype.itemsize
+        if out_bytes > self.max_bytes or op.schema.evaluate is None:
+            return None
+        inputs = [p.attrs["data"].values() for p in producers]  # type: ignore[union-attr]
+        try:
+            outs = op.schema.evaluate(inputs, op.attrs)
+        except (ValueError, TypeError, ArithmeticError):
+            return None
+        result = []
+        for v, o in zip(op.outputs, outs):
+            arr = np.asarray(o)
+            if v.type.dtype is DType.BF16:
+                return None
+            result.append(arr)
+        return result

@@ -1,0 +1,233 @@
+"""The NNEF ``.dat`` tensor format: a 128-byte header, then little-endian C-order data.
+
+Writing streams the tensor's own memory to the file: a zero-copy view for
+contiguous data, bounded chunks where a copy or a dtype conversion is needed.
+Reading validates every header field against the payload and rejects anything
+it cannot prove correct.
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+import math
+import os
+import struct
+import sys
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import numpy as np
+
+from t2n.errors import CorruptTensorFileError, SerializationError, TensorTooLargeError
+from t2n.ir import ArrayData, DType, TensorData
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, bf16_bits_to_f32
+
+HEADER_SIZE = 128
+MAGIC = b"\x4e\xef"
+MAX_RANK = 8
+MAX_PAYLOAD = 2**32 - 1
+VARIABLE_BITS = 0xFFFFFFFF
+
+
+class ItemCode(enum.IntEnum):
+    """Khronos item-type codes (vendor 0)."""
+
+    FLOAT = 0
+    UINT = 1
+    QUINT = 2
+    QINT = 3
+    INT = 4
+    BOOL = 5
+
+
+def item_type(dtype: DType) -> tuple[int, int]:
+    """(code, bits) written for ``dtype``: standard Khronos codes, which tract reads too."""
+    if dtype is DType.BF16:
+        raise SerializationError(
+            "bf16 has no .dat item type in NNEF or tract; convert it to f16 or f32 first "
+            "(the targets' bf16 option does this)"
+        )
+    if dtype.is_float:
+        return ItemCode.FLOAT, dtype.bits
+    if dtype is DType.BOOL:
+        return ItemCode.BOOL, 1
+    return (ItemCode.INT if dtype.is_signed else ItemCode.UINT), dtype.bits
+
+
+_FROM_ITEM: dict[tuple[int, int, bool], DType] = {}
+for _dt in DType:
+    if _dt is DType.BF16 or _dt is DType.BOOL:
+        continue
+    if _dt.is_float:
+        _FROM_ITEM[(ItemCode.FLOAT, _dt.bits, True)] = _dt
+    else:
+        for _code in ((ItemCode.INT, ItemCode.QINT) if _dt.is_signed else (ItemCode.UINT, ItemCode.QUINT)):
+            _FROM_ITEM[(_code, _dt.bits, _dt.is_signed)] = _dt
+
+
+def payload_size(dtype: DType, shape: tuple[int, ...]) -> int:
+    count = math.prod(shape)
+    _, bits = item_type(dtype)
+    return (count * bits + 7) // 8
+
+
+def make_header(dtype: DType, shape: tuple[int, ...]) -> bytes:
+    """The 128-byte header for a tensor; refuses what the format cannot hold."""
+    if len(shape) > MAX_RANK:
+        raise SerializationError(f".dat tensors have rank <= {MAX_RANK}, got shape {list(shape)}")
+    if any(d < 0 or d > 0xFFFFFFFF for d in shape):
+        raise SerializationError(f"dimension out of range for .dat in shape {list(shape)}")
+    size = payload_size(dtype, shape)
+    if size > MAX_PAYLOAD:
+        raise TensorTooLargeError(
+            f"tensor of shape {list(shape)} ({dtype}) needs {size} bytes; the .dat header "
+            f"stores the payload size in 32 bits (at most 4 GiB - 1). Split the tensor "
+            f"(e.g. per layer or per vocabulary shard) or store it in a lower precision."
+        )
+    code, bits = item_type(dtype)
+    extents = list(shape) + [0] * (MAX_RANK - len(shape))
+    header = MAGIC + bytes([1, 0]) + struct.pack("<II", size, len(shape))
+    header += struct.pack(f"<{MAX_RANK}I", *extents)
+    header += struct.pack("<II", bits, code)
+    return header + bytes(HEADER_SIZE - len(header))
+
+
+def _as_le(arr: np.ndarray) -> np.ndarray:
+    if arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big"):
+        return arr.astype(arr.dtype.newbyteorder("<"))
+    return arr
+
+
+def _convert_chunk(chunk: np.ndarray, src: DType, dst: DType) -> np.ndarray:
+    if src is dst:
+        return chunk
+    values = bf16_bits_to_f32(chunk) if src is DType.BF16 else chunk
+    if dst is DType.BOOL:
+        return np.asarray(values != 0)
+    return values.astype(dst.numpy)
+
+
+def iter_payload(
+    data: TensorData, dtype: DType | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES
+) -> Iterator[memoryview]:
+    """Payload bytes of ``data`` written as ``dtype`` (default: its own), in chunks.
+
+    Contiguous data in its own dtype yields views of its memory (no copy).
+    """
+    out = data.dtype if dtype is None else dtype
+    if out is DType.BOOL:
+        # Pack 8 elements per byte: keep chunk lengths multiples of 8 until the last.
+        pending = np.zeros(0, dtype=bool)
+        for chunk in data.iter_chunks(chunk_bytes):
+            bits = _convert_chunk(chunk, data.dtype, DType.BOOL).astype(bool, copy=False)
+            if pending.size:
+                bits = np.concatenate([pending, bits])
+            cut = bits.size - bits.size % 8
+            if cut:
+                yield memoryview(np.packbits(bits[:cut]))
+            pending = bits[cut:]
+        if pending.size:
+            yield memoryview(np.packbits(pending))
+        return
+    for chunk in data.iter_chunks(chunk_bytes):
+        conv = _as_le(_convert_chunk(chunk, data.dtype, out))
+        yield memoryview(np.ascontiguousarray(conv)).cast("B")
+
+
+def write_dat(
+    target: str | os.PathLike[str] | BinaryIO,
+    data: TensorData | np.ndarray,
+    dtype: DType | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> int:
+    """Write one tensor as a ``.dat`` file (path or open binary file); returns bytes written."""
+    src = ArrayData(data) if isinstance(data, np.ndarray) else data
+    out = src.dtype if dtype is None else dtype
+    header = make_header(out, src.shape)
+    if isinstance(target, (str, os.PathLike)):
+        with open(target, "wb") as f:
+            return _write_to(f, header, src, out, chunk_bytes)
+    return _write_to(target, header, src, out, chunk_bytes)
+
+
+def _write_to(f: BinaryIO, header: bytes, src: TensorData, out: DType, chunk_bytes: int) -> int:
+    n = f.write(header)
+    for chunk in iter_payload(src, out, chunk_bytes):
+        n += f.write(chunk)
+    return n
+
+
+def parse_header(header: bytes, source: str = "<bytes>") -> tuple[DType, tuple[int, ...], int]:
+    """Validate a header; returns (dtype, shape, payload size)."""
+    if len(header) < HEADER_SIZE:
+        raise CorruptTensorFileError(f"{source}: {len(header)} bytes is shorter than the 128-byte header")
+    if header[:2] != MAGIC:
+        raise CorruptTensorFileError(f"{source}: wrong magic {header[:2].hex()} (expected 4eef)")
+    major, minor = header[2], header[3]
+    if major != 1:
+        raise CorruptTensorFileError(f"{source}: unsupported .dat version {major}.{minor}")
+    size, rank = struct.unpack_from("<II", header, 4)
+    if rank > MAX_RANK:
+        raise CorruptTensorFileError(f"{source}: rank {rank} is over the maximum of {MAX_RANK}")
+    extents = struct.unpack_from(f"<{MAX_RANK}I", header, 12)
+    if any(extents[rank:]):
+        raise CorruptTensorFileError(f"{source}: nonzero extents past rank {rank}")
+    bits, item = struct.unpack_from("<II", header, 44)
+    code, vendor = item & 0xFFFF, item >> 16
+    shape = tuple(int(d) for d in extents[:rank])
+    if vendor != 0:
+        raise CorruptTensorFileError(
+            f"{source}: vendor item type 0x{item:08x} is not readable here (only standard types)"
+        )
+    if code == ItemCode.BOOL:
+        if bits not in (1, 8):
+            raise CorruptTensorFileError(f"{source}: bool with {bits} bits per item")
+        dtype = DType.BOOL
+    else:
+        found = _FROM_ITEM.get((code, bits, code != ItemCode.UINT and code != ItemCode.QUINT))
+        if found is None:
+            raise CorruptTensorFileError(f"{source}: unknown item type code {code} with {bits} bits")
+        dtype = found
+    expected = (math.prod(shape) * bits + 7) // 8
+    if size != expected:
+        raise CorruptTensorFileError(
+            f"{source}: header says {size} payload bytes but shape {list(shape)} at {bits} bits needs {expected}"
+        )
+    return dtype, shape, bits
+
+
+def read_dat(source: str | os.PathLike[str] | bytes | BinaryIO) -> np.ndarray:
+    """Read a ``.dat`` tensor; raises CorruptTensorFileError on any inconsistency."""
+    name = str(source) if isinstance(source, (str, os.PathLike)) else "<bytes>"
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as f:
+            blob = f.read()
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        blob = bytes(source)
+    else:
+        blob = source.read()
+    dtype, shape, bits = parse_header(blob[:HEADER_SIZE], name)
+    size = struct.unpack_from("<I", blob, 4)[0]
+    payload = blob[HEADER_SIZE:]
+    if len(payload) < size:
+        raise CorruptTensorFileError(f"{name}: truncated: {len(payload)} of {size} payload bytes")
+    if len(payload) > size:
+        raise CorruptTensorFileError(f"{name}: {len(payload) - size} bytes past the declared payload")
+    count = math.prod(shape)
+    if dtype is DType.BOOL:
+        if bits == 1:
+            arr = np.unpackbits(np.frombuffer(payload, dtype=np.uint8), count=count).astype(bool)
+        else:
+            arr = np.frombuffer(payload, dtype=np.uint8) != 0
+    else:
+        arr = np.frombuffer(payload, dtype=np.dtype(dtype.numpy).newbyteorder("<"))
+        arr = arr.astype(dtype.numpy, copy=False)
+    return arr.reshape(shape)
+
+
+def dat_bytes(data: TensorData | np.ndarray, dtype: DType | None = None) -> bytes:
+    """A whole ``.dat`` file in memory (for small tensors and tests)."""
+    buf = io.BytesIO()
+    write_dat(buf, data, dtype)
+    return buf.getvalue()

@@ -1,0 +1,67 @@
+"""Helpers for testing exports in the real engines (used by t2n's own tests; handy
+for users' op rules and passes too)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import torch
+
+from t2n.api import compile
+from t2n.artifact import Artifact
+from t2n.backends.target import KhronosNNEF, Target, TractNNEF
+from t2n.check.compare import CheckReport, Tolerance
+from t2n.errors import NotExpressibleError
+
+TARGETS: dict[str, Target] = {"tract": TractNNEF(), "khronos": KhronosNNEF()}
+
+
+@attrs.frozen
+class ExportResult:
+    artifacts: dict[str, Artifact]
+    reports: dict[str, CheckReport]
+    refused: dict[str, NotExpressibleError]
+
+
+def check_export(
+    model: torch.nn.Module,
+    args: Any,
+    *,
+    targets: Sequence[str | Target] = ("tract", "khronos"),
+    khronos_refuses: bool | str = False,
+    tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    kwargs: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> ExportResult:
+    """Export to each target, run it in that target's engine and compare with PyTorch.
+
+    ``khronos_refuses=True`` (or an op name that must appear in the error) asserts
+    that the Khronos export is refused with :class:`NotExpressibleError` instead.
+    The IR is verified after every pass.
+    """
+    if isinstance(model, torch.nn.Module):
+        model = model.eval()
+    artifacts: dict[str, Artifact] = {}
+    reports: dict[str, CheckReport] = {}
+    refused: dict[str, NotExpressibleError] = {}
+    for t in targets:
+        target = TARGETS[t] if isinstance(t, str) else t
+        key = t if isinstance(t, str) else target.name
+        if isinstance(target, KhronosNNEF) and khronos_refuses:
+            try:
+                compile(model, args, target, kwargs=kwargs, verify_ir=True, **options)
+            except NotExpressibleError as exc:
+                if isinstance(khronos_refuses, str):
+                    assert khronos_refuses in str(exc), f"{khronos_refuses!r} not named in: {exc}"
+                refused[key] = exc
+                continue
+            raise AssertionError("the Khronos export was expected to be refused, but it succeeded")
+        art = compile(model, args, target, kwargs=kwargs, verify_ir=True, **options)
+        artifacts[key] = art
+        reports[key] = art.check(tolerance)
+    return ExportResult(artifacts, reports, refused)
+
+
+__all__ = ["ExportResult", "TractNNEF", "check_export"]
