@@ -50,4 +50,8 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = sorted(_LAZY) + ["__version__", "errors"]
+__all__ = [
+    "Artifact", "CheckReport", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
+    "PassManager", "PassResult", "RuleSet", "Target", "Tolerance", "TractNNEF", "__version__",
+    "compile",
+]

@@ -17,7 +17,12 @@ from t2n.artifact import Artifact
 from t2n.backends.target import Target, TractNNEF
 from t2n.check.compare import Tolerance
 from t2n.errors import InvalidArgumentError
-from t2n.frontend.io import check_names, input_names_from_paths, normalize_args, output_names_from_paths
+from t2n.frontend.io import (
+    check_names,
+    input_names_from_paths,
+    normalize_args,
+    output_names_from_paths,
+)
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
@@ -47,7 +52,7 @@ def _dumper(folder: str | Path | None) -> Callable[[str, Graph], None] | None:
     return dump
 
 
-def compile(  # noqa: A001 - the public name users call
+def compile(
     model: torch.nn.Module,
     args: Any,
     target: Target | None = None,

@@ -137,9 +137,14 @@ class Artifact:
             shutil.copytree(path, dest, dirs_exist_ok=True)
         else:
             shutil.copy2(path, root / path.name)
-        np.savez(root / "inputs.npz", **{n: a for n, a in zip(self.input_names, ins)})
-        np.savez(root / "expected.npz", **{n: a for n, a in zip(self.output_names, refs)})
-        np.savez(root / "got.npz", **{f"output_{i}": a for i, a in enumerate(got)})
+        _save_npz(root / "inputs.npz", dict(zip(self.input_names, ins)))
+        _save_npz(root / "expected.npz", dict(zip(self.output_names, refs)))
+        _save_npz(root / "got.npz", {f"output_{i}": a for i, a in enumerate(got)})
         (root / "ir.txt").write_text(print_graph(self.ir, with_locs=True))
         (root / "report.txt").write_text(str(report) + "\n")
         return str(root)
+
+
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    savez: Any = np.savez
+    savez(path, **arrays)

@@ -44,12 +44,18 @@ def run_tract(path: str, inputs: list[np.ndarray], registries: list[str],
 
 
 def run_khronos(path: str, inputs: list[np.ndarray]) -> dict[str, Any]:
+    import re
+
     import nnef
     from nnef_tools.interpreter.pytorch import Interpreter
 
-    graph = nnef.load_graph(path)
+    with open(os.path.join(path, "graph.nnef")) as f:
+        text = f.read()
+    # Fragments the document defines are expanded into standard operations.
+    own = sorted(set(re.findall(r"^\s*fragment\s+(\w+)", text, flags=re.M)))
+    graph = nnef.load_graph(path, lowered=own)
     nnef.infer_shapes(graph)
-    interp = Interpreter(path, device="cpu")
+    interp = Interpreter(path, device="cpu", decomposed=own)
     outs = interp([np.asarray(x) for x in inputs])
     return {"outputs": [outs[name] for name in graph.outputs], "input_facts": [], "output_facts": []}
 
@@ -73,7 +79,7 @@ def serve() -> None:
         try:
             result = run_tract(**kwargs) if kind == "tract" else run_khronos(**kwargs)
             send(out, ("ok", result))
-        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+        except BaseException as exc:
             send(out, ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=3)))
 
 

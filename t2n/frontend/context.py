@@ -4,6 +4,8 @@ every rule needs (constants, dtypes, axes, shapes)."""
 
 from __future__ import annotations
 
+import builtins
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +14,7 @@ import numpy as np
 import torch
 
 from t2n.frontend.dtypes import promote, to_ir
-from t2n.ir import ArrayData, Builder, DType, Dim, SourceLoc, Sym, Value
+from t2n.ir import ArrayData, Builder, Dim, DType, SourceLoc, Sym, Value
 
 if TYPE_CHECKING:
     from t2n.frontend.lower import Lowering
@@ -66,13 +68,22 @@ def module_path(scope: str, prefix: str) -> str:
     return last if last != "__module" else ""
 
 
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_T2N_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def source_of(node: torch._C.Node) -> str:
+    """The innermost frame of the user's code that led to this node (``file.py(12): forward``)."""
     try:
-        rng = node.sourceRange()
+        rng = str(node.sourceRange())
     except RuntimeError:
         return ""
-    first = rng.strip().splitlines()[0] if rng.strip() else ""
-    return first[:200]
+    frames = [f.strip() for f in rng.strip().splitlines() if f.strip()]
+    for f in frames:
+        path = f.split("(")[0]
+        if not path.startswith((_TORCH_DIR, _T2N_DIR)) and "/transformers/utils/" not in path:
+            return f[:200]
+    return frames[0][:200] if frames else ""
 
 
 class LoweringContext:
@@ -94,14 +105,14 @@ class LoweringContext:
 
     # -- raw access ------------------------------------------------------------------
     @property
-    def n_inputs(self) -> int:
+    def n_inputs(self) -> builtins.int:
         return len(self._inputs)
 
     @property
-    def n_outputs(self) -> int:
+    def n_outputs(self) -> builtins.int:
         return self.node.outputsSize()
 
-    def index(self, key: int | str) -> int:
+    def index(self, key: builtins.int | str) -> builtins.int:
         if isinstance(key, int):
             return key
         try:
@@ -109,16 +120,16 @@ class LoweringContext:
         except ValueError:
             raise KeyError(f"{self.kind} has no argument {key!r} (arguments: {self._names})") from None
 
-    def has(self, key: int | str) -> bool:
+    def has(self, key: builtins.int | str) -> builtins.bool:
         try:
             return self.index(key) < len(self._inputs)
         except KeyError:
             return False
 
-    def raw(self, key: int | str) -> Any:
+    def raw(self, key: builtins.int | str) -> Any:
         return self.lowering.env[self._inputs[self.index(key)].unique()]
 
-    def torch_value(self, key: int | str) -> torch._C.Value:
+    def torch_value(self, key: builtins.int | str) -> torch._C.Value:
         return self._inputs[self.index(key)]
 
     def unsupported(self, reason: str) -> UnsupportedHere:
@@ -126,10 +137,10 @@ class LoweringContext:
         return UnsupportedHere(reason)
 
     # -- constants -------------------------------------------------------------------
-    def is_none(self, key: int | str) -> bool:
+    def is_none(self, key: builtins.int | str) -> builtins.bool:
         return not self.has(key) or self.raw(key) is None
 
-    def const(self, key: int | str) -> Any:
+    def const(self, key: builtins.int | str) -> Any:
         """A Python value known at export time (ints from sizes only if static)."""
         return self.to_const(self.raw(key), str(key))
 
@@ -143,35 +154,35 @@ class LoweringContext:
             return type(x)(self.to_const(v, what) for v in x)
         return x
 
-    def int(self, key: int | str) -> int:
+    def int(self, key: builtins.int | str) -> builtins.int:
         return int(self.const(key))
 
-    def float(self, key: int | str) -> float:
+    def float(self, key: builtins.int | str) -> builtins.float:
         return float(self.const(key))
 
-    def bool(self, key: int | str) -> bool:
+    def bool(self, key: builtins.int | str) -> builtins.bool:
         return bool(self.const(key))
 
-    def ints(self, key: int | str) -> list[int]:
+    def ints(self, key: builtins.int | str) -> list[builtins.int]:
         v = self.const(key)
         return [int(v)] if isinstance(v, (int, np.integer)) else [int(x) for x in v]
 
-    def optional(self, key: int | str) -> Any:
+    def optional(self, key: builtins.int | str) -> Any:
         return None if self.is_none(key) else self.raw(key)
 
-    def dtype_arg(self, key: int | str) -> DType | None:
+    def dtype_arg(self, key: builtins.int | str) -> DType | None:
         if self.is_none(key):
             return None
         v = self.const(key)
         return to_ir(v)
 
     # -- tensors ---------------------------------------------------------------------
-    def tensor(self, key: int | str, dtype: DType | None = None) -> Value:
+    def tensor(self, key: builtins.int | str, dtype: DType | None = None) -> Value:
         """The argument as an IR value (Python scalars and lists become constants),
         cast to ``dtype`` if given."""
         return self.as_value(self.raw(key), dtype)
 
-    def optional_tensor(self, key: int | str, dtype: DType | None = None) -> Value | None:
+    def optional_tensor(self, key: builtins.int | str, dtype: DType | None = None) -> Value | None:
         return None if self.is_none(key) else self.tensor(key, dtype)
 
     def as_value(self, x: Any, dtype: DType | None = None) -> Value:
@@ -189,9 +200,9 @@ class LoweringContext:
             return self.b.op("concat", *parts, axis=0)
         raise UnsupportedHere(f"{self.kind}: cannot use {type(x).__name__} as a tensor")
 
-    def shape_tensor(self, key: int | str | Sequence[Any]) -> Value:
+    def shape_tensor(self, key: builtins.int | str | Sequence[Any]) -> Value:
         """A list argument of sizes (ints and run-time size values) as a 1-D i64 tensor."""
-        items = self.raw(key) if isinstance(key, (int, str)) else key
+        items: Any = self.raw(key) if isinstance(key, (builtins.int, str)) else key
         if isinstance(items, Value):
             return self.b.cast(items, DType.I64)
         if isinstance(items, int):
@@ -207,7 +218,7 @@ class LoweringContext:
         return self.b.op("concat", *parts, axis=0)
 
     # -- types and axes --------------------------------------------------------------
-    def operand(self, x: Any) -> tuple[DType, int] | bool | int | float:
+    def operand(self, x: Any) -> tuple[DType, builtins.int] | builtins.bool | builtins.int | builtins.float:
         if isinstance(x, Value):
             return (x.type.dtype, x.rank)
         if isinstance(x, (bool, int, float)):
@@ -223,16 +234,17 @@ class LoweringContext:
         dt = dtype or self.promote(*xs)
         return [self.as_value(x, dt) for x in xs]
 
-    def axis(self, key: int | str, rank: int) -> int:
+    def axis(self, key: builtins.int | str, rank: builtins.int) -> builtins.int:
         return norm_axis(self.int(key), rank)
 
-    def traced_dtype(self, k: int = 0) -> DType | None:
+    def traced_dtype(self, k: builtins.int = 0) -> DType | None:
         t = self.node.outputsAt(k).type()
-        if isinstance(t, torch._C.TensorType) and t.scalarType() is not None:
-            return to_ir(_scalar_type(t.scalarType()))
+        if isinstance(t, torch._C.TensorType):
+            name = t.scalarType()
+            return to_ir(_scalar_type(name)) if name is not None else None
         return None
 
-    def traced_shape(self, k: int = 0) -> list[int] | None:
+    def traced_shape(self, k: builtins.int = 0) -> list[builtins.int] | None:
         t = self.node.outputsAt(k).type()
         if isinstance(t, torch._C.TensorType):
             sizes = t.sizes()

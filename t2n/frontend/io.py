@@ -49,6 +49,14 @@ class Spec:
         return self.rebuild(data) if self.rebuild else data
 
 
+def _positional(cls: type) -> Callable[[list[Any]], Any]:
+    return lambda items: cls(*items)
+
+
+def _keywords(cls: type) -> Callable[[dict[str, Any]], Any]:
+    return lambda d: cls(**d)
+
+
 def flatten(obj: Any) -> tuple[list[torch.Tensor], list[str], Spec]:
     """Tensors of ``obj`` in depth-first order, their path names, and the structure."""
     tensors: list[torch.Tensor] = []
@@ -61,19 +69,19 @@ def flatten(obj: Any) -> tuple[list[torch.Tensor], list[str], Spec]:
             return Spec("leaf", value=len(tensors) - 1)
         if isinstance(x, tuple):
             kids = tuple(walk(v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(x))
-            rebuild = (lambda items, t=type(x): t(*items)) if hasattr(x, "_fields") else None
+            rebuild: Callable[..., Any] | None = _positional(type(x)) if hasattr(x, "_fields") else None
             return Spec("tuple", kids, rebuild=rebuild)
         if isinstance(x, list):
             return Spec("list", tuple(walk(v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(x)))
         if isinstance(x, Mapping):
             keys = tuple(x.keys())
             kids = tuple(walk(x[k], f"{path}.{k}" if path else str(k)) for k in keys)
-            rebuild = None if type(x) is dict else (lambda d, t=type(x): t(**d))
-            return Spec("dict", kids, keys, rebuild=rebuild)
+            rebuild_kw: Callable[..., Any] | None = None if type(x) is dict else _keywords(type(x))
+            return Spec("dict", kids, keys, rebuild=rebuild_kw)
         if hasattr(x, "to_tuple") and hasattr(x, "keys"):  # ModelOutput-like objects
             keys = tuple(x.keys())
             kids = tuple(walk(x[k], f"{path}.{k}" if path else str(k)) for k in keys)
-            return Spec("dict", kids, keys, rebuild=lambda d, t=type(x): t(**d))
+            return Spec("dict", kids, keys, rebuild=_keywords(type(x)))
         return Spec("const", value=x)
 
     spec = walk(obj, "")

@@ -24,6 +24,8 @@ from t2n.frontend.io import FlatModule, Spec, flatten
 
 log = logging.getLogger("t2n.frontend")
 
+TracerWarning: type[Warning] = getattr(torch.jit, "TracerWarning")  # noqa: B009 - not in torch's stubs
+
 
 @attrs.define
 class TracedModel:
@@ -79,7 +81,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     hook = flat.register_forward_hook(keep_outputs)
     caught: list[str] = []
     with eval_mode(model), torch.no_grad(), warnings.catch_warnings(record=True) as wlist:
-        warnings.simplefilter("always", torch.jit.TracerWarning)
+        warnings.simplefilter("always", TracerWarning)
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", category=FutureWarning)
         try:
@@ -89,7 +91,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         finally:
             hook.remove()
         for w in wlist:
-            if issubclass(w.category, torch.jit.TracerWarning):
+            if issubclass(w.category, TracerWarning):
                 caught.append(f"{w.filename}:{w.lineno}: {w.message}")
     graph = traced.inlined_graph
     torch._C._jit_pass_dce(graph)
@@ -113,7 +115,8 @@ def script_graph(module: torch.jit.ScriptModule, args: tuple[Any, ...]) -> Trace
     with torch.no_grad():
         out = module(*args)
     out_tensors, out_paths, out_spec = flatten(out)
-    graph = module.forward.graph.copy()
+    forward: Any = module.forward
+    graph = forward.graph.copy()
     torch._C._jit_pass_inline(graph)
     torch._C._jit_pass_dce(graph)
     return TracedModel(

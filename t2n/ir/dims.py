@@ -43,7 +43,7 @@ class _FloorDiv:
         return hash((self.num, self.den))
 
 
-_Atom = Union[str, _FloorDiv]
+_Atom = str | _FloorDiv
 _Monomial = tuple[_Atom, ...]
 
 
@@ -252,7 +252,13 @@ class Sym:
         ordered = [t for t in self._terms if t[1] > 0] + [t for t in self._terms if t[1] < 0]
         out = ""
         for i, (mono, coef) in enumerate(ordered):
-            factors = [a if isinstance(a, str) else f"({a.num}) / {a.den}" for a in mono]
+            shown_coef = coef if i == 0 else abs(coef)
+            alone = len(mono) == 1 and shown_coef == 1
+            factors = [
+                a if isinstance(a, str)
+                else (f"({a.num}) / {a.den}" if alone else f"(({a.num}) / {a.den})")
+                for a in mono
+            ]
             # The first term keeps its sign as a literal (NNEF has no unary minus);
             # later ones are joined with a binary + or -.
             shown = coef if i == 0 else abs(coef)
@@ -298,7 +304,7 @@ def valid_symbol_name(name: str) -> bool:
 
 def parse_dim(text: str) -> Dim:
     """Parse a dimension as printed by ``str()``: ints, symbols, + - * / and parentheses."""
-    tokens = re.findall(r"\d+|[A-Za-z_][A-Za-z0-9_]*|[()+\-*/]", text)
+    tokens: list[str] = re.findall(r"\d+|[A-Za-z_][A-Za-z0-9_]*|[()+\-*/]", text)
     pos = 0
 
     def peek() -> str | None:

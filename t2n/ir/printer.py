@@ -5,9 +5,9 @@
       %y: f32[1, 4] = matmul(%x, %w) {transpose_a=false, transpose_b=false}
     }
 
-Attributes print sorted by key. Tensor data up to ``INLINE_ELEMENTS`` prints its
-values (``dense<i64[2]>[1, -1]``); larger data prints its type only and parses back
-as zeros. Symbolic dims print as ``sym"2 * S"``.
+Attributes print sorted by key. Constants up to ``INLINE_ELEMENTS`` print their
+values (``dense<i64[2]>[1, -1]``); larger constants and all variables (weights) print
+their type only and parse back as zeros. Symbolic dims print as ``sym"2 * S"``.
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ def format_scalar(x: Any) -> str:
     raise TypeError(f"cannot print {x!r}")
 
 
-def format_attr(value: Any) -> str:
+def format_attr(value: Any, inline: bool = True) -> str:
     if isinstance(value, TensorData):
         head = f"dense<{value.dtype}{list(value.shape)}>".replace("'", "")
-        if value.numel <= INLINE_ELEMENTS and not (
+        if inline and value.numel <= INLINE_ELEMENTS and not (
             isinstance(value, ArrayData) and value.numel == 0
         ):
             flat = np.asarray(value.values()).reshape(-1).tolist()
@@ -67,10 +67,10 @@ def format_attr(value: Any) -> str:
     return format_scalar(value)
 
 
-def format_attrs(attrs: Mapping[str, Any]) -> str:
+def format_attrs(attrs: Mapping[str, Any], inline: bool = True) -> str:
     if not attrs:
         return ""
-    return " {" + ", ".join(f"{k}={format_attr(attrs[k])}" for k in sorted(attrs)) + "}"
+    return " {" + ", ".join(f"{k}={format_attr(attrs[k], inline)}" for k in sorted(attrs)) + "}"
 
 
 def print_graph(graph: Graph, *, with_locs: bool = False) -> str:
@@ -81,7 +81,7 @@ def print_graph(graph: Graph, *, with_locs: bool = False) -> str:
     for op in graph.ops():
         lhs = ", ".join(f"%{v.name}: {v.type}" for v in op.outputs)
         args = ", ".join(f"%{v.name}" for v in op.inputs)
-        line = f"  {lhs} = {op.kind}({args}){format_attrs(op.attrs)}"
+        line = f"  {lhs} = {op.kind}({args}){format_attrs(op.attrs, inline=op.kind != 'variable')}"
         if with_locs and (op.loc.module or op.loc.aten):
             line += f"  # {op.loc}"
         lines.append(line)
@@ -204,8 +204,8 @@ def parse_graph(text: str, opset: OpSet | None = None) -> Graph:
         inputs = [env[a.strip().lstrip("%")] for a in _split_top(args)]
         attrs: dict[str, Any] = {}
         for item in _split_top(attr_text or ""):
-            k, v = item.split("=", 1)
-            attrs[k.strip()] = _parse_attr_value(v)
+            key, text_value = item.split("=", 1)
+            attrs[key.strip()] = _parse_attr_value(text_value)
         out_types = [TensorType.parse(t) for _, t in outs]
         op = graph.create_op(kind, inputs, attrs, names=[n.strip().lstrip("%") for n, _ in outs],
                              loc=SourceLoc())

@@ -77,7 +77,7 @@ def verify(graph: Graph, *, check_types: bool = True) -> None:
         for op in graph.ops():
             try:
                 types, _ = graph._infer(op.schema, op.inputs, op.attrs)
-            except Exception as exc:  # noqa: BLE001 - reported, not swallowed
+            except Exception as exc:
                 problems.append(f"{op.kind} -> %{op.outputs[0].name if op.outputs else '?'}: "
                                 f"inference fails: {exc}")
                 continue

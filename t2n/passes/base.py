@@ -48,21 +48,18 @@ class Pass(abc.ABC):
 def replace_with_values(graph: Graph, op: object, values: list[object]) -> None:
     """Replace every output of ``op`` by ``values`` and remove ``op``.
 
-    A replacement that the pass just created takes over the old output's name, so
-    graph outputs keep the names the user gave them.
+    A replacement created after ``op`` (by the pass itself) takes over the old
+    output's name, so printed IR stays readable and graph outputs keep their names.
     """
     from t2n.ir import Op, Value
 
     assert isinstance(op, Op)
+    renames: list[tuple[Value, str]] = []
     for old, new in zip(op.outputs, values):
         assert isinstance(new, Value)
-        was_output = graph.is_output(old)
         graph.replace_all_uses_with(old, new)
-        if was_output and new.producer is not None and new.producer.seq > op.seq:
-            name = old.name
-            graph._names.discard(name)
-            old.name = graph.unique_name(f"{name}_replaced")
-            graph._names.discard(new.name)
-            new.name = name
-            graph._names.add(name)
+        if new.producer is not None and new.producer.seq > op.seq:
+            renames.append((new, old.name))
     graph.remove(op)
+    for new, name in renames:
+        graph.rename(new, name)

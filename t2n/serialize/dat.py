@@ -125,14 +125,14 @@ def iter_payload(
                 bits = np.concatenate([pending, bits])
             cut = bits.size - bits.size % 8
             if cut:
-                yield memoryview(np.packbits(bits[:cut]))
+                yield np.packbits(bits[:cut]).data
             pending = bits[cut:]
         if pending.size:
-            yield memoryview(np.packbits(pending))
+            yield np.packbits(pending).data
         return
     for chunk in data.iter_chunks(chunk_bytes):
         conv = _as_le(_convert_chunk(chunk, data.dtype, out))
-        yield memoryview(np.ascontiguousarray(conv)).cast("B")
+        yield np.ascontiguousarray(conv).data.cast("B")
 
 
 def write_dat(

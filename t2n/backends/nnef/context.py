@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from t2n.backends.target import Target
 
 NNEF_KEYWORDS = frozenset(
-    """version extension fragment graph tensor integer scalar logical string true false
-    for in if else yield length_of shape_of range_of""".split()
+    ["version", "extension", "fragment", "graph", "tensor", "integer", "scalar", "logical", "string", "true", "false", "for", "in", "if", "else", "yield", "length_of", "shape_of", "range_of"]
 )
 
 
@@ -254,7 +253,7 @@ class EmitContext:
         return v.producer is not None and v.producer.has(Trait.CONSTANT_LIKE)
 
 
-Emitter = Any  # Callable[[EmitContext, Op], None]
+Emitter = Callable[[EmitContext, Op], None]
 
 
 class EmitterTable:
@@ -269,7 +268,7 @@ class EmitterTable:
             raise KeyError(f"emitter for {kind!r} defined twice in {self.family}")
         self.emitters[kind] = fn
 
-    def emitter(self, *kinds: str) -> Any:
+    def emitter(self, *kinds: str) -> Callable[[Emitter], Emitter]:
         def deco(fn: Emitter) -> Emitter:
             for k in kinds:
                 self.add(k, fn)

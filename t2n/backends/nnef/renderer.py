@@ -15,7 +15,14 @@ from collections.abc import Mapping
 
 import attrs
 
-from t2n.backends.nnef.context import EmitContext, Emitter, EmitterTable, TensorFile, literal, nnef_type
+from t2n.backends.nnef.context import (
+    EmitContext,
+    Emitter,
+    EmitterTable,
+    TensorFile,
+    literal,
+    nnef_type,
+)
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
 from t2n.errors import NotExpressibleError, OpProblem
 from t2n.ir import DType, Graph, Sym, Value
@@ -179,11 +186,41 @@ class TractRenderer(NNEFRenderer):
         return [fragment, *ctx.fragments.values()]
 
 
+KHRONOS_ANY_TYPE = frozenset(
+    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "cast", "select"]
+)
+"""IR ops whose standard NNEF form is generic over scalar/integer/logical tensors."""
+
+KHRONOS_LOGICAL = frozenset(["and", "or", "not", "xor", "any_reduce", "all_reduce"])
+"""IR ops that standard NNEF defines on logical tensors."""
+
+
+def khronos_type_problems(graph: Graph) -> list[OpProblem]:
+    """Standard NNEF computes only on ``scalar`` (real) tensors: integer arithmetic,
+    comparisons of integers and the like have no standard form."""
+    problems = []
+    for op in graph.ops():
+        if op.kind in KHRONOS_ANY_TYPE:
+            continue
+        operands = op.inputs[1:] if op.kind == "gather" else op.inputs
+        if op.kind in KHRONOS_LOGICAL:
+            bad = [v for v in operands if v.type.dtype is not DType.BOOL]
+        else:
+            bad = [v for v in operands if not v.type.dtype.is_float]
+        if bad:
+            problems.append(OpProblem(
+                op.loc.aten or op.kind, op.loc.module, op.loc.source,
+                f"'{op.kind}' on {bad[0].type.dtype} tensors: standard NNEF defines it only on "
+                f"{'logical' if op.kind in KHRONOS_LOGICAL else 'scalar (real)'} tensors",
+            ))
+    return problems
+
+
 class KhronosRenderer(NNEFRenderer):
     flavour = "Khronos NNEF"
 
     def check_graph(self, graph: Graph) -> list[OpProblem]:
-        problems = []
+        problems = khronos_type_problems(graph)
         for v in graph.inputs:
             if not v.type.shape.is_static:
                 problems.append(OpProblem(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import squeeze, unsqueeze
 from t2n.frontend.registry import RuleSet
@@ -60,7 +62,7 @@ def _convolution(ctx: LoweringContext) -> Value:
     )
 
 
-@RULES.rule("aten::conv1d", "aten::conv2d", "aten::conv3d")
+@RULES.rule("aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution_mode")
 def conv_nd(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
     w = ctx.tensor(1, x.type.dtype)
@@ -108,7 +110,8 @@ def _pool(ctx: LoweringContext, n: int, kind: str) -> Value:
     dilation = _expand(ctx.ints("dilation"), n) if ctx.has("dilation") else [1] * n
     ceil_mode = ctx.bool("ceil_mode")
     pads = _pool_geometry(ctx, x, n, ceil_mode, kernel, stride, padding, dilation)
-    attrs = dict(kernel=tuple(kernel), stride=tuple(stride), dilation=tuple(dilation), padding=tuple(pads))
+    attrs: dict[str, Any] = dict(kernel=tuple(kernel), stride=tuple(stride), dilation=tuple(dilation),
+                                    padding=tuple(pads))
     if kind == "avg_pool":
         if ctx.has("divisor_override") and not ctx.is_none("divisor_override"):
             raise ctx.unsupported("divisor_override")

@@ -63,3 +63,17 @@ def softmax(ctx: LoweringContext) -> Value:
     axis = ctx.axis(1, x.rank)
     kind = "log_softmax" if "log" in ctx.kind else "softmax"
     return ctx.b.op(kind, x, axes=(axis,))
+
+
+@RULES.rule("aten::prod")
+def prod(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    dt = ctx.dtype_arg("dtype") if ctx.has("dtype") else None
+    if dt is None and not x.type.dtype.is_float:
+        dt = DType.I64
+    if dt is not None:
+        x = ctx.b.cast(x, dt)
+    if x.rank == 0:
+        return x
+    axes = (ctx.axis("dim", x.rank),) if ctx.has("dim") and not ctx.is_none("dim") else tuple(range(x.rank))
+    return ctx.b.op("prod_reduce", x, axes=axes, keepdims=_keepdim(ctx))

@@ -63,7 +63,8 @@ def transpose(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
     if x.rank < 2:
         return x
-    a, c = ctx.axis(1, x.rank), ctx.axis(2, x.rank)
+    a: int = ctx.axis(1, x.rank)
+    c: int = ctx.axis(2, x.rank)
     if a == c:
         return x
     perm = list(range(x.rank))

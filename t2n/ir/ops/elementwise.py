@@ -27,13 +27,13 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+        return np.asarray(1.0 / (1.0 + np.exp(-x)))
 
 
 def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
     if approximate == "tanh":
-        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))
+        return np.asarray(0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3))))
+    return np.asarray(0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))))
 
 
 def _keep(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapping[str, Any]], list[np.ndarray]]:
@@ -91,7 +91,7 @@ def _binary(ctx: InferContext) -> list[TensorType]:
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Integer division truncating toward zero (C and tract semantics)."""
     q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
+    return np.asarray(np.where((a < 0) != (b < 0), -q, q))
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -118,8 +118,12 @@ COMPARE: dict[str, Callable[..., np.ndarray]] = {
 
 for _name, (_fn, _traits) in BINARY.items():
     TABLE.add(OpSchema(_name, _binary, _keep(_fn), _traits))
+def _compare_eval(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapping[str, Any]], list[np.ndarray]]:
+    return lambda xs, a: [np.asarray(fn(*xs))]
+
+
 for _name, _fn in COMPARE.items():
-    TABLE.add(OpSchema(_name, _bool_out, lambda xs, a, f=_fn: [np.asarray(f(*xs))], _EW))
+    TABLE.add(OpSchema(_name, _bool_out, _compare_eval(_fn), _EW))
 
 
 @TABLE.op("not", evaluate=lambda xs, a: [np.logical_not(xs[0])], traits=_EW)

@@ -193,11 +193,11 @@ def _shape_of(ctx: InferContext) -> list[TensorType]:
 
 
 def _eval_pad(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray]:
-    mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[
-        a["mode"]
-    ]
-    kw: dict[str, Any] = {"constant_values": a["value"]} if mode == "constant" else {}
-    return [np.pad(xs[0], [tuple(p) for p in a["pads"]], mode=mode, **kw)]
+    pads = [(int(p[0]), int(p[1])) for p in a["pads"]]
+    if a["mode"] == "constant":
+        return [np.pad(xs[0], pads, mode="constant", constant_values=a["value"])]
+    mode: Any = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[a["mode"]]
+    return [np.pad(xs[0], pads, mode=mode)]
 
 
 @TABLE.op("pad", evaluate=_eval_pad)

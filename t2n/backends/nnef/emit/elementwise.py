@@ -11,11 +11,7 @@ COMMON = EmitterTable("elementwise")
 TRACT = EmitterTable("elementwise/tract")
 KHRONOS = EmitterTable("elementwise/khronos")
 
-SAME_NAME = (
-    "neg abs sign exp log log2 sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh "
-    "sqrt rsqrt floor ceil sigmoid relu not "
-    "add sub mul div pow min max lt gt le ge eq ne and or select"
-).split()
+SAME_NAME = ["neg", "abs", "sign", "exp", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "floor", "ceil", "sigmoid", "relu", "not", "add", "sub", "mul", "div", "pow", "min", "max", "lt", "gt", "le", "ge", "eq", "ne", "and", "or", "select"]
 """IR ops whose NNEF operation has the same name and operands on both targets."""
 
 TRACT_NAMES = {"erf": "tract_core_erf", "round": "tract_core_round_even", "xor": "tract_core_xor"}
