@@ -16,7 +16,7 @@ import t2n
 from t2n.artifact import Artifact
 from t2n.backends.target import Target, TractNNEF
 from t2n.check.compare import Tolerance
-from t2n.errors import InvalidArgumentError
+from t2n.errors import DynamicAxesError, InvalidArgumentError
 from t2n.frontend.io import (
     check_names,
     input_names_from_paths,
@@ -28,6 +28,7 @@ from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
 from t2n.ir import Graph, print_graph, verify
 from t2n.passes.base import Pass
+from t2n.passes.dynamic_axes import DynamicAxes, normalize_dynamic_axes
 from t2n.passes.pipeline import default_pipeline
 
 log = logging.getLogger("t2n")
@@ -52,6 +53,28 @@ def _dumper(folder: str | Path | None) -> Callable[[str, Graph], None] | None:
     return dump
 
 
+def merge_dynamic_axes(
+    target: Target, given: Mapping[str, Mapping[int, str]] | None
+) -> dict[str, dict[int, str]]:
+    """The dynamic axes of the compile call and of the target, merged (they must agree)."""
+    merged: dict[str, dict[int, str]] = {}
+    for source in (getattr(target, "dynamic_axes", None), given):
+        for name, axes in (source or {}).items():
+            for axis, sym in axes.items():
+                prev = merged.setdefault(name, {}).get(axis)
+                if prev is not None and prev != sym:
+                    raise DynamicAxesError(
+                        f"input {name!r} axis {axis}: symbol {prev!r} on the target but {sym!r} in compile()"
+                    )
+                merged[name][axis] = sym
+    if merged and not target.supports_symbols:
+        raise DynamicAxesError(
+            f"{target} has no symbolic dimensions, so dynamic_axes cannot be honoured; export "
+            "to TractNNEF for inputs of any size, or drop dynamic_axes to export at the traced size"
+        )
+    return merged
+
+
 def compile(
     model: torch.nn.Module,
     args: Any,
@@ -67,6 +90,8 @@ def compile(
     log_level: int | str | None = None,
     verify_ir: bool = False,
     dump_ir: str | Path | None = None,
+    dynamic_axes: Mapping[str, Mapping[int, str]] | None = None,
+    custom_extensions: Sequence[str] = (),
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
@@ -76,6 +101,11 @@ def compile(
     ``passes`` run after the built-in cleanup; ``check_io`` runs the result in the
     target's engine and raises if it differs from PyTorch; ``verify_ir`` checks the IR
     after every pass and ``dump_ir`` writes it to a folder after each change.
+
+    ``dynamic_axes={"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol ``S``
+    (tract only; also accepted as ``TractNNEF(dynamic_axes=...)``); every size computed
+    from it stays in the graph. ``custom_extensions`` adds ``extension`` lines such as
+    ``"tract_assert S + P <= 4096"``.
     """
     if log_level is not None:
         logging.getLogger("t2n").setLevel(log_level)
@@ -96,6 +126,10 @@ def compile(
         traced = trace_module(model, pos_args, dict(kwargs or {}))
     timings["trace"] = time.perf_counter() - t0
     ins = check_names(input_names, input_names_from_paths(traced.input_paths), traced.input_paths, "input")
+    axes = normalize_dynamic_axes(
+        merge_dynamic_axes(target, dynamic_axes),
+        {n: t.dim() for n, t in zip(ins, traced.example_inputs)},
+    )
     outs = check_names(output_names, output_names_from_paths(traced.output_paths), traced.output_paths, "output")
 
     t0 = time.perf_counter()
@@ -109,10 +143,14 @@ def compile(
     dump = _dumper(dump_ir)
     if dump is not None:
         dump("000-lowered", graph)
-    result = default_pipeline(user_passes=passes, verify_each=verify_ir, dump=dump)(graph)
+    before: list[Pass] = [DynamicAxes(axes)] if axes else []
+    result = default_pipeline(before=before, user_passes=passes, verify_each=verify_ir, dump=dump)(graph)
     graph = result.graph
     timings["passes"] = time.perf_counter() - t0
 
+    if custom_extensions:
+        graph.metadata["custom_extensions"] = [*graph.metadata.get("custom_extensions", []),
+                                               *custom_extensions]
     t0 = time.perf_counter()
     rendered = target.renderer().render(graph)
     timings["emission"] = time.perf_counter() - t0

@@ -65,3 +65,39 @@ def check_export(
 
 
 __all__ = ["ExportResult", "TractNNEF", "check_export"]
+
+
+def check_dynamic(
+    model: torch.nn.Module,
+    make_args: Any,
+    dynamic_axes: Mapping[str, Mapping[int, str]],
+    sizes: Sequence[Mapping[str, int]],
+    *,
+    trace_at: Mapping[str, int] | None = None,
+    tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    **options: Any,
+) -> Artifact:
+    """Export once with ``dynamic_axes``, then at every ``sizes`` entry (symbol → value)
+    run PyTorch and tract on ``make_args(**size)``, both feeding inputs of that size to
+    the symbolic model and after fixing the symbols, and compare.
+
+    ``make_args(**size)`` returns the positional args tuple for one size; the model is
+    traced at ``trace_at`` (default: the first size).
+    """
+    from t2n.frontend.io import flatten
+
+    model = model.eval()
+    first = dict(trace_at or sizes[0])
+    art = compile(model, make_args(**first), TractNNEF(), dynamic_axes=dynamic_axes,
+                  verify_ir=True, **options)
+    for size in sizes:
+        args = make_args(**size)
+        with torch.no_grad():
+            out = model(*args)
+        ins, _, _ = flatten((args, {}))
+        refs, _, _ = flatten(out)
+        np_ins = [t.detach().numpy() for t in ins]
+        np_refs = [t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy() for t in refs]
+        art.check(tolerance, inputs=np_ins, expected=np_refs)
+        art.check(tolerance, inputs=np_ins, expected=np_refs, symbols=dict(size))
+    return art

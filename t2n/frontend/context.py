@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from t2n.frontend.dtypes import promote, to_ir
-from t2n.ir import ArrayData, Builder, Dim, DType, SourceLoc, Sym, Value
+from t2n.ir import ArrayData, Builder, Dim, DType, SourceLoc, Sym, Trait, Value
 
 if TYPE_CHECKING:
     from t2n.frontend.lower import Lowering
@@ -149,6 +149,11 @@ class LoweringContext:
             if x.known is None or (x.known.dtype == object and _has_sym(x.known)):
                 raise NotConstantError(f"{self.kind}: {what} must be a constant, but it is computed in the model")
             k = np.asarray(x.known)
+            if x.producer is None or not x.producer.has(Trait.CONSTANT_LIKE):
+                # A computed value used as a constant: if it follows an input size, a
+                # dynamic axis cannot change it. DynamicAxes reports those.
+                self.lowering.graph.metadata.setdefault("baked_constants", []).append(
+                    (x, self.loc, f"argument '{what}' of {self.kind}"))
             return k.item() if k.ndim == 0 else k.tolist()
         if isinstance(x, (list, tuple)):
             return type(x)(self.to_const(v, what) for v in x)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from t2n.errors import PassError
+from t2n.errors import PassError, T2NError
 from t2n.ir import Graph, IRVerificationError, print_graph, verify
 from t2n.passes.base import Pass, PassResult
 
@@ -71,7 +71,7 @@ class PassManager(Pass):
     def _run_one(self, p: Pass, graph: Graph, history: list[str]) -> PassResult:
         try:
             result = p(graph)
-        except PassError:
+        except T2NError:
             raise
         except Exception as exc:
             raise PassError(

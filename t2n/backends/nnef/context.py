@@ -117,6 +117,10 @@ class EmitContext:
         self._used.add(name)
         return name
 
+    def reserve_names(self, names: Sequence[str]) -> None:
+        """Keep ``names`` (symbols) from being used as tensor identifiers."""
+        self._used.update(names)
+
     def id(self, v: Value) -> str:
         """The identifier that names ``v`` in graph.nnef."""
         if v not in self._ids:

@@ -83,6 +83,17 @@ class NNEFRenderer:
     def preamble_fragments(self, ctx: EmitContext, graph: Graph) -> list[str]:
         return list(ctx.fragments.values())
 
+    def symbols(self, graph: Graph) -> list[str]:
+        """Every symbol in the graph's shapes and known values."""
+        found: set[str] = set()
+        for v in graph.values():
+            found |= v.type.shape.symbols()
+            if v.known is not None and v.known.dtype == object:
+                for d in v.known.reshape(-1).tolist():
+                    if isinstance(d, Sym):
+                        found |= d.symbols()
+        return sorted(found)
+
     def written_dtype(self, dtype: DType) -> DType:
         return self.target.bf16_as if dtype is DType.BF16 else dtype
 
@@ -99,6 +110,7 @@ class NNEFRenderer:
             raise NotExpressibleError(problems, str(self.target))
 
         ctx = EmitContext(self.target, graph)
+        ctx.reserve_names(self.symbols(graph))
         input_ids = [ctx.reserve(v, v.name) for v in graph.inputs]
         produced_outputs = {
             v for v in graph.outputs if v.producer is not None and v.producer.kind not in ("const",)
@@ -164,17 +176,14 @@ class TractRenderer(NNEFRenderer):
     def header_extensions(self, ctx: EmitContext, graph: Graph) -> list[str]:
         ctx.use_registry("tract_core")
         regs = [e for e in ctx.extensions if e.startswith("tract_registry")]
-        symbols: set[str] = set()
-        for v in graph.values():
-            symbols |= v.type.shape.symbols()
-            if v.known is not None and v.known.dtype == object:
-                for d in v.known.reshape(-1):
-                    if isinstance(d, Sym):
-                        symbols |= d.symbols()
-        syms = [f"tract_symbol {s}" for s in sorted(symbols)]
+        symbols = self.symbols(graph)
+        syms = [f"tract_symbol {s}" for s in symbols]
+        # Dynamic axes are never empty: saying so lets tract simplify shape expressions.
+        asserts = [f"tract_assert {s} >= 1" for s in symbols]
         rest = [e for e in ctx.extensions if not e.startswith("tract_registry")]
-        custom = [e.strip().rstrip(";") for e in self.target.custom_extensions]
-        return regs + syms + rest + custom
+        custom = [e.strip().rstrip(";") for e in
+                  [*self.target.custom_extensions, *graph.metadata.get("custom_extensions", [])]]
+        return regs + syms + asserts + rest + custom
 
     def preamble_fragments(self, ctx: EmitContext, graph: Graph) -> list[str]:
         props = graph.metadata.get("properties", {})

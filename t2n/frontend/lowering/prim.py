@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 
 from t2n.frontend.context import LoweringContext, ModuleRef, array_data
@@ -122,17 +121,14 @@ def python_number(ctx: LoweringContext) -> Any:
     want = {"aten::Int": DType.I64, "aten::IntImplicit": DType.I64, "aten::Float": DType.F32,
             "aten::FloatImplicit": DType.F32, "aten::Bool": DType.BOOL}.get(ctx.kind)
     if isinstance(x, Value):
-        if x.known is not None and x.known.dtype != object:
-            v = np.asarray(x.known).item()
-            if want is DType.I64:
-                return int(v)
-            if want is DType.F32:
-                return float(v)
-            if want is DType.BOOL:
-                return bool(v)
-            return v
+        # Stays a graph value (a size read with int(x.size(1)) must follow dynamic axes);
+        # rules that need a constant ask for one and the frontend records it.
+        if want is DType.I64 and x.type.dtype is not DType.I64:
+            return ctx.b.cast(x, DType.I64)
         if want is DType.F32 and not x.type.dtype.is_float:
             return ctx.b.cast(x, DType.F32)
+        if want is DType.BOOL and x.type.dtype is not DType.BOOL:
+            return ctx.b.cast(x, DType.BOOL)
         return x
     if want is DType.I64:
         return int(x)

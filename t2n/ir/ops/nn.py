@@ -36,6 +36,8 @@ def _matmul(ctx: InferContext) -> list[TensorType]:
         a[-1], a[-2] = a[-2], a[-1]
     if ctx.attrs.get("transpose_b"):
         b[-1], b[-2] = b[-2], b[-1]
+    if isinstance(a[-1], int) and isinstance(b[-2], int) and a[-1] != b[-2]:
+        raise InferError(f"matmul: inner sizes {a[-1]} and {b[-2]} differ")
     batch = broadcast_shapes(a[:-2], b[:-2])
     return [tensor(dtype, [*batch, a[-2], b[-1]])]
 

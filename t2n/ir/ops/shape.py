@@ -47,7 +47,11 @@ def reshape_target(in_shape: Sequence[Dim], target: Sequence[Dim]) -> Shape:
             target[holes[0]] = 0
         else:
             target[holes[0]] = numel // known
-    return Shape(target)
+    out = Shape(target)
+    if Shape(in_shape).is_static and out.is_static and Shape(in_shape).numel != out.numel:
+        raise InferError(f"reshape: {list(in_shape)} has {Shape(in_shape).numel} elements, "
+                         f"target {list(out)} has {out.numel}")
+    return out
 
 
 def _eval_reshape(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray]:
@@ -109,6 +113,9 @@ def _concat(ctx: InferContext) -> list[TensorType]:
     for t in ctx.types:
         if len(t.shape) != len(first):
             raise InferError("concat: ranks differ")
+        for i, (a, b) in enumerate(zip(first, t.shape)):
+            if i != axis and isinstance(a, int) and isinstance(b, int) and a != b:
+                raise InferError(f"concat: axis {i} has sizes {a} and {b}")
         total = total + t.shape[axis]
     first[axis] = total
     return [tensor(dtype, first)]

@@ -1,0 +1,194 @@
+"""Make input axes symbolic and check that every op follows.
+
+``DynamicAxes({"inp": {1: "S"}})`` replaces the traced sizes of the named input axes
+by symbols and re-infers every type and known value, so shape arithmetic recorded
+by the trace (``x.size(1)``, ``view(b, -1)``, ``arange(n)``…) becomes symbolic and
+constant folding turns it into expressions such as ``S``, ``2 * S``, ``S + P``.
+
+Sizes that the trace baked in anyway (a Python int taken from a shape inside
+``forward``) cannot follow. The pass finds them two ways and reports each with the
+op and module path: values the frontend had to turn into constants although they
+were computed from shapes (recorded at lowering), and ops whose shape rules no
+longer hold when the symbols take other values (checked at two other sizes).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import numpy as np
+
+from t2n.errors import DynamicAxesError
+from t2n.ir import Graph, Op, Sym, TensorType, Value
+from t2n.ir.dims import Dim, SymbolicComparisonError, valid_symbol_name
+from t2n.ir.schema import InferContext
+from t2n.ir.types import Shape
+from t2n.passes.base import Pass, PassResult
+
+log = logging.getLogger("t2n.passes")
+
+RESERVED = frozenset(
+    ["version", "extension", "fragment", "graph", "tensor", "integer", "scalar", "logical", "string", "true", "false", "for", "in", "if", "else", "yield", "length_of", "shape_of", "range_of"]
+)
+
+
+class BakedSizeWarning(UserWarning):
+    """A size that depends on a dynamic axis was fixed at its traced value."""
+
+
+def normalize_dynamic_axes(
+    spec: Mapping[str, Mapping[int, str]] | None,
+    inputs: Mapping[str, int],
+) -> dict[str, dict[int, str]]:
+    """Validate ``{input_name: {axis: symbol}}`` against the graph's inputs (name → rank)."""
+    if not spec:
+        return {}
+    out: dict[str, dict[int, str]] = {}
+    for name, axes in spec.items():
+        if name not in inputs:
+            raise DynamicAxesError(
+                f"dynamic_axes names input {name!r}, but the inputs are: {', '.join(inputs)}"
+            )
+        rank = inputs[name]
+        if not isinstance(axes, Mapping):
+            raise DynamicAxesError(f"dynamic_axes[{name!r}] must map axis → symbol name, got {axes!r}")
+        for axis, sym in axes.items():
+            if not isinstance(axis, int) or not -rank <= axis < rank:
+                raise DynamicAxesError(
+                    f"dynamic_axes[{name!r}]: axis {axis!r} is out of range for a rank-{rank} input"
+                )
+            if not isinstance(sym, str) or not valid_symbol_name(sym) or sym in RESERVED:
+                raise DynamicAxesError(
+                    f"dynamic_axes[{name!r}][{axis}]: {sym!r} is not a symbol name tract accepts "
+                    "(letters, digits and _, not starting with a digit, not an NNEF keyword)"
+                )
+            out.setdefault(name, {})[axis % rank] = sym
+    return out
+
+
+@attrs.frozen
+class DynamicAxes(Pass):
+    """Replace traced input sizes by symbols; warn (or raise) where sizes were baked in."""
+
+    axes: Mapping[str, Mapping[int, str]]
+    strict: bool = False
+
+    name = "dynamic-axes"
+
+    def run(self, graph: Graph) -> PassResult:
+        if not self.axes:
+            return PassResult(graph, False, {})
+        ranks = {v.name: v.rank for v in graph.inputs}
+        spec = normalize_dynamic_axes(self.axes, ranks)
+        traced: dict[str, int] = {}
+        for v in graph.inputs:
+            if v.name not in spec:
+                continue
+            dims = list(v.type.shape)
+            for axis, sym in spec[v.name].items():
+                size = dims[axis]
+                if isinstance(size, int):
+                    if sym in traced and traced[sym] != size:
+                        raise DynamicAxesError(
+                            f"symbol {sym} stands for sizes {traced[sym]} and {size} in the traced inputs; "
+                            "give different symbols to axes that can differ"
+                        )
+                    traced[sym] = size
+                dims[axis] = Sym(sym)
+            graph.set_input_type(v, TensorType(v.type.dtype, Shape(dims), v.type.quant))
+        changed = graph.reinfer()
+        problems = self.baked_values(graph) + self.inconsistent_ops(graph, traced)
+        for p in problems:
+            log.warning("%s", p)
+        if problems:
+            if self.strict:
+                raise DynamicAxesError("sizes baked into the trace:\n  " + "\n  ".join(problems))
+            warnings.warn(
+                "some sizes do not follow the dynamic axes (the artifact is only right at the "
+                "traced size for them):\n  " + "\n  ".join(problems),
+                BakedSizeWarning,
+                stacklevel=2,
+            )
+        graph.metadata["symbols"] = dict(sorted(traced.items()))
+        graph.metadata["baked_sizes"] = problems
+        return PassResult(graph, True, {"symbols": len(traced), "retyped": changed,
+                                        "baked": len(problems)})
+
+    def baked_values(self, graph: Graph) -> list[str]:
+        """Constants the frontend took from values that now depend on a symbol."""
+        out = []
+        for value, loc, what in graph.metadata.get("baked_constants", []):
+            if value.known is not None and _has_sym(value.known):
+                out.append(f"{loc}: {what} is computed from a dynamic size but was used as the "
+                           f"constant {value.known.tolist()!r} at trace time")
+        return out
+
+    def inconsistent_ops(self, graph: Graph, traced: Mapping[str, int]) -> list[str]:
+        """Ops whose shape rules fail, or give other shapes, once the symbols take other
+        values (twice and three times the traced sizes)."""
+        out: list[str] = []
+        seen: set[int] = set()
+        for factor in (2, 3):
+            bindings = {s: v * factor for s, v in traced.items()}
+            for op in graph.ops():
+                if op.seq in seen or not _touches_symbols(op):
+                    continue
+                reason = _check_at(op, bindings)
+                if reason:
+                    seen.add(op.seq)
+                    out.append(f"{op.loc}: {reason}")
+        return out
+
+
+def _has_sym(arr: np.ndarray) -> bool:
+    return arr.dtype == object and any(isinstance(d, Sym) for d in arr.reshape(-1).tolist())
+
+
+def _touches_symbols(op: Op) -> bool:
+    return any(not v.type.shape.is_static or (v.known is not None and _has_sym(v.known))
+               for v in op.inputs)
+
+
+def _bind_dim(d: Dim, bindings: Mapping[str, int]) -> Dim:
+    return d.evaluate(bindings) if isinstance(d, Sym) else d
+
+
+def _bind_type(t: TensorType, bindings: Mapping[str, int]) -> TensorType:
+    return TensorType(t.dtype, Shape(_bind_dim(d, bindings) for d in t.shape), t.quant)
+
+
+def _bind_known(k: np.ndarray | None, bindings: Mapping[str, int]) -> np.ndarray | None:
+    if k is None or k.dtype != object:
+        return k
+    flat = [_bind_dim(d, bindings) if isinstance(d, Sym) else d for d in k.reshape(-1).tolist()]
+    return np.asarray(flat, dtype=np.int64).reshape(k.shape)
+
+
+def _check_at(op: Op, bindings: Mapping[str, int]) -> str:
+    ctx = InferContext(
+        tuple(_bind_type(v.type, bindings) for v in op.inputs),
+        op.attrs,
+        tuple(_bind_known(v.known, bindings) for v in op.inputs),
+    )
+    where = ", ".join(f"{k}={v}" for k, v in bindings.items())
+    try:
+        types = op.schema.infer(ctx)
+    except (ValueError, SymbolicComparisonError, ArithmeticError) as exc:
+        return f"'{op.kind}' does not hold at {where}: {exc}"
+    for v, t in zip(op.outputs, types):
+        want = _bind_type(v.type, bindings)
+        if t.shape != want.shape:
+            return (f"'{op.kind}' gives shape {list(t.shape)} at {where}, but the graph says "
+                    f"{list(v.type.shape)}: a size was baked in")
+    return ""
+
+
+def traced_symbol_values(graph: Graph) -> dict[str, Any]:
+    return dict(graph.metadata.get("symbols", {}))
+
+
+__all__ = ["BakedSizeWarning", "DynamicAxes", "normalize_dynamic_axes", "Value"]
