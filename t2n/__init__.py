@@ -25,6 +25,10 @@ _LAZY = {
     "Pass": "t2n.passes.base",
     "PassResult": "t2n.passes.base",
     "PassManager": "t2n.passes.manager",
+    "export_tensors_to_nnef": "t2n.serialize.torch_io",
+    "export_tensors_from_disk_to_nnef": "t2n.serialize.torch_io",
+    "iter_torch_tensors_from_disk": "t2n.serialize.torch_io",
+    "harden_jit_for_export": "t2n.frontend.jit",
 }
 
 if TYPE_CHECKING:
@@ -33,9 +37,15 @@ if TYPE_CHECKING:
     from t2n.backends.target import KhronosNNEF, Target, TractNNEF
     from t2n.check.compare import CheckReport, Tolerance
     from t2n.frontend.context import LoweringContext
+    from t2n.frontend.jit import harden_jit_for_export
     from t2n.frontend.registry import LoweringRegistry, RuleSet
     from t2n.passes.base import Pass, PassResult
     from t2n.passes.manager import PassManager
+    from t2n.serialize.torch_io import (
+        export_tensors_from_disk_to_nnef,
+        export_tensors_to_nnef,
+        iter_torch_tensors_from_disk,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -53,5 +63,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Artifact", "CheckReport", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
     "PassManager", "PassResult", "RuleSet", "Target", "Tolerance", "TractNNEF", "__version__",
-    "compile",
+    "compile", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
+    "iter_torch_tensors_from_disk", "harden_jit_for_export",
 ]

@@ -23,22 +23,56 @@ from t2n.frontend.io import (
     normalize_args,
     output_names_from_paths,
 )
+from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
 from t2n.ir import Graph, print_graph, verify
 from t2n.passes.base import Pass
+from t2n.passes.bf16 import Bf16As
 from t2n.passes.dynamic_axes import DynamicAxes, normalize_dynamic_axes
 from t2n.passes.pipeline import default_pipeline
 
 log = logging.getLogger("t2n")
 
 
-def _to_numpy(t: torch.Tensor) -> np.ndarray:
+def _to_numpy(t: torch.Tensor, bf16_as: np.dtype | None = None) -> np.ndarray:
     t = t.detach().cpu()
     if t.dtype == torch.bfloat16:
-        t = t.float()
+        return t.float().numpy() if bf16_as is None else t.float().numpy().astype(bf16_as)
     return t.numpy()
+
+
+def _trace_module_with_weights(
+    model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], weights_from: Any
+) -> TracedModel:
+    """Trace; parameters found in ``weights_from`` are read from there when written.
+
+    A model with tensors on the meta device is traced on meta inputs (no weight is
+    ever materialized), and then has no reference outputs.
+    """
+    from torch.utils._pytree import tree_map
+
+    from t2n.frontend.io import flatten
+    from t2n.frontend.trace import canonical_tensor_names
+    from t2n.serialize.torch_io import has_meta_tensors, resolve_weights, weight_source
+
+    meta = has_meta_tensors(model)
+    if not meta and weights_from is None:
+        return trace_module(model, args, kwargs)
+    source = weight_source(weights_from) if weights_from is not None else None
+    weights = resolve_weights(model, source, canonical_tensor_names(model, ""))
+    if meta:
+        def to_meta(x: Any) -> Any:
+            return x.to("meta") if isinstance(x, torch.Tensor) else x
+
+        traced = trace_module(model, tree_map(to_meta, args), tree_map(to_meta, kwargs))
+        traced.example_inputs = flatten((args, kwargs))[0]
+        traced.reference_outputs = []
+    else:
+        traced = trace_module(model, args, kwargs)
+    traced.weights = weights
+    return traced
 
 
 def _dumper(folder: str | Path | None) -> Callable[[str, Graph], None] | None:
@@ -92,6 +126,10 @@ def compile(
     dump_ir: str | Path | None = None,
     dynamic_axes: Mapping[str, Mapping[int, str]] | None = None,
     custom_extensions: Sequence[str] = (),
+    auto_harden_jit: bool = True,
+    jit_diagnostics: dict[str, Any] | None = None,
+    fold_batch_norm: bool = True,
+    weights_from: Any = None,
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
@@ -106,24 +144,39 @@ def compile(
     (tract only; also accepted as ``TractNNEF(dynamic_axes=...)``); every size computed
     from it stays in the graph. ``custom_extensions`` adds ``extension`` lines such as
     ``"tract_assert S + P <= 4096"``.
+
+    A ``torch.jit.ScriptModule`` (scripted, or loaded with ``torch.jit.load``) is hardened
+    for the example inputs first (``auto_harden_jit``; see ``t2n.harden_jit_for_export``),
+    with the change counts of each step in ``jit_diagnostics`` if a dict is given.
+
+    ``fold_batch_norm=False`` keeps batch norms apart from the conv/linear layers before
+    them (by default they are folded into those layers' weights and biases).
+
+    ``weights_from`` (a ``.safetensors`` file, sharded checkpoint, ``.pt``/``.bin`` file,
+    or a mapping name → tensor) supplies parameters by name, read from disk only when
+    the artifact is saved: a model built on the meta device is exported without its
+    weights ever being in memory (it then has no PyTorch reference outputs; check it
+    with ``artifact.check(inputs=..., expected=...)``).
     """
     if log_level is not None:
         logging.getLogger("t2n").setLevel(log_level)
     target = target if target is not None else TractNNEF()
     if not isinstance(target, Target):
         raise InvalidArgumentError(f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}")
-    if not isinstance(model, torch.nn.Module):
+    if not isinstance(model, (torch.nn.Module, HardenedGraph)):
         raise InvalidArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     pos_args = normalize_args(args)
     traced: TracedModel
-    if isinstance(model, torch.jit.ScriptModule):
+    if isinstance(model, (torch.jit.ScriptModule, HardenedGraph)):
         if kwargs:
             raise InvalidArgumentError("keyword arguments are not supported for ScriptModules")
-        traced = script_graph(model, pos_args)
+        if weights_from is not None:
+            raise InvalidArgumentError("weights_from is for torch.nn.Module models, not ScriptModules")
+        traced = script_graph(model, pos_args, harden=auto_harden_jit, diagnostics=jit_diagnostics)
     else:
-        traced = trace_module(model, pos_args, dict(kwargs or {}))
+        traced = _trace_module_with_weights(model, pos_args, dict(kwargs or {}), weights_from)
     timings["trace"] = time.perf_counter() - t0
     ins = check_names(input_names, input_names_from_paths(traced.input_paths), traced.input_paths, "input")
     axes = normalize_dynamic_axes(
@@ -143,8 +196,9 @@ def compile(
     dump = _dumper(dump_ir)
     if dump is not None:
         dump("000-lowered", graph)
-    before: list[Pass] = [DynamicAxes(axes)] if axes else []
-    result = default_pipeline(before=before, user_passes=passes, verify_each=verify_ir, dump=dump)(graph)
+    before: list[Pass] = [Bf16As(target.bf16_as), *([DynamicAxes(axes)] if axes else [])]
+    result = default_pipeline(before=before, user_passes=passes, verify_each=verify_ir, dump=dump,
+                              fold_batch_norm=fold_batch_norm)(graph)
     graph = result.graph
     timings["passes"] = time.perf_counter() - t0
 
@@ -161,7 +215,7 @@ def compile(
         rendered=rendered,
         input_names=ins,
         output_names=outs,
-        example_inputs=[_to_numpy(t) for t in traced.example_inputs],
+        example_inputs=[_to_numpy(t, target.bf16_as.numpy) for t in traced.example_inputs],
         reference_outputs=[_to_numpy(t) for t in traced.reference_outputs],
         stats={"timings": timings, "pass_stats": dict(result.stats)},
     )

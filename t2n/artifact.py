@@ -7,8 +7,8 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,8 @@ from t2n.check.engines import run_khronos, run_tract
 from t2n.errors import CheckMismatchError, InvalidArgumentError
 from t2n.ir import Graph, print_graph
 from t2n.serialize.archive import artifact_form, open_writer, read_artifact
-from t2n.serialize.dat import HEADER_SIZE, iter_payload, make_header, payload_size
+from t2n.serialize.dat import dat_size, iter_dat
+from t2n.serialize.progress import Progress
 
 log = logging.getLogger("t2n")
 
@@ -50,28 +51,51 @@ class Artifact:
         return [t.path for t in self.rendered.tensors]
 
     def members(self) -> Iterator[tuple[str, int, Iterator[Any]]]:
-        """(name, size, byte chunks) of every file, in a fixed order."""
+        """(name, size, byte chunks) of every file, in a fixed order.
+
+        Every tensor's header is made before the first member is produced, so a tensor
+        the .dat format cannot hold is refused before anything is written.
+        """
         text = self.rendered.graph_nnef.encode()
-        yield "graph.nnef", len(text), iter([text])
+        files: list[tuple[str, int, Iterator[Any]]] = [("graph.nnef", len(text), iter([text]))]
         if self.rendered.graph_quant:
             q = self.rendered.graph_quant.encode()
-            yield "graph.quant", len(q), iter([q])
+            files.append(("graph.quant", len(q), iter([q])))
         for t in self.rendered.tensors:
-            size = HEADER_SIZE + payload_size(t.dtype, t.data.shape)
-            header = make_header(t.dtype, t.data.shape)
-            yield t.path, size, chain([header], iter_payload(t.data, t.dtype))
+            files.append((t.path, dat_size(t.data, t.dtype), iter_dat(t.data, t.dtype)))
+        return iter(files)
 
-    def save(self, path: str | os.PathLike[str], compression_level: int | None = None) -> Path:
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        compression_level: int | None = None,
+        *,
+        progress: bool | None = None,
+        sync: bool = False,
+    ) -> Path:
         """Write the artifact as a directory, ``.tar`` or ``.tgz`` (by suffix, or
-        ``compression_level``: 0 → tar, 1..9 → tgz). Atomic: on failure nothing is left."""
+        ``compression_level``: 0 → tar, 1..9 → tgz). Atomic: on failure (an error, a
+        full disk, Ctrl-C) nothing is left. Weights stream from where they live (the
+        model's memory, or the disk for ``weights_from``) straight into the artifact.
+
+        ``progress``: a progress bar on stderr (``None``: only when it is a terminal and
+        the weights are large; progress is also logged at INFO level either way).
+        ``sync=True`` flushes the files to the disk before the artifact is renamed into place.
+        """
         p = Path(path)
-        with open_writer(p, compression_level) as w:
-            for name, size, chunks in self.members():
-                w.add_stream(name, size, chunks)
+        members = list(self.members())
+        total = sum(size for _, size, _ in members)
+        t0 = time.perf_counter()
+        with Progress(total, f"writing {p.name}", bar=progress) as bar, \
+                open_writer(p, compression_level, sync=sync) as w:
+            for name, size, chunks in members:
+                w.add_stream(name, size, bar.track(chunks))
         self.saved_path = p
         self.stats["bytes_written"] = w.bytes_written
+        self.stats.setdefault("timings", {})["save"] = time.perf_counter() - t0
         if w.compressor_name:
             self.stats["compressor"] = w.compressor_name
+            log.info("compressed with %s", w.compressor_name)
         log.info("saved %s (%d bytes of members)", p, w.bytes_written)
         return p
 
@@ -94,6 +118,11 @@ class Artifact:
         refs = [np.asarray(x) for x in (expected if expected is not None else self.reference_outputs)]
         if (inputs is None) != (expected is None):
             raise InvalidArgumentError("check(): give both inputs and expected, or neither")
+        if not refs and self.output_names:
+            raise InvalidArgumentError(
+                "check(): no PyTorch reference outputs (the model was traced on the meta "
+                "device); pass inputs= and expected="
+            )
         with tempfile.TemporaryDirectory(prefix="t2n-check-") as tmp:
             path = self._engine_path(Path(tmp))
             if isinstance(self.target, KhronosNNEF):

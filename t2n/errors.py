@@ -43,7 +43,10 @@ class _ProblemList(T2NError):
     def __init__(self, problems: Sequence[OpProblem], target: str = "") -> None:
         self.problems = list(problems)
         self.target = target
-        lines = "\n".join(f"  - {p}" for p in self.problems)
+        counts: dict[OpProblem, int] = {}
+        for p in self.problems:
+            counts[p] = counts.get(p, 0) + 1
+        lines = "\n".join(f"  - {p}" + (f" ({n} times)" if n > 1 else "") for p, n in counts.items())
         head = self.headline.format(n=len(self.problems), target=target or "the target")
         super().__init__(f"{head}\n{lines}\n{self.advice}")
 

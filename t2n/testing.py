@@ -18,6 +18,39 @@ from t2n.errors import NotExpressibleError
 TARGETS: dict[str, Target] = {"tract": TractNNEF(), "khronos": KhronosNNEF()}
 
 
+class Evidence:
+    """Which aten ops each target ran correctly, or refused, during a test run; the
+    operator coverage table (``python -m t2n.frontend.coverage``) is built from it."""
+
+    def __init__(self) -> None:
+        self.ops: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def _entry(self, op: str, target: str) -> dict[str, Any]:
+        return self.ops.setdefault(op, {}).setdefault(target, {"ok": 0, "refused": {}})
+
+    def passed(self, target: str, ops: Mapping[str, int]) -> None:
+        for op in ops:
+            self._entry(op, target)["ok"] += 1
+
+    def refused(self, target: str, problems: Sequence[Any]) -> None:
+        for p in problems:
+            reasons = self._entry(p.op, target)["refused"]
+            reasons[p.reason] = reasons.get(p.reason, 0) + 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {op: {t: {"ok": e["ok"], "refused": dict(sorted(e["refused"].items()))}
+                     for t, e in sorted(ts.items())} for op, ts in sorted(self.ops.items())}
+
+
+EVIDENCE: Evidence | None = None
+"""Set by the test suite's ``--t2n-evidence`` option to record what each export proved."""
+
+
+def _record_pass(target: str, art: Artifact) -> None:
+    if EVIDENCE is not None:
+        EVIDENCE.passed(target, art.ir.metadata.get("aten_ops", {}))
+
+
 @attrs.frozen
 class ExportResult:
     artifacts: dict[str, Artifact]
@@ -56,11 +89,14 @@ def check_export(
                 if isinstance(khronos_refuses, str):
                     assert khronos_refuses in str(exc), f"{khronos_refuses!r} not named in: {exc}"
                 refused[key] = exc
+                if EVIDENCE is not None:
+                    EVIDENCE.refused(key, exc.problems)
                 continue
             raise AssertionError("the Khronos export was expected to be refused, but it succeeded")
         art = compile(model, args, target, kwargs=kwargs, verify_ir=True, **options)
         artifacts[key] = art
         reports[key] = art.check(tolerance)
+        _record_pass(key, art)
     return ExportResult(artifacts, reports, refused)
 
 
@@ -100,4 +136,5 @@ def check_dynamic(
         np_refs = [t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy() for t in refs]
         art.check(tolerance, inputs=np_ins, expected=np_refs)
         art.check(tolerance, inputs=np_ins, expected=np_refs, symbols=dict(size))
+    _record_pass("tract", art)
     return art

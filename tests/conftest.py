@@ -12,3 +12,30 @@ torch.set_num_threads(1)
 def _seed():
     torch.manual_seed(0)
     np.random.seed(0)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--t2n-evidence", default=None,
+        help="record which aten ops each target ran or refused, as JSON at this path "
+             "(input of `python -m t2n.frontend.coverage`; run without -n)",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("--t2n-evidence"):
+        import t2n.testing
+
+        t2n.testing.EVIDENCE = t2n.testing.Evidence()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = session.config.getoption("--t2n-evidence")
+    if path:
+        import json
+
+        import t2n.testing
+
+        with open(path, "w") as f:
+            json.dump(t2n.testing.EVIDENCE.to_json(), f, indent=1, sort_keys=True)
+            f.write("\n")

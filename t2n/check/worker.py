@@ -39,7 +39,7 @@ def run_tract(path: str, inputs: list[np.ndarray], registries: list[str],
     facts = [model.input_fact(i).dump() for i in range(n)]
     out_facts = [model.output_fact(i).dump() for i in range(model.output_count())]
     runnable = model.into_runnable()
-    outs = runnable.run([np.ascontiguousarray(x) for x in inputs])
+    outs = runnable.run([np.require(x, requirements="C") for x in inputs])
     return {"outputs": [o.to_numpy() for o in outs], "input_facts": facts, "output_facts": out_facts}
 
 

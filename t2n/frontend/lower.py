@@ -25,6 +25,7 @@ from t2n.frontend.context import (
 )
 from t2n.frontend.dtypes import to_ir
 from t2n.frontend.registry import LoweringRegistry
+from t2n.frontend.scalars import SCALAR_OPS, is_python_value
 from t2n.frontend.trace import TracedModel
 from t2n.ir import DType, Graph, SourceLoc, TensorType, Value
 
@@ -58,6 +59,7 @@ class Lowering:
         self.input_names = list(input_names)
         self.output_names = list(output_names)
         self._keepalive: list[torch.Tensor] = []
+        self.module_writes: dict[tuple[int, str], Any] = {}
 
     def problem(self, node: torch._C.Node, reason: str) -> None:
         self.problems.append(
@@ -68,8 +70,10 @@ class Lowering:
     def precheck(self, block: torch._C.Block) -> None:
         for node in _nodes(block):
             kind = node.kind()
-            if kind not in self.registry and kind not in STRUCTURAL:
+            if kind not in self.registry and kind not in STRUCTURAL and kind not in SCALAR_OPS:
                 self.problem(node, "no lowering rule")
+            for sub in node.blocks():
+                self.precheck(sub)
 
     def run(self) -> Graph:
         g = self.traced.graph
@@ -91,7 +95,14 @@ class Lowering:
             t = TensorType(to_ir(example.dtype), list(example.shape))
             self.env[tv.unique()] = self.graph.add_input(t, name)
         self.lower_block(g.block())
-        outs = self.flatten_outputs([self.env[v.unique()] for v in g.outputs()])
+        if self.problems:
+            raise UnsupportedOpsError(self.problems)
+        returned = [self.env[v.unique()] for v in g.outputs()]
+        spec = self.traced.output_spec if not self.traced.outputs_are_flat else None
+        if spec is not None and len(returned) == 1:
+            outs = self.select_tensors(spec, returned[0])
+        else:
+            outs = self.flatten_outputs(returned)
         if self.problems:
             raise UnsupportedOpsError(self.problems)
         self.graph.set_outputs(self.name_outputs(outs))
@@ -106,7 +117,8 @@ class Lowering:
             from t2n.ir import Builder
 
             name = self.traced.name_of(t, path.removeprefix(self.scope_prefix))
-            data = array_data(t)
+            data = self.traced.weights.get(name)
+            data = array_data(t) if data is None else data
             self.params[key] = Builder(self.graph).variable(data, name)
             self._keepalive.append(t)
         return self.params[key]
@@ -125,8 +137,20 @@ class Lowering:
                 self.env[o.unique()] = Poison()
             return
         info = self.registry.get(node.kind())
-        assert info is not None
+        if node.kind() in SCALAR_OPS and len(outs) == 1 and all(is_python_value(a) for a in args):
+            try:
+                self.env[outs[0].unique()] = SCALAR_OPS[node.kind()](*args)
+                return
+            except Exception:
+                pass
+        if info is None:
+            self.problem(node, "no lowering rule")
+            for o in outs:
+                self.env[o.unique()] = Poison()
+            return
         ctx = LoweringContext(self, node)
+        ops = self.graph.metadata.setdefault("aten_ops", {})
+        ops[node.kind()] = ops.get(node.kind(), 0) + 1
         try:
             result = info.fn(ctx)
         except UnsupportedHere as exc:
@@ -140,7 +164,7 @@ class Lowering:
             ) from exc
         if len(outs) == 1:
             self.env[outs[0].unique()] = result
-        else:
+        elif outs:
             if not isinstance(result, (tuple, list)) or len(result) != len(outs):
                 raise LoweringError(f"rule for {node.kind()} returned {result!r} for {len(outs)} outputs")
             for o, r in zip(outs, result):
@@ -150,6 +174,19 @@ class Lowering:
             first = list(node.inputs())[0]
             if isinstance(self.env.get(first.unique()), Value):
                 self.env[first.unique()] = result
+
+    def select_tensors(self, spec: Any, lowered: Any) -> list[Any]:
+        """The lowered values at the tensor positions of PyTorch's output structure
+        (non-tensor outputs such as Python ints are not model outputs)."""
+        if spec.kind == "leaf":
+            return [lowered]
+        if spec.kind == "const":
+            return []
+        items = list(lowered.values()) if isinstance(lowered, dict) else list(lowered)
+        out: list[Any] = []
+        for child, item in zip(spec.children, items):
+            out += self.select_tensors(child, item)
+        return out
 
     def flatten_outputs(self, items: Sequence[Any]) -> list[Any]:
         out: list[Any] = []

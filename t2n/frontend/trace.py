@@ -41,9 +41,39 @@ class TracedModel:
     output_spec: Spec | None
     tensor_names: dict[int, str]
     tracer_warnings: list[str] = attrs.field(factory=list)
+    outputs_are_flat: bool = True
+
+    tensor_names_by_ptr: dict[tuple[int, tuple[int, ...], str], str] = attrs.field(factory=dict)
+    weights: dict[str, Any] = attrs.field(factory=dict)
+    """Parameter name → IR tensor data read from elsewhere (``compile(weights_from=...)``)."""
 
     def name_of(self, t: torch.Tensor, path: str) -> str:
         return self.tensor_names.get(id(t), path)
+
+    def name_of_constant(self, t: torch.Tensor, debug_name: str) -> str | None:
+        """The parameter name of a tensor constant (a frozen parameter), if it is one."""
+        if t.device.type == "cpu" and t.numel():
+            found = self.tensor_names_by_ptr.get(_storage_key(t))
+            if found:
+                return found
+        if debug_name.startswith("self.") and t.numel() > 1:
+            return debug_name.removeprefix("self.")
+        return None
+
+
+def _storage_key(t: torch.Tensor) -> tuple[int, tuple[int, ...], str]:
+    return (t.data_ptr(), tuple(t.shape), str(t.dtype))
+
+
+def names_by_storage(module: torch.nn.Module) -> dict[tuple[int, tuple[int, ...], str], str]:
+    """(data pointer, shape, dtype) → first dotted name, for every parameter and buffer."""
+    out: dict[tuple[int, tuple[int, ...], str], str] = {}
+    for n, t in list(module.named_parameters(remove_duplicate=False)) + list(
+        module.named_buffers(remove_duplicate=False)
+    ):
+        if t.device.type == "cpu" and t.numel():
+            out.setdefault(_storage_key(t), n)
+    return out
 
 
 @contextlib.contextmanager
@@ -109,24 +139,50 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     )
 
 
-def script_graph(module: torch.jit.ScriptModule, args: tuple[Any, ...]) -> TracedModel:
-    """The inlined forward graph of a ScriptModule, with reference outputs from running it."""
+def script_graph(
+    module: Any,
+    args: tuple[Any, ...],
+    *,
+    harden: bool = True,
+    diagnostics: dict[str, Any] | None = None,
+) -> TracedModel:
+    """The inlined forward graph of a ScriptModule (hardened for ``args`` unless told not
+    to) or of an already hardened graph, with reference outputs from running the
+    original once."""
+    from t2n.frontend.jit.harden import HardenedGraph, harden_jit_for_export
+
     tensors, paths, _ = flatten((args, {}))
-    with torch.no_grad():
-        out = module(*args)
+    hardened: HardenedGraph | None
+    if isinstance(module, HardenedGraph):
+        hardened = module
+        original = module.module
+        out = hardened(*hardened.example_inputs)
+    else:
+        original = module
+        with torch.no_grad():
+            out = module(*args)
+        hardened = harden_jit_for_export(module, args, diagnostics=diagnostics) if harden else None
     out_tensors, out_paths, out_spec = flatten(out)
-    forward: Any = module.forward
-    graph = forward.graph.copy()
+    if hardened is not None:
+        graph = hardened.graph.copy()
+        root: Any = hardened.module
+        tensors = list(hardened.example_inputs)
+    else:
+        forward: Any = original.forward
+        graph = forward.graph.copy()
+        root = original
     torch._C._jit_pass_inline(graph)
     torch._C._jit_pass_dce(graph)
     return TracedModel(
         graph=graph,
-        root=module,
+        root=root,
         scope_prefix="",
         example_inputs=list(tensors),
-        input_paths=paths,
+        input_paths=paths[: len(tensors)] if len(paths) >= len(tensors) else [f"0.{i}" for i in range(len(tensors))],
         reference_outputs=[t.detach() for t in out_tensors],
         output_paths=out_paths,
         output_spec=out_spec,
-        tensor_names=canonical_tensor_names(module, ""),
+        tensor_names=canonical_tensor_names(original, ""),
+        tensor_names_by_ptr=names_by_storage(original),
+        outputs_are_flat=False,
     )

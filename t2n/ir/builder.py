@@ -64,7 +64,7 @@ class Builder:
             else:
                 dtype = DType.from_numpy(arr.dtype)
         if arr.dtype != object:
-            arr = np.ascontiguousarray(arr.astype(dtype.numpy, copy=False))
+            arr = np.require(arr.astype(dtype.numpy, copy=False), requirements="C")
         return self.op("const", name=name or "c", data=ArrayData(arr, dtype))
 
     def ints(self, values: Sequence[Dim], name: str | None = None) -> Value:

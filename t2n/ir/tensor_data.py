@@ -16,11 +16,33 @@ import numpy as np
 from t2n.ir.dtypes import DType
 
 DEFAULT_CHUNK_BYTES = 64 << 20
+"""Chunk size when streaming data: views of contiguous memory, copies of strided data."""
+
+CONVERT_CHUNK_BYTES = 8 << 20
+"""Chunk size when converting dtypes: small, so the temporaries stay in cache and memory."""
 
 
 def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
     """Widen raw bf16 bits (uint16) to float32 values; exact."""
     return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def convert_raw(raw: np.ndarray, src: DType, dst: DType) -> np.ndarray:
+    """Raw elements of ``src`` (bf16 as uint16 bits) converted to ``dst``'s raw form.
+
+    Floats round to nearest even (bf16 → f16 is exact in f16's normal range; values
+    beyond it become inf, tiny ones f16 subnormals); to bool is ``!= 0``. Converting
+    to bf16 is not offered: nothing is ever written as bf16.
+    """
+    if src is dst:
+        return raw
+    if dst is DType.BF16:
+        raise ValueError("conversion to bf16 is not supported (no format stores it)")
+    values = bf16_bits_to_f32(raw) if src is DType.BF16 else raw
+    if dst is DType.BOOL:
+        return np.asarray(values != 0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return values.astype(dst.numpy)
 
 
 class TensorData(abc.ABC):
@@ -139,3 +161,40 @@ class LazyData(TensorData):
 
     def __repr__(self) -> str:
         return f"LazyData({self.dtype}{list(self.shape)} {self.description})"
+
+
+class ConvertedData(TensorData):
+    """``source`` seen as another dtype, converted only when read, chunk by chunk.
+
+    Used for bf16 weights exported as f16/f32 (and for checkpoints whose dtype differs
+    from the model's): the graph keeps a reference to the bf16 data, and writing
+    converts one bounded chunk at a time, so no converted copy of the whole tensor
+    ever exists.
+    """
+
+    __slots__ = ("dtype", "shape", "source")
+
+    def __init__(self, source: TensorData, dtype: DType) -> None:
+        if dtype is DType.BF16 and source.dtype is not DType.BF16:
+            raise ValueError("conversion to bf16 is not supported (no format stores it)")
+        self.source = source
+        self.dtype = dtype
+        self.shape = source.shape
+
+    def raw(self) -> np.ndarray:
+        return convert_raw(self.source.raw(), self.source.dtype, self.dtype)
+
+    def iter_chunks(self, max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
+        budget = min(max_bytes, CONVERT_CHUNK_BYTES)
+        widest = max(self.source.dtype.itemsize, self.dtype.itemsize)
+        per_source = max(1, budget * self.source.dtype.itemsize // widest)
+        for chunk in self.source.iter_chunks(per_source):
+            yield convert_raw(chunk, self.source.dtype, self.dtype)
+
+    def __repr__(self) -> str:
+        return f"ConvertedData({self.dtype} from {self.source!r})"
+
+
+def converted(data: TensorData, dtype: DType) -> TensorData:
+    """``data`` as ``dtype``: itself when the dtype already matches, else a lazy conversion."""
+    return data if data.dtype is dtype else ConvertedData(data, dtype)

@@ -35,7 +35,7 @@ class ConstantFolding(Pass):
             for v, data in zip(op.outputs, values):
                 arr = np.asarray(data)
                 if arr.dtype != object:
-                    arr = np.ascontiguousarray(arr.astype(v.type.dtype.numpy, copy=False))
+                    arr = np.require(arr.astype(v.type.dtype.numpy, copy=False), requirements="C")
                 consts.append(b.op("const", name=v.name, data=ArrayData(arr, v.type.dtype)))
             replace_with_values(graph, op, consts)  # type: ignore[arg-type]
             folded += 1

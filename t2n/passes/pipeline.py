@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from t2n.passes.base import Pass
 from t2n.passes.constant_folding import ConstantFolding
 from t2n.passes.dead_node_elimination import DeadNodeElimination
+from t2n.passes.fold_batch_norm import FoldBatchNorm
 from t2n.passes.manager import DumpFn, PassManager
 
 
@@ -24,9 +25,13 @@ def default_pipeline(
     user_passes: Sequence[Pass] = (),
     verify_each: bool = False,
     dump: DumpFn | None = None,
+    fold_batch_norm: bool = True,
 ) -> PassManager:
-    """``before`` (e.g. dynamic axes) → cleanup → user passes → cleanup."""
+    """``before`` (e.g. dynamic axes) → cleanup → batch-norm folding (unless turned
+    off) → user passes → cleanup."""
     stages: list[Pass] = [*before, cleanup(verify_each, dump)]
+    if fold_batch_norm:
+        stages += [FoldBatchNorm(), cleanup(verify_each, dump)]
     if user_passes:
         stages += [
             PassManager(list(user_passes), verify_each=verify_each, dump=dump, label="user-passes"),

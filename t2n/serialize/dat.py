@@ -1,27 +1,38 @@
 """The NNEF ``.dat`` tensor format: a 128-byte header, then little-endian C-order data.
 
 Writing streams the tensor's own memory to the file: a zero-copy view for
-contiguous data, bounded chunks where a copy or a dtype conversion is needed.
+contiguous data, bounded chunks where a copy or a dtype conversion is needed
+(dtype conversions use torch's vectorized kernels when torch is already loaded,
+numpy otherwise; both round to nearest even and give the same bytes).
 Reading validates every header field against the payload and rejects anything
 it cannot prove correct.
+
+The payload size is a 32-bit field: a tensor whose payload exceeds 4 GiB - 1 is
+refused with :class:`TensorTooLargeError` before anything is written.
 """
 
 from __future__ import annotations
 
 import enum
 import io
+import itertools
 import math
 import os
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 import numpy as np
 
 from t2n.errors import CorruptTensorFileError, SerializationError, TensorTooLargeError
 from t2n.ir import ArrayData, DType, TensorData
-from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, bf16_bits_to_f32
+from t2n.ir.tensor_data import (
+    CONVERT_CHUNK_BYTES,
+    DEFAULT_CHUNK_BYTES,
+    ConvertedData,
+    convert_raw,
+)
 
 HEADER_SIZE = 128
 MAGIC = b"\x4e\xef"
@@ -99,13 +110,18 @@ def _as_le(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _convert_chunk(chunk: np.ndarray, src: DType, dst: DType) -> np.ndarray:
-    if src is dst:
-        return chunk
-    values = bf16_bits_to_f32(chunk) if src is DType.BF16 else chunk
-    if dst is DType.BOOL:
-        return np.asarray(values != 0)
-    return values.astype(dst.numpy)
+Converter = Callable[[np.ndarray, DType, DType], np.ndarray]
+
+
+def chunk_converter() -> Converter:
+    """The dtype converter for payload chunks: torch's kernels (several times faster than
+    numpy's for f32/bf16 → f16) when torch is already imported, else numpy. Never
+    imports torch itself."""
+    if "torch" in sys.modules:
+        from t2n.serialize.torch_io import convert_raw_fast
+
+        return convert_raw_fast
+    return convert_raw
 
 
 def iter_payload(
@@ -113,14 +129,23 @@ def iter_payload(
 ) -> Iterator[memoryview]:
     """Payload bytes of ``data`` written as ``dtype`` (default: its own), in chunks.
 
-    Contiguous data in its own dtype yields views of its memory (no copy).
+    Contiguous data in its own dtype yields views of its memory (no copy); a
+    conversion (bf16 → f16, …) is done on small chunks, so no converted copy of the
+    whole tensor exists. A :class:`ConvertedData` is unwrapped and converted here.
     """
     out = data.dtype if dtype is None else dtype
+    if isinstance(data, ConvertedData) and out is data.dtype:
+        data = data.source
+    src = data.dtype
+    convert = chunk_converter() if src is not out else None
+    if convert is not None:
+        widest = max(src.itemsize, out.itemsize)
+        chunk_bytes = max(1, min(chunk_bytes, CONVERT_CHUNK_BYTES) * src.itemsize // widest)
     if out is DType.BOOL:
         # Pack 8 elements per byte: keep chunk lengths multiples of 8 until the last.
         pending = np.zeros(0, dtype=bool)
         for chunk in data.iter_chunks(chunk_bytes):
-            bits = _convert_chunk(chunk, data.dtype, DType.BOOL).astype(bool, copy=False)
+            bits = (chunk if convert is None else convert(chunk, src, out)).astype(bool, copy=False)
             if pending.size:
                 bits = np.concatenate([pending, bits])
             cut = bits.size - bits.size % 8
@@ -131,7 +156,7 @@ def iter_payload(
             yield np.packbits(pending).data
         return
     for chunk in data.iter_chunks(chunk_bytes):
-        conv = _as_le(_convert_chunk(chunk, data.dtype, out))
+        conv = _as_le(chunk if convert is None else convert(chunk, src, out))
         yield np.ascontiguousarray(conv).data.cast("B")
 
 
@@ -140,15 +165,41 @@ def write_dat(
     data: TensorData | np.ndarray,
     dtype: DType | None = None,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    *,
+    sync: bool = False,
 ) -> int:
-    """Write one tensor as a ``.dat`` file (path or open binary file); returns bytes written."""
+    """Write one tensor as a ``.dat`` file (path or open binary file); returns bytes written.
+
+    A path is written in place (see :mod:`t2n.serialize.tensors` and the archive
+    writers for atomic forms); ``sync=True`` flushes it to the disk before returning.
+    """
     src = ArrayData(data) if isinstance(data, np.ndarray) else data
     out = src.dtype if dtype is None else dtype
     header = make_header(out, src.shape)
     if isinstance(target, (str, os.PathLike)):
         with open(target, "wb") as f:
-            return _write_to(f, header, src, out, chunk_bytes)
+            n = _write_to(f, header, src, out, chunk_bytes)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+            return n
     return _write_to(target, header, src, out, chunk_bytes)
+
+
+def dat_size(data: TensorData, dtype: DType | None = None) -> int:
+    """Size in bytes of the ``.dat`` file for ``data`` written as ``dtype``."""
+    return HEADER_SIZE + payload_size(data.dtype if dtype is None else dtype, data.shape)
+
+
+def iter_dat(data: TensorData, dtype: DType | None = None,
+             chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[bytes | memoryview]:
+    """The whole ``.dat`` file as chunks: the header, then the payload (for archives).
+
+    The header is made now, so a tensor the format cannot hold is refused when this is
+    called, before any byte is produced.
+    """
+    header = make_header(data.dtype if dtype is None else dtype, data.shape)
+    return itertools.chain([header], iter_payload(data, dtype, chunk_bytes))
 
 
 def _write_to(f: BinaryIO, header: bytes, src: TensorData, out: DType, chunk_bytes: int) -> int:
@@ -159,7 +210,7 @@ def _write_to(f: BinaryIO, header: bytes, src: TensorData, out: DType, chunk_byt
 
 
 def parse_header(header: bytes, source: str = "<bytes>") -> tuple[DType, tuple[int, ...], int]:
-    """Validate a header; returns (dtype, shape, payload size)."""
+    """Validate a header; returns (dtype, shape, bits per item)."""
     if len(header) < HEADER_SIZE:
         raise CorruptTensorFileError(f"{source}: {len(header)} bytes is shorter than the 128-byte header")
     if header[:2] != MAGIC:
@@ -197,6 +248,24 @@ def parse_header(header: bytes, source: str = "<bytes>") -> tuple[DType, tuple[i
     return dtype, shape, bits
 
 
+def read_dat_header(path: str | os.PathLike[str]) -> tuple[DType, tuple[int, ...]]:
+    """(dtype, shape) of a ``.dat`` file, reading only its header; the file size must
+    agree with it."""
+    with open(path, "rb") as f:
+        header = f.read(HEADER_SIZE)
+        size = os.fstat(f.fileno()).st_size
+    dtype, shape, _ = parse_header(header, str(path))
+    _check_payload_length(size - HEADER_SIZE, struct.unpack_from("<I", header, 4)[0], str(path))
+    return dtype, shape
+
+
+def _check_payload_length(have: int, size: int, name: str) -> None:
+    if have < size:
+        raise CorruptTensorFileError(f"{name}: truncated: {have} of {size} payload bytes")
+    if have > size:
+        raise CorruptTensorFileError(f"{name}: {have - size} bytes past the declared payload")
+
+
 def read_dat(source: str | os.PathLike[str] | bytes | BinaryIO) -> np.ndarray:
     """Read a ``.dat`` tensor; raises CorruptTensorFileError on any inconsistency."""
     name = str(source) if isinstance(source, (str, os.PathLike)) else "<bytes>"
@@ -204,16 +273,14 @@ def read_dat(source: str | os.PathLike[str] | bytes | BinaryIO) -> np.ndarray:
         with open(source, "rb") as f:
             blob = f.read()
     elif isinstance(source, (bytes, bytearray, memoryview)):
-        blob = bytes(source)
+        blob = source
     else:
         blob = source.read()
-    dtype, shape, bits = parse_header(blob[:HEADER_SIZE], name)
-    size = struct.unpack_from("<I", blob, 4)[0]
-    payload = blob[HEADER_SIZE:]
-    if len(payload) < size:
-        raise CorruptTensorFileError(f"{name}: truncated: {len(payload)} of {size} payload bytes")
-    if len(payload) > size:
-        raise CorruptTensorFileError(f"{name}: {len(payload) - size} bytes past the declared payload")
+    view = memoryview(blob).cast("B")
+    dtype, shape, bits = parse_header(bytes(view[:HEADER_SIZE]), name)
+    size = struct.unpack_from("<I", view, 4)[0]
+    payload = view[HEADER_SIZE:]
+    _check_payload_length(len(payload), size, name)
     count = math.prod(shape)
     if dtype is DType.BOOL:
         if bits == 1:

@@ -97,7 +97,7 @@ def test_failed_save_leaves_no_partial_file(tmp_path, monkeypatch):
         raise OSError("No space left on device")
         yield b""
 
-    monkeypatch.setattr(mod, "iter_payload", boom)
+    monkeypatch.setattr(mod, "iter_dat", boom)
     for name in ["m", "m.tar", "m.tgz"]:
         with pytest.raises(OSError, match="No space"):
             art.save(tmp_path / name)

@@ -8,8 +8,19 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from t2n.errors import CorruptTensorFileError, SerializationError, TensorTooLargeError
-from t2n.ir import ArrayData, DType
-from t2n.serialize.dat import HEADER_SIZE, dat_bytes, make_header, read_dat, write_dat
+from t2n.ir import ArrayData, DType, LazyData
+from t2n.ir.tensor_data import ConvertedData, convert_raw
+from t2n.serialize.dat import (
+    HEADER_SIZE,
+    dat_bytes,
+    iter_dat,
+    iter_payload,
+    make_header,
+    read_dat,
+    read_dat_header,
+    write_dat,
+)
+from t2n.serialize.torch_io import convert_raw_fast
 
 DTYPES = [np.float32, np.float16, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.bool_]
 
@@ -89,3 +100,107 @@ GOOD = dat_bytes(np.arange(6, dtype=np.float32).reshape(2, 3))
 def test_corrupt_files_are_rejected(mutate, message):
     with pytest.raises(CorruptTensorFileError, match=message):
         read_dat(mutate(GOOD))
+
+
+# -- streaming, conversion and zero-copy ---------------------------------------------
+
+SPECIALS = [0.0, -0.0, 1.0, -1.5, 65504.0, 65520.0, 1e5, -1e5, 6.1e-5, 6e-8, 1e-9, 3.0e38,
+            float("inf"), -float("inf")]
+
+
+def _bf16_bits(values):
+    return (np.asarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([(DType.F32, DType.F16), (DType.F64, DType.F16), (DType.F64, DType.F32),
+                        (DType.BF16, DType.F16), (DType.BF16, DType.F32), (DType.F16, DType.F32)]),
+       st.lists(st.one_of(st.floats(width=32, allow_nan=False), st.sampled_from(SPECIALS)), max_size=64))
+def test_fast_conversion_gives_numpys_bytes(pair, values):
+    """torch's kernels (used when torch is loaded) and numpy's round the same way."""
+    src, dst = pair
+    with np.errstate(over="ignore"):
+        raw = _bf16_bits(values) if src is DType.BF16 else np.asarray(values, np.float32).astype(src.numpy)
+        raw = np.array(raw)  # writable, contiguous: the fast path applies
+        slow = convert_raw(raw, src, dst)
+    fast = convert_raw_fast(raw, src, dst)
+    assert fast.dtype == slow.dtype == dst.numpy
+    np.testing.assert_array_equal(fast.view(np.uint8), slow.view(np.uint8))
+
+
+def test_bf16_to_f16_edges():
+    """Exact in f16's normal range, inf beyond it: the documented behaviour."""
+    vals = np.array([1.0, -2.5, 0.0078125, 60000.0, 1e5, -1e5], np.float32)
+    bits = _bf16_bits(vals)
+    exact = bits.astype(np.uint32) << 16
+    as_f32 = exact.view(np.float32)
+    got = read_dat(dat_bytes(ArrayData(bits, DType.BF16), DType.F16))
+    np.testing.assert_array_equal(got[:4], as_f32[:4].astype(np.float16))
+    assert np.isposinf(got[4]) and np.isneginf(got[5])
+    np.testing.assert_array_equal(read_dat(dat_bytes(ArrayData(bits, DType.BF16), DType.F32)), as_f32)
+
+
+def test_contiguous_payload_is_a_view_of_the_tensor():
+    arr = np.arange(1000, dtype=np.float32)
+    chunks = list(iter_payload(ArrayData(arr), chunk_bytes=1024))
+    assert len(chunks) == 4
+    for i, c in enumerate(chunks):
+        view = np.frombuffer(c, dtype=np.float32)
+        assert np.shares_memory(view, arr)
+        assert view.ctypes.data == arr.ctypes.data + i * 1024
+
+
+@settings(max_examples=25, deadline=None)
+@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=4, max_side=12)), st.integers(4, 200))
+def test_copies_and_conversions_stay_in_bounded_chunks(arr, chunk):
+    """Strided data is copied, and converted data produced, one bounded chunk at a time."""
+    view = arr.T
+    for data, out in ((ArrayData(view), None), (ArrayData(view), DType.F16),
+                      (ConvertedData(ArrayData(view), DType.F16), None)):
+        pieces = list(iter_payload(data, out, chunk_bytes=chunk))
+        # a chunk holds at most max(chunk, one element) bytes of the source
+        assert all(p.nbytes <= max(chunk, 4) for p in pieces)
+        with np.errstate(over="ignore"):
+            expected = view.astype(np.float16) if (out or data.dtype) is DType.F16 else view
+        got = np.frombuffer(b"".join(bytes(p) for p in pieces), dtype=expected.dtype)
+        np.testing.assert_array_equal(got, expected.reshape(-1))
+
+
+def test_converted_data_converts_lazily_chunk_by_chunk():
+    calls = []
+    bits = _bf16_bits(np.linspace(-4, 4, 1000))
+
+    def chunks(max_bytes):
+        calls.append(max_bytes)
+        step = max_bytes // 2
+        for i in range(0, bits.size, step):
+            yield bits[i : i + step]
+
+    lazy = LazyData(DType.BF16, (1000,), load=lambda: bits, chunks=chunks)
+    conv = ConvertedData(lazy, DType.F16)
+    assert calls == []  # nothing read until written
+    got = read_dat(dat_bytes(conv))
+    np.testing.assert_array_equal(got, (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float16))
+    assert calls and max(calls) <= 8 << 20
+
+
+def test_header_is_checked_before_anything_is_read():
+    def never():
+        raise AssertionError("data read for a tensor that cannot be written")
+
+    huge = LazyData(DType.F32, (1 << 30, 2), load=never, chunks=lambda n: never())
+    with pytest.raises(TensorTooLargeError, match="4 GiB"):
+        iter_dat(huge)
+    big_bf16 = LazyData(DType.BF16, (3 << 29,), load=never, chunks=lambda n: never())
+    iter_dat(big_bf16, DType.F16)  # 3 GiB as f16: fits, and nothing is read yet
+    with pytest.raises(TensorTooLargeError):
+        iter_dat(big_bf16, DType.F32)  # 6 GiB as f32
+
+
+def test_read_header_checks_the_file_size(tmp_path):
+    p = tmp_path / "t.dat"
+    write_dat(p, np.ones((3, 5), np.int32), sync=True)
+    assert read_dat_header(p) == (DType.I32, (3, 5))
+    p.write_bytes(p.read_bytes()[:-2])
+    with pytest.raises(CorruptTensorFileError, match="truncated"):
+        read_dat_header(p)

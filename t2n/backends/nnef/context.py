@@ -150,6 +150,14 @@ class EmitContext:
         (constants are materialized on first use)."""
         data = self.const_data(v)
         if data is not None and data.ndim == 0 and data.dtype != object:
+            if v.type.dtype.is_float and not math.isfinite(float(data.item())) and (
+                    self.target.name != "tract" or math.isnan(float(data.item()))):
+                # NaN has no NNEF literal, nor has infinity in Khronos NNEF: a .dat holds them
+                return self.materialize(v, data)
+            if v.type.dtype.is_int and self.target.name == "tract":
+                # tract reads an integer literal as a TDim, and i64 op TDim gives a TDim
+                # that cannot be returned: say which integer type it is.
+                return self.call("tract_core_cast", Raw(literal(data.item())), to=v.type.dtype.value)
             return literal(data.item())
         if data is not None:
             return self.materialize(v, data)

@@ -19,6 +19,7 @@ from t2n.backends.nnef.context import (
     EmitContext,
     Emitter,
     EmitterTable,
+    Raw,
     TensorFile,
     literal,
     nnef_type,
@@ -128,9 +129,12 @@ class NNEFRenderer:
         ctx.op = None
         output_ids: list[str] = []
         for v in graph.outputs:
-            name = ctx.arg(v)
+            data = ctx.const_data(v)
+            # A scalar literal has no dtype (tract reads `copy(3)` as a TDim it cannot
+            # hand back): constant outputs are written as typed tensors.
+            name = ctx.materialize(v, data) if data is not None else ctx.arg(v)
             if name in output_ids or name in input_ids or not name.isidentifier():
-                name = ctx.emit(v.name, "copy", v)
+                name = ctx.emit(v.name, "copy", Raw(name))
             output_ids.append(name)
         if ctx.problems:
             raise NotExpressibleError(ctx.problems, str(self.target))
@@ -196,7 +200,7 @@ class TractRenderer(NNEFRenderer):
 
 
 KHRONOS_ANY_TYPE = frozenset(
-    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "cast", "select"]
+    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "cast", "select", "reverse"]
 )
 """IR ops whose standard NNEF form is generic over scalar/integer/logical tensors."""
 

@@ -1,41 +1,195 @@
-"""Normalization layers at inference: batch norm as a per-channel affine map."""
+"""Normalization layers at inference.
+
+Batch norm with running statistics is a per-channel affine map (its scale and shift
+fold into constants, and ``FoldBatchNorm`` folds them into a preceding conv or
+linear). Every normalization over statistics of the input (layer, group, instance,
+batch norm without running statistics) subtracts the mean before squaring, the
+stable way, and computes in f32 for f16/bf16 inputs as PyTorch's CPU kernels do.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from t2n.frontend.context import LoweringContext
-from t2n.frontend.helpers import reshape
+from t2n.frontend.helpers import scalar, unsqueeze
+from t2n.frontend.lowering.shape import concat_shape, shape_part
 from t2n.frontend.registry import RuleSet
-from t2n.ir import Value
+from t2n.ir import Builder, DType, Value
 
 RULES = RuleSet("norm")
 
+_LOW_PRECISION = (DType.F16, DType.BF16)
 
-@RULES.rule("aten::batch_norm", "aten::_native_batch_norm_legit_no_training")
-def batch_norm(ctx: LoweringContext) -> Value:
-    """y = x * scale + shift with scale = w / sqrt(var + eps), shift = b - mean * scale.
-    With constant statistics the scale and shift fold into two small constants."""
-    x = ctx.tensor(0)
-    dt = x.type.dtype
-    w = ctx.optional_tensor(1, dt)
-    bias = ctx.optional_tensor(2, dt)
-    mean = ctx.optional_tensor(3, dt)
-    var = ctx.optional_tensor(4, dt)
-    if ctx.kind == "aten::batch_norm":
-        if ctx.bool(5) and (mean is None or var is None):
-            raise ctx.unsupported("batch norm without running statistics (training mode)")
-        eps = ctx.float(7)
-    else:
-        eps = ctx.float(6)
-    if mean is None or var is None:
-        raise ctx.unsupported("batch norm without running statistics")
+
+def upcast(b: Builder, x: Value) -> Value:
+    """f16/bf16 statistics are computed in f32 (PyTorch's opmath type)."""
+    return b.cast(x, DType.F32) if x.type.dtype in _LOW_PRECISION else x
+
+
+def moments(b: Builder, x: Value, axes: Sequence[int]) -> tuple[Value, Value]:
+    """(x - mean, biased variance) over ``axes``, both keeping the reduced axes."""
+    mean = b.op("mean_reduce", x, axes=tuple(axes), keepdims=True)
+    centered = b.op("sub", x, mean)
+    var = b.op("mean_reduce", b.op("mul", centered, centered), axes=tuple(axes), keepdims=True)
+    return centered, var
+
+
+def standardize(b: Builder, x: Value, axes: Sequence[int], eps: float) -> Value:
+    """(x - mean) / sqrt(var + eps) over ``axes``, in x's dtype (upcast internally)."""
+    xs = upcast(b, x)
+    centered, var = moments(b, xs, axes)
+    inv = b.op("rsqrt", b.op("add", var, scalar(b, eps, xs.type.dtype)))
+    return b.cast(b.op("mul", centered, inv), x.type.dtype)
+
+
+def per_channel(b: Builder, v: Value, rank: int) -> Value:
+    """A [C] vector shaped to broadcast along axis 1 of a rank-``rank`` tensor."""
+    return unsqueeze(b, v, range(1, rank - 1)) if rank > 2 else v
+
+
+def affine(b: Builder, y: Value, weight: Value | None, bias: Value | None) -> Value:
+    """y * weight + bias, each optional; both already broadcast against y."""
+    if weight is not None:
+        y = b.op("mul", y, weight)
+    if bias is not None:
+        y = b.op("add", y, bias)
+    return y
+
+
+def running_stats_norm(ctx: LoweringContext, x: Value, weight: Value | None, bias: Value | None,
+                       mean: Value, var: Value, eps: float) -> Value:
+    """y = x * scale + shift, scale = w / sqrt(var + eps), shift = b - mean * scale.
+    With constant statistics both fold into two small per-channel constants."""
     b = ctx.b
-    inv = b.op("rsqrt", b.op("add", var, ctx.as_value(eps, dt)))
-    scale = b.op("mul", inv, w) if w is not None else inv
+    dt = x.type.dtype
+    inv = b.op("rsqrt", b.op("add", var, scalar(b, eps, dt)))
+    scale = b.op("mul", inv, weight) if weight is not None else inv
     shift = b.op("neg", b.op("mul", mean, scale))
     if bias is not None:
         shift = b.op("add", shift, bias)
-    c = x.type.shape[1] if x.rank > 1 else x.type.shape[0]
-    bshape = [c] + [1] * (x.rank - 2) if x.rank > 1 else [c]
-    scale = reshape(b, scale, bshape)
-    shift = reshape(b, shift, bshape)
-    return b.op("add", b.op("mul", x, scale), shift)
+    return b.op("add", b.op("mul", x, per_channel(b, scale, x.rank)), per_channel(b, shift, x.rank))
+
+
+def batch_stats_norm(ctx: LoweringContext, x: Value, weight: Value | None, bias: Value | None,
+                     axes: Sequence[int], eps: float) -> Value:
+    b = ctx.b
+    y = standardize(b, x, axes, eps)
+    w = per_channel(b, weight, x.rank) if weight is not None else None
+    bb = per_channel(b, bias, x.rank) if bias is not None else None
+    return affine(b, y, w, bb)
+
+
+@RULES.rule("aten::batch_norm", "aten::_native_batch_norm_legit_no_training")
+def batch_norm(ctx: LoweringContext) -> Value | tuple[Value, Value, Value]:
+    """Running statistics in eval mode; the batch's own statistics when there are none
+    (``track_running_stats=False``) or ``training=True`` is asked for explicitly, as
+    PyTorch does in those cases."""
+    x = ctx.tensor(0)
+    if x.rank < 2:
+        raise ctx.unsupported(f"batch norm of a rank-{x.rank} tensor")
+    dt = x.type.dtype
+    w, bias, mean, var = (ctx.optional_tensor(i, dt) for i in range(1, 5))
+    if ctx.kind == "aten::batch_norm":
+        training, eps = ctx.bool(5), ctx.float(7)
+    else:
+        training, eps = False, ctx.float(6)
+    if training or mean is None or var is None:
+        axes = [0, *range(2, x.rank)]
+        return batch_stats_norm(ctx, x, w, bias, axes, eps)
+    out = running_stats_norm(ctx, x, w, bias, mean, var, eps)
+    if ctx.n_outputs == 3:
+        return out, mean, ctx.b.op("rsqrt", ctx.b.op("add", var, scalar(ctx.b, eps, dt)))
+    return out
+
+
+@RULES.rule("aten::instance_norm")
+def instance_norm(ctx: LoweringContext) -> Value:
+    """Per-sample, per-channel statistics over the spatial axes; running statistics
+    instead when the layer tracks them and is in eval mode (``use_input_stats=False``)."""
+    x = ctx.tensor(0)
+    if x.rank < 3:
+        raise ctx.unsupported(f"instance norm of a rank-{x.rank} tensor (needs N, C and spatial axes)")
+    dt = x.type.dtype
+    w, bias, mean, var = (ctx.optional_tensor(i, dt) for i in range(1, 5))
+    use_input_stats, eps = ctx.bool(5), ctx.float(7)
+    if not use_input_stats:
+        if mean is None or var is None:
+            raise ctx.unsupported("instance norm without input statistics or running statistics")
+        return running_stats_norm(ctx, x, w, bias, mean, var, eps)
+    return batch_stats_norm(ctx, x, w, bias, range(2, x.rank), eps)
+
+
+def _trailing_axes(ctx: LoweringContext, x: Value, key: int | str) -> list[int]:
+    n = len(ctx.ints(key))
+    if not 0 < n <= x.rank:
+        raise ctx.unsupported(f"normalized_shape of {n} axes for a rank-{x.rank} tensor")
+    return list(range(x.rank - n, x.rank))
+
+
+@RULES.rule("aten::layer_norm", "aten::native_layer_norm")
+def layer_norm(ctx: LoweringContext) -> Value | tuple[Value, Value, Value]:
+    """Normalizes over the trailing ``normalized_shape`` axes; weight and bias have that
+    shape and broadcast from the right."""
+    x = ctx.tensor(0)
+    dt = x.type.dtype
+    axes = _trailing_axes(ctx, x, 1)
+    w, bias = ctx.optional_tensor(2, dt), ctx.optional_tensor(3, dt)
+    eps = ctx.float(4)
+    if ctx.n_outputs == 3:
+        b = ctx.b
+        xs = upcast(b, x)
+        centered, var = moments(b, xs, axes)
+        rstd = b.op("rsqrt", b.op("add", var, scalar(b, eps, xs.type.dtype)))
+        y = b.cast(b.op("mul", centered, rstd), dt)
+        mean = b.op("mean_reduce", xs, axes=tuple(axes), keepdims=True)
+        return affine(b, y, w, bias), mean, rstd
+    return affine(ctx.b, standardize(ctx.b, x, axes, eps), w, bias)
+
+
+@RULES.rule("aten::group_norm")
+def group_norm(ctx: LoweringContext) -> Value:
+    """Channels split into ``num_groups`` groups, each normalized over its channels and
+    the spatial axes: x is viewed as (N, G, C/G, *spatial), sizes taken from the graph."""
+    x = ctx.tensor(0)
+    if x.rank < 2:
+        raise ctx.unsupported(f"group norm of a rank-{x.rank} tensor")
+    dt = x.type.dtype
+    groups = ctx.int(1)
+    c = x.type.shape[1]
+    if not isinstance(c, int):
+        raise ctx.unsupported("group norm over a dynamic channel axis")
+    if groups <= 0 or c % groups:
+        raise ctx.unsupported(f"{c} channels in {groups} groups")
+    w, bias = ctx.optional_tensor(2, dt), ctx.optional_tensor(3, dt)
+    eps = ctx.float(4)
+    b = ctx.b
+    grouped_shape = concat_shape(b, [shape_part(b, x, 0, 1), [groups, c // groups],
+                                     shape_part(b, x, 2, x.rank)])
+    grouped = b.op("reshape", x, grouped_shape)
+    y = standardize(b, grouped, range(2, grouped.rank), eps)
+    y = b.op("reshape", y, b.op("shape_of", x))
+    return affine(b, y, per_channel(b, w, x.rank) if w is not None else None,
+                  per_channel(b, bias, x.rank) if bias is not None else None)
+
+
+def default_rms_eps(dtype: DType) -> float:
+    """PyTorch's eps=None: the machine epsilon of the type it computes in (f32 for f16
+    and bf16 inputs, which it upcasts)."""
+    return float(np.finfo(np.float64 if dtype is DType.F64 else np.float32).eps)
+
+
+@RULES.rule("aten::rms_norm")
+def rms_norm(ctx: LoweringContext) -> Value:
+    """x / sqrt(mean(x²) + eps) over the trailing ``normalized_shape`` axes, times weight;
+    one ``rms_norm`` IR op, which tract runs as ``tract_core_rms_norm``."""
+    x = ctx.tensor(0)
+    dt = x.type.dtype
+    axes = _trailing_axes(ctx, x, 1)
+    w = ctx.optional_tensor(2, dt)
+    eps = default_rms_eps(dt) if ctx.is_none(3) else ctx.float(3)
+    b = ctx.b
+    y = b.cast(b.op("rms_norm", upcast(b, x), axes=tuple(axes), eps=eps), dt)
+    return affine(b, y, w, None)

@@ -23,6 +23,10 @@ def constant(ctx: LoweringContext) -> Any:
         return None
     val = out.toIValue()
     if isinstance(val, torch.Tensor):
+        name = ctx.lowering.traced.name_of_constant(val, out.debugName())
+        if name is not None:
+            # A parameter frozen into the graph: keep its name and its memory.
+            return ctx.lowering.parameter(val, name)
         return ctx.b.op("const", name="c", data=array_data(val.clone()))
     if isinstance(val, torch.device):
         return str(val)
@@ -72,6 +76,9 @@ def get_attr(ctx: LoweringContext) -> Any:
     if not isinstance(base, ModuleRef):
         raise ctx.unsupported("attribute of a non-module value")
     name = ctx.node.s("name")
+    written = ctx.lowering.module_writes.get((id(base.obj), name), _UNSET)
+    if written is not _UNSET:
+        return written
     obj = getattr(base.obj, name)
     path = f"{base.path}.{name}" if base.path else name
     if isinstance(obj, torch.Tensor):
@@ -79,6 +86,20 @@ def get_attr(ctx: LoweringContext) -> Any:
     if isinstance(obj, torch.nn.Module):
         return ModuleRef(path, obj)
     return obj
+
+
+_UNSET = object()
+
+
+@RULES.rule("prim::SetAttr")
+def set_attr(ctx: LoweringContext) -> Any:
+    """A module attribute written in forward (e.g. a call counter): later reads in the same
+    forward see the new value; the module itself is not changed."""
+    base = ctx.raw(0)
+    if not isinstance(base, ModuleRef):
+        raise ctx.unsupported("attribute write on a non-module value")
+    ctx.lowering.module_writes[(id(base.obj), ctx.node.s("name"))] = ctx.raw(1)
+    return None
 
 
 @RULES.rule("aten::size")
@@ -104,11 +125,12 @@ def numel(ctx: LoweringContext) -> Any:
 @RULES.rule("prim::NumToTensor", "aten::scalar_tensor")
 def num_to_tensor(ctx: LoweringContext) -> Any:
     x = ctx.raw(0)
+    if ctx.kind == "aten::scalar_tensor":
+        # torch.scalar_tensor gives the default float dtype unless told otherwise.
+        dt = ctx.dtype_arg("dtype") if ctx.has("dtype") else None
+        return ctx.as_value(x, dt or ctx.traced_dtype() or DType.F32)
     if isinstance(x, Value):
         return x
-    if ctx.kind == "aten::scalar_tensor" and ctx.has("dtype") and not ctx.is_none("dtype"):
-        dt = ctx.dtype_arg("dtype")
-        return ctx.as_value(x, dt)
     if isinstance(x, float) and ctx.kind == "prim::NumToTensor":
         return ctx.as_value(x, DType.F64)
     return ctx.as_value(x)

@@ -42,7 +42,8 @@ def _keep(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapp
     def ev(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.ndarray]:
         with np.errstate(all="ignore"):
             out = np.asarray(fn(*xs, **attrs))
-        return [out.astype(xs[0].dtype) if xs[0].dtype != object else out]
+        # Symbolic sizes (object arrays) stay symbolic, whichever operand holds them.
+        return [out if any(x.dtype == object for x in xs) else out.astype(xs[0].dtype)]
 
     return ev
 

@@ -246,3 +246,13 @@ def _range(ctx: InferContext) -> list[TensorType]:
             length = int(max(0, -(-(float(end) - float(start)) // float(step))))  # type: ignore[arg-type]
         return [tensor(dtype, [length])]
     raise InferError("range: bounds must be known when the graph is built")
+
+
+@TABLE.op("reverse", evaluate=lambda xs, a: [np.flip(xs[0], tuple(a["axes"])).copy()])
+def _reverse(ctx: InferContext) -> list[TensorType]:
+    """Reverse the order of elements along each of ``axes`` (non-negative); torch.flip.
+    An op of its own because a negative-step slice needs bounds tract cannot take."""
+    for ax in ctx.attrs["axes"]:
+        if not 0 <= ax < ctx.types[0].rank:
+            raise InferError(f"reverse: axis {ax} out of range for rank {ctx.types[0].rank}")
+    return [ctx.types[0]]

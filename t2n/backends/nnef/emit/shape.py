@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
-from t2n.ir import Op
+from t2n.ir import DType, Op
 from t2n.ir.infer_utils import slice_dim
 
 COMMON = EmitterTable("shape")
@@ -13,8 +15,16 @@ KHRONOS = EmitterTable("shape/khronos")
 
 @COMMON.emitter("reshape")
 def reshape(ctx: EmitContext, op: Op) -> None:
-    """The output type is explicit (ints and symbols), so no -1 or 0 reaches NNEF."""
-    ctx.emit(op.output, "reshape", op.inputs[0], shape=list(op.output.type.shape))
+    """The output type is explicit (ints and symbols), so no -1 or 0 reaches NNEF. tract
+    refuses ``shape = []``: a reshape to a scalar squeezes the unit axes instead."""
+    x = op.inputs[0]
+    if op.output.rank == 0:
+        if x.rank == 0:
+            ctx.emit(op.output, "copy", x)
+        else:
+            ctx.emit(op.output, "squeeze", x, axes=list(range(x.rank)))
+        return
+    ctx.emit(op.output, "reshape", x, shape=list(op.output.type.shape))
 
 
 @COMMON.emitter("transpose")
@@ -70,7 +80,11 @@ def expand_tract(ctx: EmitContext, op: Op) -> None:
     if x.type.shape == op.output.type.shape:
         ctx.emit(op.output, "copy", x)
         return
-    ctx.emit(op.output, "tract_core_broadcast", x, shape=list(op.output.type.shape))
+    src = ctx.arg(x)
+    if ctx.is_const(x) and x.rank == 0 and x.type.dtype.is_float and x.type.dtype is not DType.F32:
+        # A float literal is f32 in tract: say which float type the filled tensor has.
+        src = ctx.call("tract_core_cast", Raw(src), to=x.type.dtype.value)
+    ctx.emit(op.output, "tract_core_broadcast", Raw(src), shape=list(op.output.type.shape))
 
 
 @KHRONOS.emitter("expand")
@@ -105,22 +119,60 @@ def shape_of_tract(ctx: EmitContext, op: Op) -> None:
 _BORDER = {"constant": "constant", "reflect": "reflect"}
 
 
-def _pad(ctx: EmitContext, op: Op, replicate: str) -> None:
-    x = op.inputs[0]
+def _pad_attrs(op: Op, replicate: str) -> dict[str, object]:
     mode = op.attrs["mode"]
-    pads = [tuple(int(p) for p in pair) for pair in op.attrs["pads"]]
-    if mode == "circular":
+    if mode != "constant":
+        return {"border": replicate if mode == "replicate" else _BORDER[mode]}
+    value = op.attrs.get("value", 0)
+    dtype = op.inputs[0].type.dtype
+    fill = float(value) if dtype.is_float else (bool(value) if dtype is DType.BOOL else int(value))
+    return {"border": "constant", "value": fill}
+
+
+def _pairs(op: Op) -> list[tuple[int, int]]:
+    return [(int(p[0]), int(p[1])) for p in op.attrs["pads"]]
+
+
+def _pad_tract(ctx: EmitContext, op: Op) -> None:
+    if op.attrs["mode"] == "circular":
+        _circular(ctx, op, _pairs(op))
+        return
+    ctx.emit(op.output, "pad", op.inputs[0], padding=_pairs(op), **_pad_attrs(op, "replicated"))
+
+
+def _interpreter_pads(pads: list[tuple[int, int]]) -> bool:
+    """The forms the Khronos reference interpreter implements: rank 3 to 5, and the
+    first two axes (or the first and the last) not padded."""
+    return 3 <= len(pads) <= 5 and pads[0] == (0, 0) and (pads[1] == (0, 0) or pads[-1] == (0, 0))
+
+
+def _pad_khronos(ctx: EmitContext, op: Op) -> None:
+    """Padding other axes goes one axis at a time through a [before, 1, n, after] view
+    (shapes are static in Khronos NNEF), which every consumer runs."""
+    pads = _pairs(op)
+    if op.attrs["mode"] == "circular":
         _circular(ctx, op, pads)
         return
-    border = replicate if mode == "replicate" else _BORDER[mode]
-    value = float(op.attrs.get("value", 0.0)) if x.type.dtype.is_float else int(op.attrs.get("value", 0))
-    if mode == "constant":
-        ctx.emit(op.output, "pad", x, padding=pads, border=border, value=value)
-    else:
-        ctx.emit(op.output, "pad", x, padding=pads, border=border)
+    attrs = _pad_attrs(op, "replicate")
+    x = op.inputs[0]
+    if _interpreter_pads(pads):
+        ctx.emit(op.output, "pad", x, padding=pads, **attrs)
+        return
+    cur = ctx.arg(x)
+    shape = [int(d) for d in x.type.shape]
+    for ax, (before, after) in enumerate(pads):
+        if not before and not after:
+            continue
+        outer, inner = math.prod(shape[:ax]), math.prod(shape[ax + 1:])
+        view = ctx.emit("pad_view", "reshape", Raw(cur), shape=[outer, 1, shape[ax], inner])
+        grown = ctx.emit("pad_axis", "pad", Raw(view), padding=[(0, 0), (0, 0), (before, after), (0, 0)],
+                         **attrs)
+        shape[ax] += before + after
+        cur = ctx.emit("padded", "reshape", Raw(grown), shape=list(shape))
+    ctx.emit(op.output, "copy", Raw(cur))
 
 
-def _circular(ctx: EmitContext, op: Op, pads: list[tuple[int, ...]]) -> None:
+def _circular(ctx: EmitContext, op: Op, pads: list[tuple[int, int]]) -> None:
     """Circular padding as concat of the wrapped-around slices, one axis at a time."""
     cur = ctx.arg(op.inputs[0])
     shape = list(op.inputs[0].type.shape)
@@ -139,8 +191,8 @@ def _circular(ctx: EmitContext, op: Op, pads: list[tuple[int, ...]]) -> None:
     ctx.emit(op.output, "copy", Raw(cur))
 
 
-TRACT.add("pad", lambda ctx, op: _pad(ctx, op, "replicated"))
-KHRONOS.add("pad", lambda ctx, op: _pad(ctx, op, "replicate"))
+TRACT.add("pad", _pad_tract)
+KHRONOS.add("pad", _pad_khronos)
 
 
 @TRACT.emitter("gather")
@@ -152,6 +204,32 @@ def gather_tract(ctx: EmitContext, op: Op) -> None:
 @KHRONOS.emitter("gather")
 def gather_khronos(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, "gather", op.inputs[0], op.inputs[1], axis=int(op.attrs["axis"]))
+
+
+@TRACT.emitter("reverse")
+def reverse_tract(ctx: EmitContext, op: Op) -> None:
+    """``tract_core_downsample`` with stride -1 reverses an axis and keeps a symbolic size
+    (a negative-stride ``slice`` makes tract abort)."""
+    cur = ctx.arg(op.inputs[0])
+    axes = list(op.attrs["axes"])
+    if not axes:
+        ctx.emit(op.output, "copy", Raw(cur))
+    for i, ax in enumerate(axes):
+        out = op.output if i == len(axes) - 1 else "reversed"
+        cur = ctx.emit(out, "tract_core_downsample", Raw(cur), axis=int(ax), stride=-1, modulo=0)
+
+
+@KHRONOS.emitter("reverse")
+def reverse_khronos(ctx: EmitContext, op: Op) -> None:
+    """A stride -1 slice from the last element to just before the first (begin -1,
+    end -(n + 1): negative bounds count from the end)."""
+    x = op.inputs[0]
+    axes = [int(a) for a in op.attrs["axes"]]
+    if not axes:
+        ctx.emit(op.output, "copy", x)
+        return
+    ends = [-(x.type.shape[a] + 1) for a in axes]
+    ctx.emit(op.output, "slice", x, axes=axes, begin=[-1] * len(axes), end=ends, stride=[-1] * len(axes))
 
 
 @TRACT.emitter("range")

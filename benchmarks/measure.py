@@ -1,0 +1,159 @@
+"""Measuring tools: resident memory (current and peak, resettable), raw writes, a
+streaming safetensors writer, and the machine's facts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+CHUNK = 64 << 20
+
+
+def _status(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def rss() -> int:
+    """Resident memory now, in bytes."""
+    return _status("VmRSS")
+
+
+def peak_rss() -> int:
+    """Peak resident memory since the last :func:`reset_peak` (or the process start)."""
+    return _status("VmHWM")
+
+
+def reset_peak() -> None:
+    """Start a new peak-RSS window (Linux: writing 5 to /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+class Phase:
+    """Times a block and records its peak RSS (a fresh window) in ``results[name]``."""
+
+    def __init__(self, results: dict[str, Any], name: str) -> None:
+        self.results, self.name = results, name
+
+    def __enter__(self) -> Phase:
+        reset_peak()
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self.start
+        self.results[self.name] = {"seconds": self.seconds, "peak_rss": peak_rss(), "rss_after": rss()}
+
+
+def tensor_bytes(t: torch.Tensor) -> memoryview:
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)
+    return memoryview(np.ascontiguousarray(t.numpy())).cast("B")
+
+
+def raw_write(path: Path, buffers: Iterable[memoryview], sync: bool = True) -> tuple[float, int]:
+    """Write ``buffers`` to one file with large sequential writes (then fsync): the
+    fastest this process can put these bytes on this disk. Returns (seconds, bytes)."""
+    n = 0
+    t0 = time.perf_counter()
+    with open(path, "wb", buffering=0) as f:
+        for buf in buffers:
+            for i in range(0, len(buf), CHUNK):
+                n += f.write(buf[i : i + CHUNK])
+        if sync:
+            os.fsync(f.fileno())
+    return time.perf_counter() - t0, n
+
+
+def fsync_tree(path: Path) -> None:
+    for p in [path] if path.is_file() else path.rglob("*"):
+        if p.is_file():
+            with open(p, "rb") as f:
+                os.fsync(f.fileno())
+
+
+def remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+_ST_DTYPE = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
+
+
+def write_safetensors_streaming(
+    path: Path, specs: list[tuple[str, tuple[int, ...], torch.dtype]],
+    make: Callable[[str, tuple[int, ...], torch.dtype], torch.Tensor],
+) -> int:
+    """Write a safetensors file whose tensors are made one at a time by ``make`` (never
+    more than one in memory). Returns the file size."""
+    header: dict[str, Any] = {}
+    offset = 0
+    for name, shape, dtype in specs:
+        n = int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
+        header[name] = {"dtype": _ST_DTYPE[dtype], "shape": list(shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb", buffering=0) as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for name, shape, dtype in specs:
+            t = make(name, shape, dtype)
+            buf = tensor_bytes(t)
+            for i in range(0, len(buf), CHUNK):
+                f.write(buf[i : i + CHUNK])
+            del t, buf
+        os.fsync(f.fileno())
+    return 8 + len(text) + offset
+
+
+def machine_facts(folder: Path) -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "python": platform.python_version(), "torch": torch.__version__, "os": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+    try:
+        with open("/proc/cpuinfo") as f:
+            facts["cpu"] = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+        with open("/proc/meminfo") as f:
+            facts["ram_gib"] = round(int(f.readline().split()[1]) / 2**20, 1)
+    except (OSError, StopIteration):
+        pass
+    usage = shutil.disk_usage(folder)
+    facts["disk_free_gib"] = round(usage.free / 2**30, 1)
+    try:
+        dev = os.stat(folder).st_dev
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                parts = line.split()
+                major, minor = (int(x) for x in parts[2].split(":"))
+                if os.makedev(major, minor) == dev:
+                    sep = parts.index("-")
+                    facts["filesystem"] = f"{parts[sep + 1]} on {parts[sep + 2]} (mounted at {parts[4]})"
+    except (OSError, ValueError):
+        pass
+    facts["load_average"] = os.getloadavg()
+    for mod in ("isal", "zlib_ng", "tract", "transformers", "numpy"):
+        with contextlib.suppress(ImportError, AttributeError):
+            facts[mod] = __import__(mod).__version__
+    return facts

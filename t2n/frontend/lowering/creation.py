@@ -1,0 +1,209 @@
+"""Tensor creation: ranges, filled tensors, identity matrices, linspace and logspace.
+
+Bounds and sizes that are graph values (``arange(x.size(1))``, ``zeros(x.size(0), 3)``)
+stay graph values, so they follow dynamic axes. Creation from Python numbers alone is
+computed here with PyTorch's formulas and becomes a constant.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from t2n.frontend.context import LoweringContext
+from t2n.frontend.helpers import scalar
+from t2n.frontend.registry import RuleSet
+from t2n.ir import Builder, DType, Value
+
+RULES = RuleSet("creation")
+
+
+def out_dtype(ctx: LoweringContext, default: DType) -> DType:
+    """The ``dtype`` argument, else the dtype the trace observed, else ``default``."""
+    if ctx.has("dtype") and not ctx.is_none("dtype"):
+        dt = ctx.dtype_arg("dtype")
+        assert dt is not None
+        return dt
+    return ctx.traced_dtype() or default
+
+
+def number_dtype(*xs: Any) -> DType:
+    """PyTorch's default dtype for a factory given these numbers: bool, int64 or float32."""
+    if all(isinstance(x, bool) or (isinstance(x, Value) and x.type.dtype is DType.BOOL) for x in xs):
+        return DType.BOOL
+    if all(isinstance(x, int) or (isinstance(x, Value) and not x.type.dtype.is_float) for x in xs):
+        return DType.I64
+    return DType.F32
+
+
+def fill(ctx: LoweringContext, shape: Value, value: Any, dtype: DType) -> Value:
+    """A tensor of ``shape`` (1-D i64 value) holding ``value`` (a number or a 0-d tensor)."""
+    v = ctx.as_value(value, dtype)
+    if v.rank != 0:
+        v = ctx.b.op("reshape", v, ctx.b.ints([]))
+    return ctx.b.op("expand", v, shape)
+
+
+_FILL = {"zeros": 0, "ones": 1, "empty": 0}
+
+
+@RULES.rule("aten::zeros", "aten::ones", "aten::empty", "aten::full", "aten::empty_strided")
+def filled(ctx: LoweringContext) -> Value:
+    """``empty`` is filled with zeros: any content is right for it."""
+    name = ctx.kind.removeprefix("aten::").removesuffix("_strided")
+    value = ctx.raw("fill_value") if name == "full" else _FILL[name]
+    dt = out_dtype(ctx, number_dtype(value) if name == "full" else DType.F32)
+    return fill(ctx, ctx.shape_tensor("size"), value, dt)
+
+
+@RULES.rule("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
+def filled_like(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    name = ctx.kind.removeprefix("aten::").removesuffix("_like")
+    value = ctx.raw("fill_value") if name == "full" else _FILL[name]
+    return fill(ctx, ctx.b.op("shape_of", x), value, out_dtype(ctx, x.type.dtype))
+
+
+@RULES.rule("aten::new_zeros", "aten::new_ones", "aten::new_empty", "aten::new_full",
+            "aten::new_empty_strided")
+def filled_new(ctx: LoweringContext) -> Value:
+    """``x.new_*(size)``: the dtype defaults to x's."""
+    x = ctx.tensor(0)
+    name = ctx.kind.removeprefix("aten::new_").removesuffix("_strided")
+    value = ctx.raw("fill_value") if name == "full" else _FILL[name]
+    return fill(ctx, ctx.shape_tensor("size"), value, out_dtype(ctx, x.type.dtype))
+
+
+# -- ranges --------------------------------------------------------------------------
+
+def arange_values(start: float, end: float, step: float, dtype: DType) -> np.ndarray:
+    """torch.arange on numbers: length ceil((end - start) / step) in double, values
+    start + i * step in double (or in integers for an integer dtype), then converted."""
+    if step == 0:
+        raise ValueError("arange step must be nonzero")
+    if dtype is DType.I64:
+        # PyTorch truncates every bound to int64 before it computes an int64 length.
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError("arange step must be nonzero")
+    n = max(0, math.ceil((end - start) / step))
+    if not dtype.is_float:
+        # Integer ranges step in integers: start and step are truncated first.
+        vals: np.ndarray = int(start) + np.arange(n, dtype=np.int64) * int(step)
+    else:
+        vals = start + np.arange(n, dtype=np.float64) * step
+    return vals.astype(dtype.numpy)
+
+
+@RULES.rule("aten::arange")
+def arange(ctx: LoweringContext) -> Value:
+    if ctx.has("start"):
+        start, end = ctx.raw("start"), ctx.raw("end")
+        step = ctx.raw("step") if ctx.has("step") else 1
+    else:
+        start, end, step = 0, ctx.raw("end"), 1
+    bounds = (start, end, step)
+    dt = out_dtype(ctx, number_dtype(*bounds))
+    if not any(isinstance(v, Value) for v in bounds):
+        try:
+            vals = arange_values(start, end, step, dt)
+        except ValueError as exc:
+            raise ctx.unsupported(str(exc)) from None
+        if vals.size == 0:
+            raise ctx.unsupported("arange gives an empty tensor")
+        return ctx.b.const(vals, dt)
+    if number_dtype(*bounds) is not DType.I64:
+        raise ctx.unsupported("arange with floating-point bounds computed in the model")
+    vals3 = [ctx.as_value(v, DType.I64) for v in bounds]
+    vals3 = [v if v.rank == 0 else ctx.b.op("reshape", v, ctx.b.ints([])) for v in vals3]
+    _sizes_only(ctx, vals3)
+    return ctx.b.cast(ctx.b.op("range", *vals3), dt)
+
+
+def _sizes_only(ctx: LoweringContext, values: list[Value]) -> None:
+    """A range's length must follow from sizes (known, maybe symbolic), not from data."""
+    if any(v.known is None for v in values):
+        raise ctx.unsupported(f"{ctx.kind} with a length computed from tensor data (output size "
+                              "depends on the data)")
+
+
+def index_range(b: Builder, n: Value) -> Value:
+    """0, 1, …, n-1 (i64) for a 0-d i64 ``n``."""
+    return b.op("range", scalar(b, 0, DType.I64), n, scalar(b, 1, DType.I64))
+
+
+@RULES.rule("aten::eye")
+def eye(ctx: LoweringContext) -> Value:
+    n = ctx.raw(0)
+    m = ctx.raw("m") if ctx.has("m") else n
+    dt = out_dtype(ctx, DType.F32)
+    if isinstance(n, int) and isinstance(m, int):
+        return ctx.b.const(np.eye(n, m, dtype=dt.numpy), dt)
+    b = ctx.b
+    sizes = [b.cast(ctx.as_value(v), DType.I64) for v in (n, m)]
+    _sizes_only(ctx, sizes)
+    rows, cols = (index_range(b, v) for v in sizes)
+    return b.cast(b.op("eq", b.op("unsqueeze", rows, axes=(1,)), cols), dt)
+
+
+def spaced(start: float, end: float, steps: int, step_dtype: type) -> np.ndarray:
+    """torch's symmetric linspace: start + i·step for the first half, end - (steps-1-i)·step
+    for the second (so both ends are exact)."""
+    idx = np.arange(steps)
+    if steps == 1:
+        return np.asarray([start], dtype=step_dtype)
+    lo, hi = step_dtype(start), step_dtype(end)
+    step = (hi - lo) / step_dtype(steps - 1)
+    out = np.where(idx < steps // 2, lo + step * idx.astype(step_dtype),
+                   hi - step * (steps - idx - 1).astype(step_dtype))
+    return np.asarray(out, dtype=step_dtype)
+
+
+def spaced_graph(ctx: LoweringContext, start: Any, end: Any, steps: int, dt: DType) -> Value:
+    """The same formula built from graph values (start or end computed in the model)."""
+    b = ctx.b
+    idx_i = np.arange(steps)
+    lo, hi = (ctx.as_value(v, dt) for v in (start, end))
+    if steps == 1:
+        return b.op("reshape", lo, b.ints([1]))
+    idx = b.const(idx_i.astype(dt.numpy), dt)
+    rev = b.const((steps - 1 - idx_i).astype(dt.numpy), dt)
+    step = b.op("div", b.op("sub", hi, lo), scalar(b, steps - 1, dt))
+    first = b.op("add", lo, b.op("mul", step, idx))
+    second = b.op("sub", hi, b.op("mul", step, rev))
+    return b.op("select", b.const(idx_i < steps // 2, DType.BOOL), first, second)
+
+
+def _space(ctx: LoweringContext, log: bool) -> Value:
+    start, end = ctx.raw("start"), ctx.raw("end")
+    steps = ctx.int("steps")
+    base = ctx.float("base") if log and ctx.has("base") else 10.0
+    dt = out_dtype(ctx, DType.F32)
+    if steps <= 0:
+        raise ctx.unsupported(f"{ctx.kind} with {steps} steps gives an empty tensor")
+    if not isinstance(start, Value) and not isinstance(end, Value):
+        # The ends are first converted to the output dtype; linspace steps in that dtype
+        # (double for integers), logspace in double.
+        lo, hi = (np.asarray(v).astype(dt.numpy).astype(np.float64).item() for v in (start, end))
+        step_dtype = np.float64 if log or not dt.is_float else dt.numpy.type
+        vals = spaced(lo, hi, steps, step_dtype)
+        if log:
+            vals = np.power(np.float64(base), vals)
+        return ctx.b.const(vals.astype(dt.numpy), dt)
+    compute = dt if dt.is_float else DType.F32
+    vals_v = spaced_graph(ctx, start, end, steps, compute)
+    if log:
+        vals_v = ctx.b.op("pow", scalar(ctx.b, base, compute), vals_v)
+    return ctx.b.cast(vals_v, dt)
+
+
+@RULES.rule("aten::linspace")
+def linspace(ctx: LoweringContext) -> Value:
+    return _space(ctx, log=False)
+
+
+@RULES.rule("aten::logspace")
+def logspace(ctx: LoweringContext) -> Value:
+    return _space(ctx, log=True)

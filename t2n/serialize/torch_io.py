@@ -1,0 +1,375 @@
+"""The torch edge of serialization: torch tensors and checkpoints in, ``.dat`` files out.
+
+* :func:`tensor_data`: a zero-copy view of a CPU tensor as IR tensor data.
+* :func:`export_tensors_to_nnef`, :func:`export_tensors_from_disk_to_nnef`,
+  :func:`iter_torch_tensors_from_disk`: the public tensor-export helpers.
+* :func:`weight_source` / :func:`resolve_weights`: weights that live on disk, for
+  ``t2n.compile(..., weights_from=...)`` (models built on the meta device).
+* :func:`convert_raw_fast`: dtype conversion of payload chunks with torch's kernels.
+
+Checkpoints: ``.safetensors`` files (and sharded ones: an ``*.index.json`` or a folder)
+are read lazily by :mod:`t2n.serialize.safetensors_reader`, one bounded chunk at a
+time. ``.pt``/``.pth``/``.bin`` files are loaded with ``torch.load(weights_only=True,
+mmap=True)`` when they are in torch's zip format (any ``torch.save`` since 1.6), so
+their tensors are views of the mapped file; after a tensor has been written its pages
+are handed back to the kernel, so resident memory stays near one tensor. Files in the
+legacy format cannot be mapped and are loaded whole.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import mmap
+import os
+import sys
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from t2n.errors import InvalidArgumentError, T2NError
+from t2n.ir import ArrayData, DType, LazyData, TensorData
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, _chunks_of, convert_raw, converted
+from t2n.serialize.safetensors_reader import open_weights, safetensors_files
+from t2n.serialize.tensors import WrittenTensor, bf16_target, write_tensors
+
+log = logging.getLogger("t2n")
+
+TORCH_TO_IR: dict[torch.dtype, DType] = {
+    torch.bool: DType.BOOL, torch.uint8: DType.U8, torch.int8: DType.I8, torch.int16: DType.I16,
+    torch.int32: DType.I32, torch.int64: DType.I64, torch.float16: DType.F16,
+    torch.bfloat16: DType.BF16, torch.float32: DType.F32, torch.float64: DType.F64,
+}
+for _name, _dt in (("uint16", DType.U16), ("uint32", DType.U32), ("uint64", DType.U64)):
+    if hasattr(torch, _name):
+        TORCH_TO_IR[getattr(torch, _name)] = _dt
+IR_TO_TORCH = {v: k for k, v in TORCH_TO_IR.items()}
+_TORCH_FLOATS = (DType.F16, DType.BF16, DType.F32, DType.F64)
+
+
+# -- conversion -----------------------------------------------------------------------
+
+
+def convert_raw_fast(raw: np.ndarray, src: DType, dst: DType) -> np.ndarray:
+    """:func:`t2n.ir.tensor_data.convert_raw` with torch's vectorized kernels for float →
+    float (several times faster than numpy's for f32/bf16 → f16); same bytes."""
+    if (src in _TORCH_FLOATS and dst in _TORCH_FLOATS and dst is not DType.BF16 and src is not dst
+            and raw.flags.writeable and raw.flags.c_contiguous and raw.dtype.isnative):
+        t = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16) if src is DType.BF16 \
+            else torch.from_numpy(raw)
+        return t.to(IR_TO_TORCH[dst]).numpy()
+    return convert_raw(raw, src, dst)
+
+
+# -- tensors --------------------------------------------------------------------------
+
+
+def ir_dtype(dtype: torch.dtype) -> DType:
+    try:
+        return TORCH_TO_IR[dtype]
+    except KeyError:
+        raise InvalidArgumentError(f"torch dtype {dtype} has no NNEF form") from None
+
+
+def tensor_data(t: torch.Tensor | np.ndarray | TensorData) -> TensorData:
+    """IR tensor data for a tensor: a zero-copy view of a CPU tensor's memory (bf16 as
+    its raw bits); other devices are copied to the CPU."""
+    if isinstance(t, TensorData):
+        return t
+    if isinstance(t, np.ndarray):
+        return ArrayData(t)
+    if not isinstance(t, torch.Tensor):
+        raise InvalidArgumentError(f"expected a torch.Tensor, got {type(t).__name__}")
+    t = t.detach()
+    if t.is_meta:
+        raise InvalidArgumentError("a tensor on the meta device has no data to write")
+    if t.layout != torch.strided:
+        raise InvalidArgumentError(f"only dense tensors can be written, not {t.layout}")
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.is_conj():
+        t = t.resolve_conj()
+    if t.is_neg():
+        t = t.resolve_neg()
+    dtype = ir_dtype(t.dtype)
+    if dtype is DType.BF16:
+        return ArrayData(t.view(torch.int16).numpy().view(np.uint16), DType.BF16)
+    return ArrayData(t.numpy(), dtype)
+
+
+def _meta_like(data: TensorData) -> torch.Tensor:
+    return torch.empty(data.shape, dtype=IR_TO_TORCH[data.dtype], device="meta")
+
+
+# -- checkpoints ----------------------------------------------------------------------
+
+
+def is_safetensors(path: str | os.PathLike[str]) -> bool:
+    p = Path(path)
+    if p.is_dir():
+        return True
+    return p.name.endswith((".safetensors", ".safetensors.index.json"))
+
+
+def _flatten(obj: Any, prefix: str) -> Iterator[tuple[str, torch.Tensor]]:
+    if isinstance(obj, torch.Tensor):
+        yield prefix, obj
+    elif isinstance(obj, Mapping):
+        for k, v in obj.items():
+            yield from _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _flatten(v, f"{prefix}.{i}" if prefix else str(i))
+
+
+def load_torch_checkpoint(
+    path: str | os.PathLike[str], map_location: Any = "cpu"
+) -> tuple[dict[str, torch.Tensor], bool]:
+    """(name → tensor, memory-mapped?) of a ``.pt``/``.pth``/``.bin`` file.
+
+    Nested containers are flattened with dotted names (``{"model": {"w": t}}`` →
+    ``model.w``); values that are not tensors are skipped. Loaded with
+    ``weights_only=True``: a checkpoint that needs arbitrary code is refused.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(p)
+    mapped = zipfile.is_zipfile(p)
+    try:
+        obj = torch.load(p, map_location=map_location, mmap=mapped, weights_only=True)
+    except Exception as exc:
+        raise T2NError(f"{p}: torch.load(weights_only=True) failed: {type(exc).__name__}: {exc}") from exc
+    tensors = dict(_flatten(obj, ""))
+    on_cpu = all(t.device.type == "cpu" for t in tensors.values())
+    return tensors, mapped and on_cpu
+
+
+_MADV_DONTNEED = 4
+
+
+def _file_mappings(path: Path) -> list[tuple[int, int]]:
+    """Address ranges of this process mapped from ``path`` (Linux; empty elsewhere)."""
+    try:
+        target = os.path.realpath(path)
+        ranges = []
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(maxsplit=5)
+                if len(parts) == 6 and parts[5].strip() == target:
+                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                    ranges.append((lo, hi))
+        return ranges
+    except OSError:
+        return []
+
+
+def _release_pages(t: torch.Tensor, ranges: list[tuple[int, int]]) -> None:
+    """Hand the pages of ``t`` back to the kernel, if they belong to a private mapping
+    of the checkpoint file (never written: they are re-read from the file if touched
+    again). Only whole pages inside the tensor are released."""
+    if not ranges or sys.platform != "linux":
+        return
+    start = t.untyped_storage().data_ptr()
+    end = start + t.untyped_storage().nbytes()
+    page = mmap.PAGESIZE
+    lo, hi = -(-start // page) * page, end // page * page
+    if hi <= lo or not any(a <= lo and hi <= b for a, b in ranges):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), ctypes.c_int(_MADV_DONTNEED))
+
+
+def _mapped_tensor_data(t: torch.Tensor, ranges: list[tuple[int, int]]) -> TensorData:
+    """A mapped checkpoint tensor as data whose pages are released once written."""
+    view = tensor_data(t)
+
+    def chunks(max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
+        yield from _chunks_of(view.raw(), max_bytes)
+        _release_pages(t, ranges)
+
+    return LazyData(view.dtype, view.shape, load=view.raw, chunks=chunks, description="mapped checkpoint")
+
+
+def open_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> dict[str, TensorData]:
+    """Every tensor of a checkpoint as lazy (safetensors) or mapped (.pt) data, by name."""
+    if is_safetensors(path):
+        return dict(open_weights(path))
+    tensors, mapped = load_torch_checkpoint(path, map_location)
+    ranges = _file_mappings(Path(path)) if mapped else []
+    return {n: _mapped_tensor_data(t, ranges) if ranges else tensor_data(t) for n, t in tensors.items()}
+
+
+def _select(names: Iterable[str], filter_key: Callable[[str], bool] | None) -> list[str]:
+    if filter_key is not None and not callable(filter_key):
+        raise InvalidArgumentError("filter_key must be a function of the tensor name returning a bool")
+    return [n for n in names if filter_key is None or filter_key(n)]
+
+
+def iter_torch_tensors_from_disk(
+    path: str | os.PathLike[str],
+    filter_key: Callable[[str], bool] | None = None,
+    map_location: Any = "cpu",
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """(name, tensor) for each tensor of a checkpoint, one at a time, in file order.
+
+    safetensors: each tensor is read when it is reached (only tensors passing
+    ``filter_key`` are read) and owned by the caller; ``.pt``/``.bin``: views of the
+    memory-mapped file where torch allows it.
+    """
+    if is_safetensors(path):
+        lazy = open_weights(path)
+        for name in _select(lazy, filter_key):
+            data = lazy[name]
+            arr = np.ascontiguousarray(data.raw())
+            if data.dtype is DType.BF16:
+                yield name, torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
+            else:
+                yield name, torch.from_numpy(arr)
+        return
+    tensors, _ = load_torch_checkpoint(path, map_location)
+    for name in _select(tensors, filter_key):
+        yield name, tensors[name]
+
+
+def export_tensors_to_nnef(
+    name_to_tensor: Mapping[str, torch.Tensor | np.ndarray],
+    output_dir: str | os.PathLike[str],
+    *,
+    bf16_as: DType | str = "f16",
+    progress: bool | None = None,
+    sync: bool = False,
+) -> dict[str, WrittenTensor]:
+    """Write each tensor as a ``.dat`` file in ``output_dir``; returns what was written.
+
+    Files are named by :func:`t2n.serialize.tensors.tensor_file_name`
+    (``a.b.weight`` → ``a.b.weight.dat``; other characters ``%XX``-escaped). CPU
+    tensors are written from their own memory (no copy); bf16 ones as ``bf16_as``
+    (``"f16"`` or ``"f32"``), converted chunk by chunk. All or nothing: on any error
+    no file of this call is left. ``progress``: a bar on a terminal (``None``: when
+    stderr is one and the write is large), and INFO log records.
+    """
+    data = {name: tensor_data(t) for name, t in name_to_tensor.items()}
+    return write_tensors(data, output_dir, bf16_as=bf16_as, progress=progress, sync=sync)
+
+
+def export_tensors_from_disk_to_nnef(
+    path: str | os.PathLike[str],
+    output_dir: str | os.PathLike[str],
+    filter_key: Callable[[str], bool] | None = None,
+    fn_check_found_tensors: Callable[[dict[str, torch.Tensor]], bool | None] | None = None,
+    map_location: Any = "cpu",
+    *,
+    bf16_as: DType | str = "f16",
+    progress: bool | None = None,
+    sync: bool = False,
+) -> dict[str, WrittenTensor]:
+    """Write the tensors of a checkpoint file as ``.dat`` files, one at a time.
+
+    ``path``: a ``.safetensors`` file (read lazily), a sharded checkpoint (its
+    ``*.safetensors.index.json`` or its folder), or a ``.pt``/``.pth``/``.bin`` file
+    (memory-mapped when in torch's zip format). ``filter_key(name) -> bool`` selects
+    tensors. ``fn_check_found_tensors`` gets ``{name: tensor}`` of the selected
+    tensors **on the meta device** (names, shapes and dtypes, no data) before anything
+    is written; returning ``False`` (or raising) stops the export. Peak memory stays
+    near one chunk (safetensors) or one tensor (.pt), not the checkpoint's size.
+    Returns ``{name: WrittenTensor}``; names map to files as in
+    :func:`export_tensors_to_nnef`.
+    """
+    bf16_target(bf16_as)
+    source = open_checkpoint(path, map_location)
+    names = _select(source, filter_key)
+    if fn_check_found_tensors is not None:
+        verdict = fn_check_found_tensors({n: _meta_like(source[n]) for n in names})
+        if verdict is False:
+            raise InvalidArgumentError(
+                f"fn_check_found_tensors rejected the {len(names)} tensors found in {path}; nothing was written"
+            )
+    log.info("exporting %d of %d tensors from %s", len(names), len(source), path)
+    return write_tensors([(n, source[n]) for n in names], output_dir, bf16_as=bf16_as,
+                         progress=progress, sync=sync)
+
+
+# -- weights for compile ----------------------------------------------------------------
+
+
+def weight_source(
+    weights_from: str | os.PathLike[str] | Mapping[str, Any], map_location: Any = "cpu"
+) -> dict[str, TensorData]:
+    """name → data for ``compile(..., weights_from=...)``: a checkpoint path (as for
+    :func:`export_tensors_from_disk_to_nnef`) or a mapping of tensors/arrays."""
+    if isinstance(weights_from, (str, os.PathLike)):
+        return open_checkpoint(weights_from, map_location)
+    if isinstance(weights_from, Mapping):
+        return {str(k): tensor_data(v) for k, v in weights_from.items()}
+    raise InvalidArgumentError(
+        f"weights_from must be a checkpoint path or a mapping of tensors, not {type(weights_from).__name__}"
+    )
+
+
+def has_meta_tensors(module: torch.nn.Module) -> bool:
+    return any(t.is_meta for t in module.parameters()) or any(t.is_meta for t in module.buffers())
+
+
+def resolve_weights(
+    module: torch.nn.Module,
+    source: Mapping[str, TensorData] | None,
+    canonical: Mapping[int, str],
+) -> dict[str, TensorData]:
+    """{canonical name: data} for the parameters and buffers of ``module`` found in
+    ``source`` under any of their names (tied weights have several).
+
+    Data whose float dtype differs from the model's is converted lazily (a bf16
+    checkpoint into an f32 model). Raises one error listing every tensor on the meta
+    device that ``source`` lacks and every shape or dtype that disagrees.
+    """
+    names: dict[int, list[str]] = {}
+    tensors: dict[int, torch.Tensor] = {}
+    for name, t in [*module.named_parameters(remove_duplicate=False),
+                    *module.named_buffers(remove_duplicate=False)]:
+        names.setdefault(id(t), []).append(name)
+        tensors[id(t)] = t
+    out: dict[str, TensorData] = {}
+    missing: list[str] = []
+    wrong: list[str] = []
+    for key, aliases in names.items():
+        t = tensors[key]
+        found = next((n for n in aliases if source is not None and n in source), None)
+        if found is None or source is None:
+            if t.is_meta:
+                missing.append(aliases[0])
+            continue
+        data = source[found]
+        want = ir_dtype(t.dtype)
+        if tuple(data.shape) != tuple(t.shape):
+            wrong.append(f"{found}: shape {list(data.shape)} in the weights, {list(t.shape)} in the model")
+            continue
+        if data.dtype is not want:
+            if not (data.dtype.is_float and want.is_float):
+                wrong.append(f"{found}: {data.dtype} in the weights, {want} in the model")
+                continue
+            data = converted(data, want)
+        out[canonical.get(key, aliases[0])] = data
+    if missing or wrong:
+        lines = [f"  - {n}: on the meta device and not in weights_from" for n in missing[:50]]
+        if len(missing) > 50:
+            lines.append(f"  - ... and {len(missing) - 50} more")
+        lines += [f"  - {w}" for w in wrong[:50]]
+        raise InvalidArgumentError(
+            f"{len(missing) + len(wrong)} parameter(s)/buffer(s) have no usable data:\n" + "\n".join(lines)
+            + "\nGive every meta-device tensor through compile(..., weights_from=...) (a safetensors "
+            "file, a .pt/.bin file or a mapping), or materialize it (e.g. non-persistent buffers)."
+        )
+    if source is not None:
+        log.info("%d parameters/buffers read from weights_from (%d entries there)", len(out), len(source))
+    return out
+
+
+__all__ = [
+    "convert_raw_fast", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
+    "has_meta_tensors", "iter_torch_tensors_from_disk", "load_torch_checkpoint", "open_checkpoint",
+    "resolve_weights", "safetensors_files", "tensor_data", "weight_source",
+]
