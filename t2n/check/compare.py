@@ -91,7 +91,7 @@ def compare_one(name: str, got: np.ndarray, ref: np.ndarray, tol: Tolerance) -> 
     both_inf = np.isinf(g) & np.isinf(r) & (np.sign(g) == np.sign(r))
     with np.errstate(invalid="ignore"):
         diff = np.where(np.isnan(g) | np.isnan(r) | both_inf, 0.0, np.abs(g - r))
-    close = (diff <= atol + rtol * np.abs(np.where(both_inf, 0, r))) & same_nan
+    close = (diff <= atol + rtol * np.abs(np.where(both_inf | np.isnan(r), 0, r))) & same_nan
     rel = diff / np.maximum(np.abs(r), 1e-30)
     rel = np.where(diff == 0, 0.0, rel)
     return OutputReport(

@@ -195,12 +195,12 @@ class LoweringContext:
             return self.b.cast(x, dtype) if dtype is not None else x
         if isinstance(x, (bool, int, float)):
             dt = dtype or (DType.BOOL if isinstance(x, bool) else DType.I64 if isinstance(x, int) else DType.F32)
-            return self.b.const(np.asarray(x, dtype=dt.numpy), dt)
+            return self.b.const(host_array(x, dt), dt)
         if isinstance(x, (list, tuple)):
             if all(isinstance(v, (bool, int, float)) for v in x):
                 arr = np.asarray(x)
                 dt = dtype or (DType.F32 if arr.dtype.kind == "f" else DType.from_numpy(arr.dtype))
-                return self.b.const(arr.astype(dt.numpy), dt)
+                return self.b.const(host_array(arr, dt), dt)
             parts = [self.b.op("unsqueeze", self.as_value(v, dtype), axes=(0,)) for v in x]
             return self.b.op("concat", *parts, axis=0)
         raise UnsupportedHere(f"{self.kind}: cannot use {type(x).__name__} as a tensor")
@@ -290,3 +290,12 @@ def array_data(t: torch.Tensor) -> ArrayData:
     if t.dtype == torch.bfloat16:
         return ArrayData(t.view(torch.int16).numpy().view(np.uint16), DType.BF16)
     return ArrayData(t.numpy(), to_ir(t.dtype))
+
+
+def host_array(x: Any, dtype: DType) -> np.ndarray:
+    """Python numbers as ``dtype``'s numpy data; bf16 is held as its raw bits (rounded
+    to nearest even), not as the number cast to uint16."""
+    if dtype is not DType.BF16:
+        return np.asarray(x, dtype=dtype.numpy)
+    f = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return np.asarray((f + 0x7FFF + ((f >> 16) & 1)) >> 16).astype(np.uint16)

@@ -110,6 +110,8 @@ class EmitContext:
         base = sanitize_name(hint)
         if base in NNEF_KEYWORDS:
             base += "_"
+        if base.startswith("inf"):
+            base = "_" + base  # tract reads `info` or `inf_x` as the literal inf
         name, i = base, 1
         while name in self._used:
             name = f"{base}_{i}"
@@ -129,7 +131,7 @@ class EmitContext:
 
     def reserve(self, v: Value, name: str) -> str:
         """Give ``v`` exactly ``name`` (graph inputs and outputs keep the user's names)."""
-        if name in self._used and self._ids.get(v) != name:
+        if (name in self._used and self._ids.get(v) != name) or name.startswith("inf"):
             name = self.fresh(name)
         self._used.add(name)
         self._ids[v] = name
@@ -153,6 +155,10 @@ class EmitContext:
             if v.type.dtype.is_float and not math.isfinite(float(data.item())) and (
                     self.target.name != "tract" or math.isnan(float(data.item()))):
                 # NaN has no NNEF literal, nor has infinity in Khronos NNEF: a .dat holds them
+                return self.materialize(v, data)
+            if v.type.dtype is DType.F64 and self.target.name == "tract" and \
+                    float(np.float32(np.clip(data, -3e38, 3e38))) != float(data.item()):
+                # tract parses float literals as f32: 0.1 would lose its f64 digits
                 return self.materialize(v, data)
             if v.type.dtype.is_int and self.target.name == "tract":
                 # tract reads an integer literal as a TDim, and i64 op TDim gives a TDim

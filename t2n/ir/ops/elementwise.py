@@ -2,6 +2,11 @@
 
 Binary ops broadcast numpy-style and require both operands to share a dtype; the
 frontend inserts casts following PyTorch's type promotion.
+
+NaN: ``max``/``min`` (and ``relu``, ``clamp``-like compositions of them) give an
+engine-defined result for a NaN operand: the evaluator propagates it, tract returns
+the other operand. Lowerings that must follow PyTorch there (``maximum``, ``fmax``…)
+guard them with ``is_nan`` and ``select``.
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ def _gelu(x: np.ndarray, approximate: str) -> np.ndarray:
     return np.asarray(0.5 * x * (1.0 + _erf(x / np.sqrt(2.0))))
 
 
+def _elu(x: np.ndarray, alpha: float, scale: float = 1.0, input_scale: float = 1.0) -> np.ndarray:
+    return np.asarray(scale * np.where(x > 0, x, alpha * np.expm1(x * input_scale)))
+
+
 def _keep(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapping[str, Any]], list[np.ndarray]]:
     """Wrap a numpy function so the result keeps the first input's dtype."""
 
@@ -49,19 +58,20 @@ def _keep(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapp
 
 
 UNARY: dict[str, Callable[..., np.ndarray]] = {
-    "neg": np.negative, "abs": np.abs, "sign": np.sign,
-    "exp": np.exp, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1.0 / np.sqrt(x), "rcp": lambda x: 1.0 / x,
+    "neg": np.negative, "abs": np.abs, "sign": np.sign, "square": np.square,
+    "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "log2": np.log2,
+    "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "rcp": lambda x: 1.0 / x,
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
-    "floor": np.floor, "ceil": np.ceil, "round": np.round, "erf": _erf,
+    "floor": np.floor, "ceil": np.ceil, "round": np.round, "trunc": np.trunc, "erf": _erf,
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, 0),
     "silu": lambda x: x * _sigmoid(x),
     "softplus": lambda x: np.logaddexp(0.0, x),
     "hard_swish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
 }
-"""Unary ops on numbers; ``round`` rounds half to even, as PyTorch does."""
+"""Unary ops on numbers; ``round`` rounds half to even, as PyTorch does; ``sign`` of
+NaN is NaN (PyTorch's 0 is a lowering's job)."""
 
 
 def _same(ctx: InferContext) -> list[TensorType]:
@@ -75,8 +85,10 @@ TABLE.add(OpSchema("gelu", _same, _keep(lambda x, approximate: _gelu(x, approxim
                    doc="GELU; attr approximate is 'none' (erf) or 'tanh'."))
 TABLE.add(OpSchema("leaky_relu", _same, _keep(lambda x, alpha: np.where(x >= 0, x, x * alpha)), _EW,
                    doc="x if x >= 0 else alpha * x (attr alpha)."))
-TABLE.add(OpSchema("elu", _same, _keep(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x))), _EW,
-                   doc="x if x > 0 else alpha * (exp(x) - 1) (attr alpha)."))
+TABLE.add(OpSchema("elu", _same, _keep(_elu), _EW,
+                   doc="scale * (x if x > 0 else alpha * (exp(input_scale * x) - 1)); attrs "
+                       "alpha, and optional scale and input_scale (default 1): PyTorch's elu, "
+                       "which also expresses selu and celu."))
 
 
 def _bool_out(ctx: InferContext) -> list[TensorType]:
@@ -105,12 +117,12 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 BINARY: dict[str, tuple[Callable[..., np.ndarray], frozenset[Trait]]] = {
     "add": (np.add, _EW_COMM), "sub": (np.subtract, _EW), "mul": (np.multiply, _EW_COMM),
-    "div": (_div, _EW), "pow": (np.power, _EW),
+    "div": (_div, _EW), "pow": (np.power, _EW), "atan2": (np.arctan2, _EW),
     "min": (np.minimum, _EW_COMM), "max": (np.maximum, _EW_COMM),
     "and": (np.logical_and, _EW_COMM), "or": (np.logical_or, _EW_COMM),
     "xor": (np.logical_xor, _EW_COMM),
 }
-"""Binary ops; ``div`` on integers truncates toward zero."""
+"""Binary ops; ``div`` on integers truncates toward zero; ``atan2(y, x)``."""
 
 COMPARE: dict[str, Callable[..., np.ndarray]] = {
     "lt": np.less, "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal,
@@ -119,12 +131,46 @@ COMPARE: dict[str, Callable[..., np.ndarray]] = {
 
 for _name, (_fn, _traits) in BINARY.items():
     TABLE.add(OpSchema(_name, _binary, _keep(_fn), _traits))
+
+
 def _compare_eval(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapping[str, Any]], list[np.ndarray]]:
     return lambda xs, a: [np.asarray(fn(*xs))]
 
 
 for _name, _fn in COMPARE.items():
     TABLE.add(OpSchema(_name, _bool_out, _compare_eval(_fn), _EW))
+
+
+def _bits(ctx: InferContext) -> list[TensorType]:
+    out = _binary(ctx) if len(ctx.types) > 1 else [ctx.types[0]]
+    if out[0].dtype.is_float:
+        raise InferError("bitwise ops need integer or bool operands")
+    return out
+
+
+BITWISE: dict[str, Callable[..., np.ndarray]] = {
+    "bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor,
+}
+"""Bitwise ops on integers (two's complement) or bools."""
+
+for _name, _fn in BITWISE.items():
+    TABLE.add(OpSchema(_name, _bits, _keep(_fn), _EW_COMM))
+TABLE.add(OpSchema("bitnot", _bits, _keep(np.invert), _EW, doc="Bitwise not (logical not on bools)."))
+
+
+def _float_to_bool(ctx: InferContext) -> list[TensorType]:
+    if not ctx.types[0].dtype.is_float:
+        raise InferError("is_nan/is_inf: operand must be floating point")
+    return [ctx.types[0].with_dtype(DType.BOOL)]
+
+
+def _is_inf(x: np.ndarray, detect_positive: bool = True, detect_negative: bool = True) -> np.ndarray:
+    return np.asarray(np.isinf(x) & (((x > 0) & detect_positive) | ((x < 0) & detect_negative)))
+
+
+TABLE.add(OpSchema("is_nan", _float_to_bool, lambda xs, a: [np.isnan(xs[0])], _EW, doc="x is NaN."))
+TABLE.add(OpSchema("is_inf", _float_to_bool, lambda xs, a: [_is_inf(xs[0], **a)], _EW,
+                   doc="x is infinite; attrs detect_positive and detect_negative (default true)."))
 
 
 @TABLE.op("not", evaluate=lambda xs, a: [np.logical_not(xs[0])], traits=_EW)
