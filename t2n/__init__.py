@@ -29,6 +29,7 @@ _LAZY = {
     "export_tensors_from_disk_to_nnef": "t2n.serialize.torch_io",
     "iter_torch_tensors_from_disk": "t2n.serialize.torch_io",
     "harden_jit_for_export": "t2n.frontend.jit",
+    "BakedSizeWarning": "t2n.passes.dynamic_axes",
 }
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from t2n.frontend.jit import harden_jit_for_export
     from t2n.frontend.registry import LoweringRegistry, RuleSet
     from t2n.passes.base import Pass, PassResult
+    from t2n.passes.dynamic_axes import BakedSizeWarning
     from t2n.passes.manager import PassManager
     from t2n.serialize.torch_io import (
         export_tensors_from_disk_to_nnef,
@@ -61,7 +63,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Artifact", "CheckReport", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
+    "Artifact", "BakedSizeWarning", "CheckReport", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
     "PassManager", "PassResult", "RuleSet", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",

@@ -126,6 +126,7 @@ def compile(
     dump_ir: str | Path | None = None,
     dynamic_axes: Mapping[str, Mapping[int, str]] | None = None,
     custom_extensions: Sequence[str] = (),
+    strict_dynamic_axes: bool = False,
     auto_harden_jit: bool = True,
     jit_diagnostics: dict[str, Any] | None = None,
     fold_batch_norm: bool = True,
@@ -143,7 +144,9 @@ def compile(
     ``dynamic_axes={"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol ``S``
     (tract only; also accepted as ``TractNNEF(dynamic_axes=...)``); every size computed
     from it stays in the graph. ``custom_extensions`` adds ``extension`` lines such as
-    ``"tract_assert S + P <= 4096"``.
+    ``"tract_assert S + P <= 4096"``. Sizes baked into the trace that should follow a
+    symbol give a ``t2n.BakedSizeWarning`` naming the op and module path, or a
+    ``DynamicAxesError`` with ``strict_dynamic_axes=True``.
 
     A ``torch.jit.ScriptModule`` (scripted, or loaded with ``torch.jit.load``) is hardened
     for the example inputs first (``auto_harden_jit``; see ``t2n.harden_jit_for_export``),
@@ -196,7 +199,7 @@ def compile(
     dump = _dumper(dump_ir)
     if dump is not None:
         dump("000-lowered", graph)
-    before: list[Pass] = [Bf16As(target.bf16_as), *([DynamicAxes(axes)] if axes else [])]
+    before: list[Pass] = [Bf16As(target.bf16_as), *([DynamicAxes(axes, strict_dynamic_axes)] if axes else [])]
     result = default_pipeline(before=before, user_passes=passes, verify_each=verify_ir, dump=dump,
                               fold_batch_norm=fold_batch_norm)(graph)
     graph = result.graph

@@ -74,13 +74,31 @@ def _mark(entry: Mapping[str, Any] | None) -> tuple[str, str]:
     return "✘", note
 
 
+def _row_key(name: str) -> str:
+    """The row an aten name belongs to: its in-place form ``abs_`` shares the row of
+    ``abs``; dunder names (``__and__``) stand alone."""
+    short = name.removeprefix("aten::")
+    return short if short.startswith("__") else short.rstrip("_") or short
+
+
+def _merged(evidence: Mapping[str, Any], names: list[str], key: str) -> dict[str, Any] | None:
+    ev: dict[str, Any] = {"ok": 0, "refused": {}}
+    for n in names:
+        e = evidence.get(n, {}).get(key)
+        if e:
+            ev["ok"] += e.get("ok", 0)
+            ev["refused"].update(e.get("refused", {}))
+    return ev if ev["ok"] or ev["refused"] else None
+
+
 def build_table(registry: LoweringRegistry, evidence: Mapping[str, Any], core: set[str]) -> str:
-    by_fn: dict[int, list[str]] = {}
-    for name, rule in registry.items():
-        by_fn.setdefault(id(rule.fn), []).append(name)
     aten = [n for n in registry.names() if n.startswith("aten::")]
+    rows: dict[str, list[str]] = {}
+    for n in sorted(aten):
+        rows.setdefault(_row_key(n), []).append(n)
     core_in_scope = sorted(c for c in core if _left_out_reason(c) is None)
     covered = [c for c in core_in_scope if f"aten::{c}" in registry]
+    core_proven = [c for c in covered if evidence.get(f"aten::{c}", {}).get("tract", {}).get("ok", 0)]
     tested = [n for n in aten if evidence.get(n, {}).get("tract", {}).get("ok", 0)]
     khronos_ok = [n for n in aten if evidence.get(n, {}).get("khronos", {}).get("ok", 0)]
     lines = [
@@ -90,40 +108,27 @@ def build_table(registry: LoweringRegistry, evidence: Mapping[str, Any], core: s
         "ATen opset (ops tagged `core`) and `docs/operator_evidence.json`, the record of a test run",
         "(`python -m pytest tests -p no:xdist --t2n-evidence docs/operator_evidence.json`).",
         "✔ = exported and matched PyTorch in that engine in the tests; ✘ = refused at export",
-        "(the reason is given); · = no test exercised it there.",
+        "(the reason is given); · = no test exercised it there. A row also stands for the",
+        "op's in-place form (`abs_` with `abs`).",
         "",
-        f"* Core ATen opset: **{len(covered)} / {len(core_in_scope)}** in scope covered "
+        f"* Core ATen opset: **{len(covered)} / {len(core_in_scope)}** in scope have a rule, "
+        f"**{len(core_proven)}** of them matched PyTorch in tract in the tests "
         f"({len(core) - len(core_in_scope)} core ops left out, listed below).",
-        f"* aten names with a rule: **{len(aten)}** (aliases included); "
+        f"* aten names with a rule: **{len(aten)}** (in-place forms and aliases included); "
         f"matched in tract in the tests: **{len(tested)}**; in the Khronos interpreter: **{len(khronos_ok)}**.",
         "",
-        "| aten op | aliases | core | tract | Khronos | notes |",
+        "| aten op | forms | core | tract | Khronos | notes |",
         "|---|---|---|---|---|---|",
     ]
-    seen: set[str] = set()
-    for name in aten:
-        if name in seen:
-            continue
-        found = registry.get(name)
+    for key, names in rows.items():
+        forms = ", ".join(n.removeprefix("aten::") for n in names if n.removeprefix("aten::") != key)
+        t_mark, _ = _mark(_merged(evidence, names, "tract"))
+        k_mark, k_note = _mark(_merged(evidence, names, "khronos"))
+        is_core = "yes" if any(n.removeprefix("aten::") in core for n in names) else ""
+        found = registry.get(names[0])
         assert found is not None
-        info = found
-        group = [n for n in by_fn[id(info.fn)] if n.startswith("aten::")]
-        seen.update(group)
-        head = group[0]
-        aliases = ", ".join(n.removeprefix("aten::") for n in group[1:])
-        ev_t: dict[str, Any] = {"ok": 0, "refused": {}}
-        ev_k: dict[str, Any] = {"ok": 0, "refused": {}}
-        for n in group:
-            for ev, key in ((ev_t, "tract"), (ev_k, "khronos")):
-                e = evidence.get(n, {}).get(key)
-                if e:
-                    ev["ok"] += e.get("ok", 0)
-                    ev["refused"].update(e.get("refused", {}))
-        t_mark, _ = _mark(ev_t if ev_t["ok"] or ev_t["refused"] else None)
-        k_mark, k_note = _mark(ev_k if ev_k["ok"] or ev_k["refused"] else None)
-        is_core = "yes" if any(n.removeprefix("aten::") in core for n in group) else ""
-        notes = "; ".join(x for x in (info.notes, k_note) if x).replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| `{head.removeprefix('aten::')}` | {aliases} | {is_core} | {t_mark} | {k_mark} | {notes} |")
+        notes = "; ".join(x for x in (found.notes, k_note) if x).replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| `{key}` | {forms} | {is_core} | {t_mark} | {k_mark} | {notes} |")
     missing = [c for c in core_in_scope if f"aten::{c}" not in registry]
     lines += ["", "## Core ops without a rule", ""]
     lines += [f"* `{c}`" for c in missing] or ["None."]

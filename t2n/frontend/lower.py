@@ -27,6 +27,7 @@ from t2n.frontend.dtypes import to_ir
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.scalars import SCALAR_OPS, is_python_value
 from t2n.frontend.trace import TracedModel
+from t2n.frontend.views import VIEW_KINDS, ViewTracker
 from t2n.ir import DType, Graph, SourceLoc, TensorType, Value
 
 log = logging.getLogger("t2n.frontend")
@@ -60,6 +61,7 @@ class Lowering:
         self.output_names = list(output_names)
         self._keepalive: list[torch.Tensor] = []
         self.module_writes: dict[tuple[int, str], Any] = {}
+        self.views = ViewTracker(self.env)
 
     def problem(self, node: torch._C.Node, reason: str) -> None:
         self.problems.append(
@@ -97,6 +99,8 @@ class Lowering:
         self.lower_block(g.block())
         if self.problems:
             raise UnsupportedOpsError(self.problems)
+        for v in g.outputs():
+            self.views.refresh(v.unique())
         returned = [self.env[v.unique()] for v in g.outputs()]
         spec = self.traced.output_spec if not self.traced.outputs_are_flat else None
         if spec is not None and len(returned) == 1:
@@ -129,6 +133,8 @@ class Lowering:
 
     def lower_node(self, node: torch._C.Node) -> None:
         outs = list(node.outputs())
+        for v in node.inputs():
+            self.views.refresh(v.unique())
         args = [self.env.get(v.unique(), _MISSING) for v in node.inputs()]
         if any(a is _MISSING for a in args):
             raise LoweringError(f"{node.kind()}: an input was never lowered (graph order?)")
@@ -169,11 +175,27 @@ class Lowering:
                 raise LoweringError(f"rule for {node.kind()} returned {result!r} for {len(outs)} outputs")
             for o, r in zip(outs, result):
                 self.env[o.unique()] = r
-        if node.kind().endswith("_") and not node.kind().endswith("__") and len(outs) == 1:
-            # In-place op: later readers of the mutated input see the result.
-            first = list(node.inputs())[0]
-            if isinstance(self.env.get(first.unique()), Value):
-                self.env[first.unique()] = result
+        self.track_aliases(node, ctx, info.fn, args, result)
+
+    def track_aliases(self, node: torch._C.Node, ctx: LoweringContext, fn: Any, args: list[Any],
+                      result: Any) -> None:
+        """Record views, and make an in-place op's result visible through its input, the
+        input's bases and their other views (see ``t2n.frontend.views``)."""
+        outs = list(node.outputs())
+        if len(outs) != 1 or not args or not isinstance(args[0], Value) or not isinstance(result, Value):
+            return
+        first = next(iter(node.inputs())).unique()
+        kind = node.kind()
+        if kind in VIEW_KINDS:
+            self.views.record(outs[0].unique(), first, lambda: fn(LoweringContext(self, node)))
+        elif kind.endswith("_") and not kind.endswith("__"):
+            # In-place op: later readers of the mutated input see the result; its output
+            # is the input itself.
+            try:
+                self.views.written(ctx.b, first, args[0], result)
+            except UnsupportedHere as exc:
+                self.problem(node, str(exc))
+            self.views.record(outs[0].unique(), first, lambda: self.env[first])
 
     def select_tensors(self, spec: Any, lowered: Any) -> list[Any]:
         """The lowered values at the tensor positions of PyTorch's output structure

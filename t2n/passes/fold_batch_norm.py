@@ -30,6 +30,14 @@ def is_float_constant(v: Value) -> bool:
     return is_constant(v) and v.type.dtype in _FOLDABLE_DTYPES
 
 
+def in_memory_weight(v: Value) -> bool:
+    """A float constant whose data is already in memory. Weights read lazily from disk
+    (``weights_from=``, meta-device models) are never folded: folding would load them
+    whole and keep a scaled copy alive, defeating a bigger-than-memory export."""
+    p = v.producer
+    return is_float_constant(v) and p is not None and isinstance(p.attrs["data"], ArrayData)
+
+
 def sole_reader(graph: Graph, v: Value, op: Op) -> bool:
     """``op`` is the only reader of ``v`` and ``v`` is no graph output."""
     return not graph.is_output(v) and all(user is op for user, _ in v.uses)
@@ -38,9 +46,9 @@ def sole_reader(graph: Graph, v: Value, op: Op) -> bool:
 def channel_axis(p: Op) -> int | None:
     """The output axis that a producer's weights index, or None if ``p`` cannot absorb
     a per-channel scale (not a layer, or its weight is computed at run time)."""
-    if p.kind in ("conv", "deconv") and is_float_constant(p.inputs[1]):
+    if p.kind in ("conv", "deconv") and in_memory_weight(p.inputs[1]):
         return 1
-    if p.kind == "matmul" and p.inputs[1].rank == 2 and is_float_constant(p.inputs[1]):
+    if p.kind == "matmul" and p.inputs[1].rank == 2 and in_memory_weight(p.inputs[1]):
         return p.output.rank - 1
     return None
 

@@ -112,3 +112,10 @@ def test_target_and_compile_axes_merge_and_must_agree():
     assert "tract_symbol S" in art.graph_nnef
     with pytest.raises(DynamicAxesError, match="symbol 'S' on the target"):
         t2n.compile(Heads(), (torch.randn(1, 4, 8),), target, dynamic_axes={"input_0": {1: "T"}})
+
+
+def test_strict_dynamic_axes_turns_a_baked_size_into_an_error():
+    with pytest.raises(DynamicAxesError, match="reshape"):
+        t2n.compile(Baked(), (torch.randn(2, 6, 4),), dynamic_axes={"input_0": {1: "S"}},
+                    strict_dynamic_axes=True)
+    assert t2n.BakedSizeWarning is BakedSizeWarning

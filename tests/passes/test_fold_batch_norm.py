@@ -216,3 +216,34 @@ def test_option_turns_folding_off():
     art = res.artifacts["tract"]
     assert "fold-batch-norm.folded" not in art.stats["pass_stats"]
     assert [op.kind for op in art.ir.ops() if op.kind in ("conv", "mul", "add")] == ["conv", "mul", "add"]
+
+
+LINEAR_THEN_SCALE = """
+    graph main(%x: f32[4, 3]) -> (%y) {
+      %w: f32[2, 3] = const() {data=dense<f32[2, 3]>[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}
+      %h: f32[4, 2] = matmul(%x, %w) {transpose_a=false, transpose_b=true}
+      %s: f32[2] = const() {data=dense<f32[2]>[0.5, 2.0]}
+      %y: f32[4, 2] = mul(%h, %s)
+    }"""
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_weights_read_lazily_from_disk_are_not_folded(lazy):
+    """Folding would load a lazily mapped weight whole and keep a scaled copy alive."""
+    from t2n.ir import DType
+    from t2n.ir.tensor_data import LazyData
+
+    g = parse_graph(ir(LINEAR_THEN_SCALE))
+    loads = []
+    if lazy:
+        (mm,) = [op for op in g.ops() if op.kind == "matmul"]
+
+        def load() -> np.ndarray:
+            loads.append(1)
+            return np.arange(6, dtype=np.float32).reshape(2, 3)
+
+        mm.inputs[1].producer.attrs["data"] = LazyData(DType.F32, (2, 3), load=load)
+    res = PassManager([FoldBatchNorm(), DeadNodeElimination()], verify_each=True)(g)
+    assert res.stats.get("fold-batch-norm.folded", 0) == (0 if lazy else 1)
+    assert [op.kind for op in g.ops()].count("mul") == (1 if lazy else 0)
+    assert loads == []

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
-from t2n.ir import DType, Op
+from t2n.ir import DType, Op, Sym
 from t2n.ir.infer_utils import slice_dim
 
 COMMON = EmitterTable("shape")
@@ -234,6 +236,20 @@ def reverse_khronos(ctx: EmitContext, op: Op) -> None:
 
 @TRACT.emitter("range")
 def range_tract(ctx: EmitContext, op: Op) -> None:
+    """A range whose length is a size expression (``arange(x.size(1))``) is sliced to
+    ``[0:S]``: tract gives a range's length a fresh symbol, and without the slice it
+    cannot tell that ``S``-long tensors and the range agree (reshapes then fail). The
+    range itself stays i64: a TDim range makes tract 0.23.9 rewrite causal masks into
+    slices it cannot evaluate."""
+    known = [v.known for v in op.inputs]
+    if op.output.type.dtype.is_int and all(k is not None and np.asarray(k).ndim == 0 for k in known):
+        bounds = [np.asarray(k).item() for k in known]
+        if any(isinstance(d, Sym) for d in bounds):
+            dt = op.output.type.dtype.value
+            r = ctx.emit(f"{op.output.name}_free", "tract_core_range",
+                         *[Raw(ctx.call("tract_core_cast", Raw(literal(d)), to=dt)) for d in bounds])
+            ctx.emit(op.output, "slice", Raw(r), axes=[0], begin=[0], end=[op.output.type.shape[0]])
+            return
     ctx.emit(op.output, "tract_core_range", *op.inputs)
 
 

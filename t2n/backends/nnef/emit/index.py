@@ -1,0 +1,30 @@
+"""Emitters for element-wise gathers and scatters: tract has them; standard NNEF does
+not (no emitter: Khronos exports that need them are refused, naming the op)."""
+
+from __future__ import annotations
+
+from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.ir import Op
+
+TRACT = EmitterTable("index/tract")
+
+_TRACT_REDUCTION = {"none": "none", "add": "add", "mul": "mul", "max": "max", "min": "min"}
+
+
+@TRACT.emitter("gather_elements")
+def gather_elements(ctx: EmitContext, op: Op) -> None:
+    ctx.emit(op.output, "tract_core_gather_elements", op.inputs[0], Raw(ctx.arg(op.inputs[1])),
+             axis=int(op.attrs["axis"]))
+
+
+@TRACT.emitter("scatter_elements")
+def scatter_elements(ctx: EmitContext, op: Op) -> None:
+    ctx.emit(op.output, "tract_core_scatter_elements", op.inputs[0], Raw(ctx.arg(op.inputs[1])),
+             op.inputs[2], axis=int(op.attrs["axis"]),
+             reduction=_TRACT_REDUCTION[op.attrs.get("reduction", "none")])
+
+
+@TRACT.emitter("scatter_nd")
+def scatter_nd(ctx: EmitContext, op: Op) -> None:
+    ctx.emit(op.output, "tract_core_scatter_nd", op.inputs[0], Raw(ctx.arg(op.inputs[1])),
+             op.inputs[2], reduction=_TRACT_REDUCTION[op.attrs.get("reduction", "none")])

@@ -1,0 +1,534 @@
+"""Indexing: where/masked_fill, gathers (embedding, index_select, gather, advanced
+indexing), triangular masks, scatters and index_put, and the in-place writes
+(``copy_``, ``fill_``) that slice assignment traces to.
+
+Indices are normalized (``i < 0 → i + n``) before they reach a gather or scatter:
+tract does not wrap negative indices and aborts on an out-of-range scatter index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from t2n.frontend.context import LoweringContext, UnsupportedHere
+from t2n.frontend.helpers import dim_value, reshape, transpose, unsqueeze
+from t2n.frontend.registry import RuleSet
+from t2n.frontend.views import slice_scatter
+from t2n.ir import Builder, Dim, DType, Value
+
+RULES = RuleSet("index")
+
+
+# -- small IR idioms ---------------------------------------------------------------
+def i64(b: Builder, v: int) -> Value:
+    return b.const(np.asarray(v, dtype=np.int64), DType.I64)
+
+
+def size_of(b: Builder, x: Value, axis: int) -> Value:
+    """``x.shape[axis]`` as a 0-d i64 value read from the tensor's shape, so that it
+    follows dynamic axes (sizes are all static while lowering; constant folding turns
+    it into a constant when it stays static)."""
+    return dim_value(b, x, axis)
+
+
+def normalized(b: Builder, idx: Value, n: Value) -> Value:
+    """Indices with negative entries counted from the end (``n`` is the axis size)."""
+    idx = b.cast(idx, DType.I64) if idx.type.dtype is not DType.I64 else idx
+    if idx.known is not None and idx.known.dtype != object and (idx.known >= 0).all():
+        return idx
+    return b.op("select", b.op("lt", idx, i64(b, 0)), b.op("add", idx, n), idx)
+
+
+def positions(b: Builder, n: Value) -> Value:
+    """``arange(n)`` as i64 (n may be symbolic)."""
+    return b.op("range", i64(b, 0), n, i64(b, 1))
+
+
+def full_like(ctx: LoweringContext, x: Value, value: Any, dtype: DType | None = None) -> Value:
+    """``value`` in ``x``'s shape (and ``x``'s dtype unless given)."""
+    v = ctx.as_value(value, dtype or x.type.dtype)
+    if v.rank:
+        v = reshape(ctx.b, v, [])
+    return ctx.b.op("expand", v, ctx.b.op("shape_of", x))
+
+
+# -- where and masks ---------------------------------------------------------------
+@RULES.rule("aten::where")
+def where(ctx: LoweringContext) -> Value:
+    if ctx.n_inputs == 1:
+        raise ctx.unsupported("where(condition) returns indices whose count depends on the data; "
+                              "use the three-argument form")
+    cond = ctx.tensor(0)
+    if cond.type.dtype is not DType.BOOL:
+        cond = ctx.b.cast(cond, DType.BOOL)
+    x, y = ctx.promoted(ctx.raw(1), ctx.raw(2))
+    return ctx.b.op("select", cond, x, y)
+
+
+@RULES.rule("aten::masked_fill", "aten::masked_fill_")
+def masked_fill(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    mask = ctx.tensor(1)
+    if mask.type.dtype is not DType.BOOL:
+        mask = ctx.b.cast(mask, DType.BOOL)
+    value = ctx.as_value(ctx.raw(2), x.type.dtype)
+    if value.rank:
+        value = reshape(ctx.b, value, [])
+    out = ctx.b.op("select", mask, value, x)
+    if list(out.type.shape) != list(x.type.shape):
+        raise ctx.unsupported("the mask broadcasts the tensor to a larger shape")
+    return out
+
+
+@RULES.rule("aten::tril", "aten::tril_", "aten::triu", "aten::triu_")
+def trilu(ctx: LoweringContext) -> Value:
+    """A mask from ``range`` and a comparison of the last two axes (sizes may be
+    symbolic): keep ``col - row <= k`` (tril) or ``>= k`` (triu)."""
+    x = ctx.tensor(0)
+    k = ctx.int(1) if ctx.n_inputs > 1 else 0
+    b = ctx.b
+    if x.rank < 2:
+        raise ctx.unsupported("tril/triu needs at least two dimensions")
+    rows = unsqueeze(b, positions(b, size_of(b, x, x.rank - 2)), [1])
+    cols = unsqueeze(b, positions(b, size_of(b, x, x.rank - 1)), [0])
+    diff = b.op("sub", cols, rows)
+    keep = b.op("le" if "tril" in ctx.kind else "ge", diff, i64(b, k))
+    zero = ctx.as_value(False if x.type.dtype is DType.BOOL else 0, x.type.dtype)
+    return b.op("select", keep, x, zero)
+
+
+@RULES.rule("aten::one_hot")
+def one_hot(ctx: LoweringContext) -> Value:
+    idx = ctx.tensor(0, DType.I64)
+    n = ctx.int(1) if ctx.n_inputs > 1 else -1
+    if n < 0:
+        raise ctx.unsupported("one_hot without num_classes: the class count depends on the data")
+    hit = ctx.b.op("eq", unsqueeze(ctx.b, idx, [idx.rank]), positions(ctx.b, i64(ctx.b, n)))
+    return ctx.b.cast(hit, DType.I64)
+
+
+# -- gathers -------------------------------------------------------------------------
+@RULES.rule("aten::embedding")
+def embedding(ctx: LoweringContext) -> Value:
+    weight = ctx.tensor(0)
+    idx = ctx.tensor(1)  # PyTorch refuses negative indices here: nothing to normalize
+    return ctx.b.op("gather", weight, idx, axis=0)
+
+
+@RULES.rule("aten::index_select")
+def index_select(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    if x.rank == 0:
+        return x
+    axis = ctx.axis(1, x.rank)
+    idx = ctx.tensor(2)
+    if idx.rank == 0:
+        idx = reshape(ctx.b, idx, [1])
+    return ctx.b.op("gather", x, normalized(ctx.b, idx, size_of(ctx.b, x, axis)), axis=axis)
+
+
+@RULES.rule("aten::take")
+def take(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    flat = reshape(ctx.b, x, [x.type.shape.numel if x.type.shape.is_static else _numel(x)])
+    return ctx.b.op("gather", flat, normalized(ctx.b, ctx.tensor(1), size_of(ctx.b, flat, 0)), axis=0)
+
+
+def _numel(x: Value) -> Dim:
+    n: Dim = 1
+    for d in x.type.shape:
+        n = n * d
+    return n
+
+
+def gather_elements(ctx: LoweringContext, x: Value, axis: int, idx: Value) -> Value:
+    b = ctx.b
+    idx = normalized(b, idx, size_of(b, x, axis))
+    # torch.gather lets the indices be smaller than the input off the gathered axis
+    for ax in range(x.rank):
+        if ax != axis and x.type.shape[ax] != idx.type.shape[ax]:
+            x = b.op("slice", x, b.ints([0]), b.ints([idx.type.shape[ax]]), axes=(ax,), steps=(1,))
+    return b.op("gather_elements", x, idx, axis=axis)
+
+
+@RULES.rule("aten::gather")
+def gather(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    axis = ctx.axis(1, max(x.rank, 1))
+    idx = ctx.tensor(2)
+    if x.rank == 0:
+        return x
+    return gather_elements(ctx, x, axis, idx)
+
+
+@RULES.rule("aten::take_along_dim")
+def take_along_dim(ctx: LoweringContext) -> Value:
+    x, idx = ctx.tensor(0), ctx.tensor(1)
+    if ctx.n_inputs < 3 or ctx.is_none(2):
+        flat = reshape(ctx.b, x, [_numel(x)])
+        return gather_elements(ctx, flat, 0, reshape(ctx.b, idx, [_numel(idx)]))
+    axis = ctx.axis(2, x.rank)
+    # broadcast every axis but the gathered one
+    xs, ids = list(x.type.shape), list(idx.type.shape)
+    if len(xs) != len(ids):
+        raise ctx.unsupported("take_along_dim with indices of another rank")
+    x_dims = [d if ax == axis else (ids[ax] if d == 1 else d) for ax, d in enumerate(xs)]
+    i_dims = [d if ax == axis else (xs[ax] if d == 1 else d) for ax, d in enumerate(ids)]
+    if x_dims != xs:
+        x = ctx.b.op("expand", x, ctx.b.ints(x_dims))
+    if i_dims != ids:
+        idx = ctx.b.op("expand", idx, ctx.b.ints(i_dims))
+    return gather_elements(ctx, x, axis, idx)
+
+
+def _index_tensors(ctx: LoweringContext, x: Value, items: list[Any]) -> list[tuple[int, Value]]:
+    """(axis, i64 index tensor) for each tensor in an advanced index; boolean masks known
+    at export time become their int positions, others are refused."""
+    out: list[tuple[int, Value]] = []
+    axis = 0
+    for item in items:
+        if item is None:
+            axis += 1
+            continue
+        v = ctx.as_value(item)
+        if v.type.dtype in (DType.BOOL, DType.U8):
+            if v.known is None:
+                raise ctx.unsupported("a boolean mask index selects a data-dependent number of "
+                                      "elements; use torch.where(mask, …) to keep shapes static")
+            for k, pos in enumerate(np.nonzero(np.asarray(v.known))):
+                out.append((axis + k, ctx.b.const(pos.astype(np.int64), DType.I64)))
+            axis += v.rank
+            continue
+        out.append((axis, v))
+        axis += 1
+    if axis > x.rank:
+        raise ctx.unsupported(f"too many indices for a tensor of rank {x.rank}")
+    return out
+
+
+def _broadcast_all(ctx: LoweringContext, vals: list[Value]) -> list[Value]:
+    shapes = [list(v.type.shape) for v in vals]
+    rank = max(len(s) for s in shapes)
+    target: list[Dim] = []
+    for i in range(rank):
+        dims = [s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0]
+        big = [d for d in dims if not (isinstance(d, int) and d == 1)]
+        target.append(big[0] if big else 1)
+    return [v if list(v.type.shape) == target else ctx.b.op("expand", v, ctx.b.ints(target)) for v in vals]
+
+
+def _front(ctx: LoweringContext, x: Value, axes: list[int]) -> tuple[Value, bool]:
+    """Move ``axes`` (in order) to the front unless they are already adjacent; says
+    whether they moved (PyTorch then puts the broadcast index axes first)."""
+    if axes == list(range(axes[0], axes[0] + len(axes))):
+        return x, False
+    perm = axes + [a for a in range(x.rank) if a not in axes]
+    return transpose(ctx.b, x, perm), True
+
+
+def flat_index(ctx: LoweringContext, x: Value, first: int, idx: list[Value]) -> Value:
+    """One index into the axes ``first…first+len(idx)-1`` merged (row-major)."""
+    b = ctx.b
+    flat = None
+    for k, v in enumerate(idx):
+        v = normalized(b, v, size_of(b, x, first + k))
+        flat = v if flat is None else b.op("add", b.op("mul", flat, size_of(b, x, first + k)), v)
+    assert flat is not None
+    return flat
+
+
+@RULES.rule("aten::index", "aten::_unsafe_index")
+def index(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    items = ctx.raw(1)
+    found = _index_tensors(ctx, x, list(items))
+    if not found:
+        return x
+    axes = [a for a, _ in found]
+    x, moved = _front(ctx, x, axes)
+    first = 0 if moved else axes[0]
+    idx = _broadcast_all(ctx, [v for _, v in found])
+    if len(idx) == 1:
+        return ctx.b.op("gather", x, normalized(ctx.b, idx[0], size_of(ctx.b, x, first)), axis=first)
+    dims = list(x.type.shape)
+    k = len(idx)
+    merged = reshape(ctx.b, x, dims[:first] + [_prod(dims[first:first + k])] + dims[first + k:])
+    return ctx.b.op("gather", merged, flat_index(ctx, x, first, idx), axis=first)
+
+
+def _prod(dims: list[Dim]) -> Dim:
+    n: Dim = 1
+    for d in dims:
+        n = n * d
+    return n
+
+
+# -- writes ------------------------------------------------------------------------
+@RULES.rule("aten::copy_", "aten::copy")
+def copy_(ctx: LoweringContext) -> Value:
+    """The destination's shape and dtype, the source's values (the write into the
+    destination, a view, is done by the alias tracking of the lowering driver)."""
+    x = ctx.tensor(0)
+    src = ctx.tensor(1, x.type.dtype)
+    if list(src.type.shape) == list(x.type.shape):
+        return src
+    return ctx.b.op("expand", src, ctx.b.op("shape_of", x))
+
+
+@RULES.rule("aten::fill_", "aten::fill", "aten::zero_", "aten::zero")
+def fill_(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    return full_like(ctx, x, 0 if "zero" in ctx.kind else ctx.raw(1))
+
+
+@RULES.rule("aten::slice_scatter")
+def slice_scatter_rule(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    src = ctx.tensor(1, x.type.dtype)
+    axis = ctx.axis(2, x.rank) if ctx.n_inputs > 2 else 0
+    start = ctx.optional(3) if ctx.n_inputs > 3 else None
+    end = ctx.optional(4) if ctx.n_inputs > 4 else None
+    step = ctx.int(5) if ctx.n_inputs > 5 else 1
+    if not all(isinstance(v, (int, type(None))) for v in (start, end)):
+        raise ctx.unsupported("slice_scatter with bounds computed at run time")
+    from t2n.ir.infer_utils import INT64_MAX
+
+    return slice_scatter(ctx.b, x, src, axis, start or 0, INT64_MAX if end is None else end, step)
+
+
+@RULES.rule("aten::select_scatter")
+def select_scatter(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    src = ctx.tensor(1, x.type.dtype)
+    axis = ctx.axis(2, x.rank)
+    i = ctx.int(3)
+    n = x.type.shape[axis]
+    if i < 0:
+        if not isinstance(n, int):
+            raise ctx.unsupported("select_scatter with a negative index on a dynamic axis")
+        i += n
+    return slice_scatter(ctx.b, x, unsqueeze(ctx.b, src, [axis]), axis, i, i + 1, 1)
+
+
+def _scatter_reduction(ctx: LoweringContext, name: str) -> str:
+    table = {"add": "add", "sum": "add", "multiply": "mul", "prod": "mul", "amax": "max", "amin": "min"}
+    if name not in table:
+        raise ctx.unsupported(f"scatter reduction {name!r}")
+    return table[name]
+
+
+@RULES.rule("aten::scatter", "aten::scatter_", "aten::scatter_add", "aten::scatter_add_")
+def scatter(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    axis = ctx.axis(1, x.rank)
+    idx = normalized(ctx.b, ctx.tensor(2), size_of(ctx.b, x, axis))
+    src = ctx.raw(3)
+    if isinstance(src, Value) and src.rank == x.rank:
+        upd = ctx.b.cast(src, x.type.dtype)
+        if list(upd.type.shape) != list(idx.type.shape):
+            upd = ctx.b.op("slice", upd, ctx.b.ints([0] * x.rank), ctx.b.ints(list(idx.type.shape)),
+                           axes=tuple(range(x.rank)), steps=(1,) * x.rank)
+    else:
+        upd = ctx.b.op("expand", reshape(ctx.b, ctx.as_value(src, x.type.dtype), []),
+                       ctx.b.op("shape_of", idx))
+    reduction = "none"
+    if "scatter_add" in ctx.kind:
+        reduction = "add"
+    elif ctx.has("reduce") and not ctx.is_none("reduce"):
+        reduction = _scatter_reduction(ctx, ctx.const("reduce"))
+    return ctx.b.op("scatter_elements", x, idx, upd, axis=axis, reduction=reduction)
+
+
+@RULES.rule("aten::scatter_reduce", "aten::scatter_reduce_")
+def scatter_reduce(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    b = ctx.b
+    axis = ctx.axis(1, x.rank)
+    idx = normalized(b, ctx.tensor(2), size_of(b, x, axis))
+    src = ctx.tensor(3, x.type.dtype)
+    how = ctx.const(4)
+    include_self = ctx.bool(5) if ctx.n_inputs > 5 else True
+    if how == "mean":
+        if not x.type.dtype.is_float:
+            raise ctx.unsupported("scatter_reduce 'mean' on integers (PyTorch floors the mean)")
+        zeros, ones = full_like(ctx, idx, 0, x.type.dtype), full_like(ctx, idx, 1, x.type.dtype)
+        base = x if include_self else b.op("scatter_elements", x, idx, zeros, axis=axis, reduction="none")
+        total = b.op("scatter_elements", base, idx, src, axis=axis, reduction="add")
+        count0 = full_like(ctx, x, 1)
+        if not include_self:
+            count0 = b.op("scatter_elements", count0, idx, zeros, axis=axis, reduction="none")
+        count = b.op("scatter_elements", count0, idx, ones, axis=axis, reduction="add")
+        return b.op("div", total, count)
+    red = _scatter_reduction(ctx, how)
+    if not include_self:
+        ident: float | int
+        dt = x.type.dtype
+        if red == "add":
+            ident = 0
+        elif red == "mul":
+            ident = 1
+        else:
+            info = np.finfo(dt.numpy) if dt.is_float else np.iinfo(dt.numpy)
+            ident = float("-inf") if red == "max" and dt.is_float else float("inf") if dt.is_float \
+                else int(info.min if red == "max" else info.max)
+        x = b.op("scatter_elements", x, idx, full_like(ctx, idx, ident, x.type.dtype), axis=axis,
+                 reduction="none")
+    return b.op("scatter_elements", x, idx, src, axis=axis, reduction=red)
+
+
+def _along(ctx: LoweringContext, idx: Value, like: Value, axis: int) -> Value:
+    """A 1-D index along ``axis`` expanded to the shape of ``like``."""
+    shape: list[Dim] = [1] * like.rank
+    shape[axis] = idx.type.shape[0]
+    return ctx.b.op("expand", reshape(ctx.b, idx, shape), ctx.b.op("shape_of", like))
+
+
+@RULES.rule("aten::index_add", "aten::index_add_", "aten::index_copy", "aten::index_copy_")
+def index_add(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    axis = ctx.axis(1, x.rank)
+    idx = ctx.tensor(2)
+    if idx.rank == 0:
+        idx = reshape(ctx.b, idx, [1])
+    src = ctx.tensor(3, x.type.dtype)
+    if src.rank == x.rank - 1 or src.rank == 0:
+        src = unsqueeze(ctx.b, src, [axis]) if x.rank else src
+    idx = normalized(ctx.b, idx, size_of(ctx.b, x, axis))
+    if "add" in ctx.kind:
+        alpha = ctx.raw("alpha") if ctx.has("alpha") else 1
+        if alpha != 1:
+            src = ctx.b.op("mul", src, ctx.as_value(alpha, x.type.dtype))
+        return ctx.b.op("scatter_elements", x, _along(ctx, idx, src, axis), src, axis=axis, reduction="add")
+    return ctx.b.op("scatter_elements", x, _along(ctx, idx, src, axis), src, axis=axis, reduction="none")
+
+
+@RULES.rule("aten::index_fill", "aten::index_fill_")
+def index_fill(ctx: LoweringContext) -> Value:
+    """A mask along one axis from comparing positions with the indices (both engines)."""
+    x = ctx.tensor(0)
+    b = ctx.b
+    axis = ctx.axis(1, max(x.rank, 1))
+    idx = ctx.tensor(2)
+    n = size_of(b, x, axis)
+    idx = reshape(b, normalized(b, idx, n), [_numel(idx)])
+    hit = b.op("any_reduce", b.op("eq", unsqueeze(b, positions(b, n), [1]), unsqueeze(b, idx, [0])),
+               axes=(1,), keepdims=False)
+    shape: list[Dim] = [1] * x.rank
+    shape[axis] = x.type.shape[axis]
+    value = ctx.as_value(ctx.raw(3), x.type.dtype)
+    if value.rank:
+        value = reshape(b, value, [])
+    return b.op("select", reshape(b, hit, shape), value, x)
+
+
+@RULES.rule("aten::index_put", "aten::index_put_", "aten::_index_put_impl_", "aten::_unsafe_index_put")
+def index_put(ctx: LoweringContext) -> Value:
+    """Integer indices: the indexed axes moved first, one ScatterND, moved back."""
+    x = ctx.tensor(0)
+    b = ctx.b
+    items = list(ctx.raw(1))
+    values = ctx.tensor(2, x.type.dtype)
+    accumulate = ctx.bool(3) if ctx.n_inputs > 3 else False
+    if any(isinstance(v, Value) and v.type.dtype in (DType.BOOL, DType.U8) for v in items):
+        return _masked_put(ctx, x, items, values, accumulate)
+    found = _index_tensors(ctx, x, items)
+    if not found:
+        full = b.op("expand", values, b.op("shape_of", x))
+        return b.op("add", x, full) if accumulate else full
+    axes = [a for a, _ in found]
+    rest = [a for a in range(x.rank) if a not in axes]
+    perm = axes + rest
+    xt = transpose(b, x, perm)
+    idx = _broadcast_all(ctx, [normalized(b, v, size_of(b, x, a)) for a, v in found])
+    nb = idx[0].rank
+    batch = list(idx[0].type.shape)
+    rest_dims = [x.type.shape[a] for a in rest]
+    adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
+    first = axes[0] if adjacent else 0
+    # values broadcast to the shape PyTorch gives x[indices], then laid out as batch + rest
+    torch_shape = rest_dims[:first] + batch + rest_dims[first:]
+    if list(values.type.shape) != torch_shape:
+        values = b.op("expand", values, b.ints(torch_shape))
+    if first:
+        vperm = list(range(first, first + nb)) + list(range(first)) + list(range(first + nb, len(torch_shape)))
+        values = transpose(b, values, vperm)
+    nd = b.op("concat", *[unsqueeze(b, v, [nb]) for v in idx], axis=nb)
+    out = b.op("scatter_nd", xt, nd, values, reduction="add" if accumulate else "none")
+    return transpose(b, out, [perm.index(i) for i in range(len(perm))])
+
+
+def _masked_put(ctx: LoweringContext, x: Value, items: list[Any], values: Value, accumulate: bool) -> Value:
+    """``x[mask] = v`` with a single value: a ``where`` (shapes stay static)."""
+    b = ctx.b
+    if len([v for v in items if v is not None]) != 1 or items[0] is None:
+        raise ctx.unsupported("index_put with a boolean mask among other indices")
+    mask = b.cast(items[0], DType.BOOL)
+    if not (values.type.shape.is_static and values.type.shape.numel == 1):
+        raise ctx.unsupported("x[mask] = tensor: the number of selected elements depends on the data; "
+                              "use torch.where(mask, values, x)")
+    v = reshape(b, values, [])
+    mask = unsqueeze(b, mask, list(range(mask.rank, x.rank)))
+    if accumulate:
+        return b.op("add", x, b.op("select", mask, v, ctx.as_value(0, x.type.dtype)))
+    return b.op("select", mask, v, x)
+
+
+# -- diagonals -----------------------------------------------------------------------
+@RULES.rule("aten::diagonal")
+def diagonal(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    offset = ctx.int(1) if ctx.n_inputs > 1 else 0
+    d1 = ctx.axis(2, x.rank) if ctx.n_inputs > 2 else 0
+    d2 = ctx.axis(3, x.rank) if ctx.n_inputs > 3 else 1
+    return take_diagonal(ctx, x, offset, d1, d2)
+
+
+def take_diagonal(ctx: LoweringContext, x: Value, offset: int, d1: int, d2: int) -> Value:
+    """The two axes moved last and merged; the diagonal is then a strided slice."""
+    b = ctx.b
+    h, w = x.type.shape[d1], x.type.shape[d2]
+    if not isinstance(h, int) or not isinstance(w, int):
+        raise ctx.unsupported("diagonal of dynamic axes")
+    rest = [a for a in range(x.rank) if a not in (d1, d2)]
+    moved = transpose(b, x, rest + [d1, d2])
+    dims = [x.type.shape[a] for a in rest]
+    length = max(0, min(h, w - offset) if offset >= 0 else min(h + offset, w))
+    if length == 0:
+        raise ctx.unsupported("an empty diagonal")
+    start = offset if offset >= 0 else -offset * w
+    flat = reshape(b, moved, dims + [h * w])
+    # rows of w+1 elements each begin with a diagonal element; no strided slice (tract
+    # fails to move a strided slice across the reshape)
+    stop = start + length * (w + 1)
+    seg = b.op("slice", flat, b.ints([start]), b.ints([min(stop, h * w)]), axes=(len(dims),), steps=(1,))
+    if stop > h * w:
+        pads = [(0, 0)] * len(dims) + [(0, stop - h * w)]
+        seg = b.op("pad", seg, pads=tuple(pads), mode="constant", value=0.0 if x.type.dtype.is_float else 0)
+    grid = reshape(b, seg, dims + [length, w + 1])
+    first = b.op("slice", grid, b.ints([0]), b.ints([1]), axes=(len(dims) + 1,), steps=(1,))
+    return b.op("squeeze", first, axes=(len(dims) + 1,))
+
+
+@RULES.rule("aten::diag")
+def diag(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    k = ctx.int(1) if ctx.n_inputs > 1 else 0
+    if x.rank == 2:
+        return take_diagonal(ctx, x, k, 0, 1)
+    if x.rank != 1 or not isinstance(x.type.shape[0], int):
+        raise ctx.unsupported("diag of a dynamic or non 1-D/2-D tensor")
+    b = ctx.b
+    n = x.type.shape[0] + abs(k)
+    pad = [(0, abs(k))]
+    v = b.op("pad", x, pads=tuple(pad), mode="constant", value=0.0 if x.type.dtype.is_float else 0)
+    rows = unsqueeze(b, positions(b, i64(b, n)), [1])
+    cols = unsqueeze(b, positions(b, i64(b, n)), [0])
+    on = b.op("eq", b.op("sub", cols, rows), i64(b, k))
+    spread = unsqueeze(b, v, [1]) if k >= 0 else unsqueeze(b, v, [0])
+    zero = ctx.as_value(0, x.type.dtype)
+    return b.op("select", on, spread, zero)
+
+
+__all__ = ["RULES", "UnsupportedHere"]
