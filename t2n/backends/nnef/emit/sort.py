@@ -1,0 +1,17 @@
+"""Top-k on tract; standard NNEF has no sort (Khronos exports that need it are refused)."""
+
+from __future__ import annotations
+
+from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
+from t2n.ir import Op
+
+TRACT = EmitterTable("sort/tract")
+
+
+@TRACT.emitter("topk")
+def topk(ctx: EmitContext, op: Op) -> None:
+    k = ctx.call("tract_core_cast", Raw(literal(op.attrs["k"])), to="i64")
+    values, indices = op.outputs
+    ctx.assign([ctx.id(values), ctx.id(indices)],
+               ctx.call("tract_core_topk", op.inputs[0], Raw(k), axis=int(op.attrs["axis"]),
+                        largest=bool(op.attrs["largest"])))

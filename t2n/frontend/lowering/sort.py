@@ -1,0 +1,198 @@
+"""Sorting (top-k), cumulative ops and binary search.
+
+Cumulative sums of floats are a matmul with a triangular mask built from ``range``
+(so a dynamic axis keeps working, in both engines); other cumulative ops, and integer
+sums (which must stay exact), use a log-step prefix scan over a static axis: ``ceil(log2
+n)`` shifted combines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from t2n.frontend.context import LoweringContext
+from t2n.frontend.helpers import dim_value, transpose, unsqueeze
+from t2n.frontend.registry import RuleSet
+from t2n.ir import DType, Value
+
+RULES = RuleSet("sort")
+
+
+def _i64(ctx: LoweringContext, v: int) -> Value:
+    return ctx.b.const(np.asarray(v, dtype=np.int64), DType.I64)
+
+
+def _to_last(ctx: LoweringContext, x: Value, axis: int) -> tuple[Value, list[int]]:
+    perm = [a for a in range(x.rank) if a != axis] + [axis]
+    return transpose(ctx.b, x, perm), perm
+
+
+def _back(ctx: LoweringContext, y: Value, perm: list[int]) -> Value:
+    return transpose(ctx.b, y, [perm.index(i) for i in range(len(perm))])
+
+
+def _identity(dtype: DType, how: str) -> float | int:
+    if how == "add":
+        return 0
+    if how == "mul":
+        return 1
+    if dtype.is_float:
+        return float("-inf") if how == "max" else float("inf")
+    info = np.iinfo(dtype.numpy)
+    return int(info.min if how == "max" else info.max)
+
+
+def prefix_scan(ctx: LoweringContext, x: Value, axis: int, how: str) -> Value:
+    """Inclusive scan with ``how`` (add/mul/max/min) along a static ``axis``."""
+    n = x.type.shape[axis]
+    if not isinstance(n, int):
+        raise ctx.unsupported(f"a cumulative {how} of this dtype over a dynamic axis")
+    b = ctx.b
+    y, k = x, 1
+    while k < n:
+        pad_dims = list(x.type.shape)
+        pad_dims[axis] = k
+        fill = b.op("expand", ctx.as_value(_identity(x.type.dtype, how), x.type.dtype),
+                    b.ints(pad_dims))
+        head = b.op("slice", y, b.ints([0]), b.ints([n - k]), axes=(axis,), steps=(1,))
+        y = b.op(how, y, b.op("concat", fill, head, axis=axis))
+        k *= 2
+    return y
+
+
+def cumsum_float(ctx: LoweringContext, x: Value, axis: int) -> Value:
+    b = ctx.b
+    xt, perm = _to_last(ctx, x, axis)
+    n = dim_value(b, xt, xt.rank - 1)
+    r = b.op("range", _i64(ctx, 0), n, _i64(ctx, 1))
+    upper = b.cast(b.op("le", unsqueeze(b, r, [1]), unsqueeze(b, r, [0])), x.type.dtype)
+    return _back(ctx, b.op("matmul", xt, upper, transpose_a=False, transpose_b=False), perm)
+
+
+def _scan_input(ctx: LoweringContext) -> tuple[Value, int]:
+    x = ctx.tensor(0)
+    dt = ctx.dtype_arg("dtype") if ctx.has("dtype") and not ctx.is_none("dtype") else None
+    if dt is None and not x.type.dtype.is_float:
+        dt = DType.I64
+    if dt is not None:
+        x = ctx.b.cast(x, dt)
+    if x.rank == 0:
+        x = ctx.b.op("reshape", x, ctx.b.ints([1]))
+    return x, ctx.axis(1, x.rank)
+
+
+@RULES.rule("aten::cumsum", "aten::cumsum_")
+def cumsum(ctx: LoweringContext) -> Value:
+    x, axis = _scan_input(ctx)
+    if x.type.dtype.is_float:
+        return cumsum_float(ctx, x, axis)
+    return prefix_scan(ctx, x, axis, "add")
+
+
+@RULES.rule("aten::cumprod", "aten::cumprod_")
+def cumprod(ctx: LoweringContext) -> Value:
+    x, axis = _scan_input(ctx)
+    return prefix_scan(ctx, x, axis, "mul")
+
+
+@RULES.rule("aten::logcumsumexp")
+def logcumsumexp(ctx: LoweringContext) -> Value:
+    """max + log(cumsum(exp(x - max))) with the axis' (finite) maximum."""
+    x = ctx.tensor(0)
+    axis = ctx.axis(1, x.rank)
+    b = ctx.b
+    m = b.op("max_reduce", x, axes=(axis,), keepdims=True)
+    m = b.op("select", b.op("is_inf", m), ctx.as_value(0.0, x.type.dtype), m)
+    return b.op("add", b.op("log", cumsum_float(ctx, b.op("exp", b.op("sub", x, m)), axis)), m)
+
+
+# -- top-k and sort --------------------------------------------------------------------
+def topk_values(ctx: LoweringContext, x: Value, k: Any, axis: int, largest: bool) -> tuple[Value, Value]:
+    if x.rank == 0:
+        return x, ctx.as_value(0, DType.I64)
+    if not isinstance(k, int):
+        raise ctx.unsupported("top-k with k computed at run time")
+    values, indices = ctx.b.multi("topk", x, axis=axis, k=k, largest=largest)
+    return values, indices
+
+
+@RULES.rule("aten::topk")
+def topk(ctx: LoweringContext) -> tuple[Value, Value]:
+    x = ctx.tensor(0)
+    axis = ctx.axis("dim", max(x.rank, 1)) if ctx.has("dim") else max(x.rank - 1, 0)
+    largest = ctx.bool("largest") if ctx.has("largest") else True
+    return topk_values(ctx, x, ctx.const(1), axis, largest)
+
+
+def _sort_args(ctx: LoweringContext, x: Value) -> tuple[int, bool]:
+    axis = ctx.axis("dim", max(x.rank, 1)) if ctx.has("dim") else max(x.rank - 1, 0)
+    descending = ctx.bool("descending") if ctx.has("descending") else False
+    return axis, descending
+
+
+def sort_values(ctx: LoweringContext, x: Value, axis: int, descending: bool) -> tuple[Value, Value]:
+    if x.rank == 0:
+        return x, ctx.as_value(0, DType.I64)
+    n = x.type.shape[axis]
+    if not isinstance(n, int):
+        raise ctx.unsupported("sorting along a dynamic axis (top-k needs a static k)")
+    return topk_values(ctx, x, n, axis, descending)
+
+
+@RULES.rule("aten::sort")
+def sort(ctx: LoweringContext) -> tuple[Value, Value]:
+    x = ctx.tensor(0)
+    return sort_values(ctx, x, *_sort_args(ctx, x))
+
+
+@RULES.rule("aten::argsort")
+def argsort(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    return sort_values(ctx, x, *_sort_args(ctx, x))[1]
+
+
+@RULES.rule("aten::msort")
+def msort(ctx: LoweringContext) -> Value:
+    return sort_values(ctx, ctx.tensor(0), 0, False)[0]
+
+
+# -- binary search -------------------------------------------------------------------------
+def _count_below(ctx: LoweringContext, seq: Value, values: Value, right: bool, out_int32: bool) -> Value:
+    """For each value, how many sequence entries are < it (<= it with ``right``): its
+    insertion index in the sorted sequence."""
+    b = ctx.b
+    if seq.rank == 1:
+        v = unsqueeze(b, values, [values.rank])
+        s = seq
+    else:
+        v = unsqueeze(b, values, [values.rank])
+        s = unsqueeze(b, seq, [seq.rank - 1])
+    hit = b.op("le" if right else "lt", s, v)
+    out = b.op("sum_reduce", b.cast(hit, DType.I64), axes=(max(v.rank, s.rank) - 1,), keepdims=False)
+    return b.cast(out, DType.I32) if out_int32 else out
+
+
+@RULES.rule("aten::searchsorted")
+def searchsorted(ctx: LoweringContext) -> Value:
+    seq = ctx.tensor(0)
+    values = ctx.tensor(1)
+    if ctx.has("sorter") and not ctx.is_none("sorter"):
+        raise ctx.unsupported("searchsorted with a sorter")
+    right = ctx.bool("right") if ctx.has("right") else False
+    if ctx.has("side") and not ctx.is_none("side"):
+        right = ctx.const("side") == "right"
+    dt = ctx.promote(seq, values)
+    seq, values = ctx.b.cast(seq, dt), ctx.b.cast(values, dt)
+    return _count_below(ctx, seq, values, right, ctx.bool("out_int32") if ctx.has("out_int32") else False)
+
+
+@RULES.rule("aten::bucketize")
+def bucketize(ctx: LoweringContext) -> Value:
+    values = ctx.tensor(0)
+    bounds = ctx.tensor(1)
+    dt = ctx.promote(values, bounds)
+    values, bounds = ctx.b.cast(values, dt), ctx.b.cast(bounds, dt)
+    right = ctx.bool("right") if ctx.has("right") else False
+    return _count_below(ctx, bounds, values, right, ctx.bool("out_int32") if ctx.has("out_int32") else False)

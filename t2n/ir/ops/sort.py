@@ -1,0 +1,35 @@
+"""Top-k (and so sort): the k largest or smallest along one axis, with their indices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from t2n.ir.dtypes import DType
+from t2n.ir.infer_utils import InferError, tensor
+from t2n.ir.schema import InferContext, OpTable
+from t2n.ir.types import TensorType
+
+TABLE = OpTable("sort")
+
+
+def _eval_topk(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray]:
+    x, k, axis = xs[0], int(a["k"]), int(a["axis"])
+    order = np.argsort(-x if a["largest"] else x, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
+
+
+@TABLE.op("topk", evaluate=_eval_topk)
+def _topk(ctx: InferContext) -> list[TensorType]:
+    """(values, i64 indices) of the ``k`` largest (``largest``) or smallest elements along
+    ``axis``, sorted; ties keep the earlier index first."""
+    x = ctx.types[0]
+    axis, k = int(ctx.attrs["axis"]), ctx.attrs["k"]
+    if not 0 <= axis < x.rank:
+        raise InferError(f"topk: axis {axis} out of range for rank {x.rank}")
+    shape = list(x.shape)
+    shape[axis] = k
+    return [tensor(x.dtype, shape), tensor(DType.I64, shape)]
