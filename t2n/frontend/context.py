@@ -38,7 +38,11 @@ class ModuleRef:
 
 @attrs.define(eq=False)
 class Poison:
-    """Stands for the outputs of a node that failed to lower (its error is reported once)."""
+    """Stands for the outputs of a node that failed to lower (its error is reported once),
+    or, with a ``reason``, for an output a rule cannot produce (e.g. the indices of an
+    adaptive max pool): reported only if something reads it."""
+
+    reason: str | None = None
 
 
 _SCHEMA_CACHE: dict[str, list[str]] = {}

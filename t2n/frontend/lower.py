@@ -107,6 +107,9 @@ class Lowering:
             outs = self.select_tensors(spec, returned[0])
         else:
             outs = self.flatten_outputs(returned)
+        for o in outs:
+            if isinstance(o, Poison) and o.reason:
+                self.problems.append(OpProblem("output", "", "", o.reason))
         if self.problems:
             raise UnsupportedOpsError(self.problems)
         self.graph.set_outputs(self.name_outputs(outs))
@@ -139,6 +142,9 @@ class Lowering:
         if any(a is _MISSING for a in args):
             raise LoweringError(f"{node.kind()}: an input was never lowered (graph order?)")
         if any(isinstance(a, Poison) for a in args):
+            for a in args:
+                if isinstance(a, Poison) and a.reason:
+                    self.problem(node, a.reason)
             for o in outs:
                 self.env[o.unique()] = Poison()
             return

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from t2n.frontend.context import LoweringContext
+import numpy as np
+
+from t2n.frontend.context import LoweringContext, Poison
 from t2n.frontend.helpers import squeeze, unsqueeze
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Value
@@ -43,13 +45,34 @@ def convolution(
         pads = [(p, p) for p in _expand(padding, spatial)]
     inputs = [x, w] + ([bias] if bias is not None else [])
     if transposed:
-        out = ctx.b.op("deconv", *inputs, stride=tuple(stride), dilation=tuple(dilation),
-                       padding=tuple(pads), output_padding=tuple(_expand(output_padding, spatial)),
-                       groups=groups)
+        out = transposed_conv(ctx, x, w, bias, stride, dilation, pads,
+                              _expand(output_padding, spatial), groups)
     else:
         out = ctx.b.op("conv", *inputs, stride=tuple(stride), dilation=tuple(dilation),
                        padding=tuple(pads), groups=groups)
     return squeeze(ctx.b, out, [0]) if unbatched else out
+
+
+def transposed_conv(ctx: LoweringContext, x: Value, w: Value, bias: Value | None, stride: list[int],
+                    dilation: list[int], pads: list[tuple[int, int]], output_padding: list[int],
+                    groups: int) -> Value:
+    """``output_padding`` only moves where the full transposed-conv output is cropped
+    (PyTorch crops ``p`` before and ``p - output_padding`` after), which engines agree
+    on; the part beyond the full output (``output_padding > p``) is bias alone, added by
+    an explicit pad."""
+    b = ctx.b
+    crop = [(p0, max(p1 - op, 0)) for (p0, p1), op in zip(pads, output_padding)]
+    extra = [max(op - p1, 0) for (_, p1), op in zip(pads, output_padding)]
+    attrs: dict[str, Any] = dict(stride=tuple(stride), dilation=tuple(dilation), padding=tuple(crop),
+                 output_padding=(0,) * len(pads), groups=groups)
+    if not any(extra):
+        return b.op("deconv", x, w, *([bias] if bias is not None else []), **attrs)
+    out = b.op("deconv", x, w, **attrs)
+    grow = ((0, 0), (0, 0)) + tuple((0, e) for e in extra)
+    out = b.op("pad", out, pads=grow, mode="constant", value=0.0)
+    if bias is not None:
+        out = b.op("add", out, b.op("reshape", bias, b.ints([-1] + [1] * len(pads))))
+    return out
 
 
 @RULES.rule("aten::_convolution", "aten::convolution")
@@ -112,15 +135,47 @@ def _pool(ctx: LoweringContext, n: int, kind: str) -> Value:
     pads = _pool_geometry(ctx, x, n, ceil_mode, kernel, stride, padding, dilation)
     attrs: dict[str, Any] = dict(kernel=tuple(kernel), stride=tuple(stride), dilation=tuple(dilation),
                                     padding=tuple(pads))
-    if kind == "avg_pool":
-        if ctx.has("divisor_override") and not ctx.is_none("divisor_override"):
-            raise ctx.unsupported("divisor_override")
-        include = ctx.bool("count_include_pad")
-        if ceil_mode and include and any(a != b for a, b in pads):
-            raise ctx.unsupported("ceil_mode with count_include_pad=True adds windows PyTorch averages "
-                                  "over a partial padded size")
-        attrs["count_include_pad"] = include
-    return ctx.b.op(kind, x, **attrs)
+    if kind == "max_pool":
+        return ctx.b.op(kind, x, **attrs)
+    divisor = ctx.optional("divisor_override") if ctx.has("divisor_override") else None
+    include = ctx.bool("count_include_pad") or divisor is not None
+    extended = any(a != p for (_, a), p in zip(pads, padding))
+    if not include or (not extended and divisor is None):
+        return ctx.b.op(kind, x, count_include_pad=include, **attrs)
+    # PyTorch's divisor: the window's cells inside input + explicit padding (or the
+    # override); the engines' 'constant' border divides by the whole window
+    window_sum = ctx.b.op("mul", ctx.b.op(kind, x, count_include_pad=True, **attrs),
+                          ctx.as_value(float(np.prod(kernel)), x.type.dtype))
+    if divisor is not None:
+        return ctx.b.op("div", window_sum, ctx.as_value(float(divisor), x.type.dtype))
+    counts = np.ones([1] * (x.rank - n), dtype=np.float64)
+    out_shape = _pool_out_sizes(x, n, kernel, stride, pads)
+    for i in range(n):
+        size = x.type.shape[x.rank - n + i]
+        assert isinstance(size, int)
+        start = np.arange(out_shape[i]) * stride[i] - padding[i]
+        end = np.minimum(start + kernel[i], size + padding[i])
+        counts = np.multiply.outer(counts, (end - start).astype(np.float64))
+    div = ctx.b.const(counts.astype(x.type.dtype.numpy), x.type.dtype)
+    return ctx.b.op("div", window_sum, div)
+
+
+def _pool_out_sizes(x: Value, n: int, kernel: list[int], stride: list[int],
+                    pads: list[tuple[int, int]]) -> list[int]:
+    out = []
+    for i in range(n):
+        size = x.type.shape[x.rank - n + i]
+        assert isinstance(size, int)
+        out.append((size + pads[i][0] + pads[i][1] - kernel[i]) // stride[i] + 1)
+    return out
+
+
+@RULES.rule("aten::max_pool1d_with_indices", "aten::max_pool2d_with_indices",
+            "aten::max_pool3d_with_indices")
+def max_pool_with_indices(ctx: LoweringContext) -> tuple[Value, Poison]:
+    values = _pool(ctx, int(ctx.kind[len("aten::max_pool")]), "max_pool")
+    return values, Poison("the indices of a max pool (return_indices=True) cannot be exported; "
+                          "use return_indices=False")
 
 
 @RULES.rule("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d")
@@ -133,16 +188,50 @@ def avg_pool(ctx: LoweringContext) -> Value:
     return _pool(ctx, int(ctx.kind[-2]), "avg_pool")
 
 
-@RULES.rule("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d")
+def adaptive_windows(size: int, out: int) -> list[tuple[int, int]]:
+    """PyTorch's adaptive pooling windows: [floor(i*L/out), ceil((i+1)*L/out))."""
+    return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+
+
+def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | None], reduce: str) -> Value:
+    """One axis at a time (both averages and maxima over rectangles are separable):
+    a pooling op when the windows tile the axis evenly, else slices reduced and
+    concatenated."""
+    b = ctx.b
+    for i, o in enumerate(out_size):
+        axis = x.rank - n + i
+        size = x.type.shape[axis]
+        if o is None or (isinstance(size, int) and o == size):
+            continue
+        if o == 1:
+            x = b.op(reduce, x, axes=(axis,), keepdims=True)
+            continue
+        if not isinstance(size, int):
+            raise ctx.unsupported("adaptive pooling of a dynamic axis to a size other than 1")
+        parts = []
+        for start, end in adaptive_windows(size, o):
+            part = b.op("slice", x, b.ints([start]), b.ints([end]), axes=(axis,), steps=(1,))
+            parts.append(b.op(reduce, part, axes=(axis,), keepdims=True))
+        x = b.op("concat", *parts, axis=axis)
+    return x
+
+
+def _adaptive_sizes(ctx: LoweringContext, n: int) -> list[int | None]:
+    raw = ctx.const(1)
+    sizes = [raw] if isinstance(raw, int) or raw is None else list(raw)
+    return sizes * n if len(sizes) == 1 else sizes
+
+
+@RULES.rule("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d",
+            "aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool3d")
 def adaptive_avg_pool(ctx: LoweringContext) -> Value:
-    x = ctx.tensor(0)
-    n = int(ctx.kind[-2])
-    out_size = _expand(ctx.ints(1), n)
-    sizes = list(x.type.shape[x.rank - n:])
-    if all(o == 1 for o in out_size):
-        return ctx.b.op("mean_reduce", x, axes=tuple(range(x.rank - n, x.rank)), keepdims=True)
-    if any(not isinstance(s, int) or s % o for s, o in zip(sizes, out_size)):
-        raise ctx.unsupported(f"adaptive pooling from {sizes} to {out_size} (not a divisor)")
-    kernel = [int(s) // o for s, o in zip(sizes, out_size)]
-    return ctx.b.op("avg_pool", x, kernel=tuple(kernel), stride=tuple(kernel), dilation=(1,) * n,
-                    padding=((0, 0),) * n, count_include_pad=True)
+    n = int(ctx.kind.rstrip("d")[-1])
+    return adaptive_pool(ctx, ctx.tensor(0), n, _adaptive_sizes(ctx, n), "mean_reduce")
+
+
+@RULES.rule("aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d")
+def adaptive_max_pool(ctx: LoweringContext) -> tuple[Value, Poison]:
+    n = int(ctx.kind.rstrip("d")[-1])
+    values = adaptive_pool(ctx, ctx.tensor(0), n, _adaptive_sizes(ctx, n), "max_reduce")
+    return values, Poison("the indices of an adaptive max pool (return_indices=True) cannot be "
+                          "exported; use return_indices=False")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
-from t2n.ir import Op
+from t2n.ir import Op, Value
 
 COMMON = EmitterTable("nn")
 TRACT = EmitterTable("nn/tract")
@@ -47,6 +47,25 @@ def deconv(ctx: EmitContext, op: Op) -> None:
              groups=int(op.attrs.get("groups", 1)))
 
 
+@TRACT.emitter("deconv")
+def deconv_tract(ctx: EmitContext, op: Op) -> None:
+    """tract reads a transposed-convolution filter as [O, C/groups, k…] (PyTorch's, and
+    the IR's, is [C, O/groups, k…]): the filter is regrouped in the graph, where tract
+    folds it once at load time, instead of copying the weight at export."""
+    x, w = op.inputs[:2]
+    g = int(op.attrs.get("groups", 1))
+    c, og = (int(d) for d in w.type.shape[:2])  # type: ignore[call-overload]
+    ks = [int(d) for d in w.type.shape[2:]]  # type: ignore[call-overload]
+    spatial = list(range(3, 3 + len(ks)))
+    grouped = ctx.emit(f"{w.name}_g", "reshape", w, shape=[g, c // g, og] + ks)
+    swapped = ctx.emit(f"{w.name}_t", "transpose", Raw(grouped), axes=[0, 2, 1] + spatial)
+    filt = ctx.emit(f"{w.name}_oi", "reshape", Raw(swapped), shape=[g * og, c // g] + ks)
+    ctx.emit(op.output, "deconv", x, Raw(filt), _bias(ctx, op), border="constant",
+             padding=_pairs(op.attrs["padding"]), stride=list(op.attrs["stride"]),
+             dilation=list(op.attrs["dilation"]), output_shape=list(op.output.type.shape),
+             groups=g)
+
+
 def _pool(ctx: EmitContext, op: Op) -> None:
     x = op.inputs[0]
     k = list(op.attrs["kernel"])
@@ -55,10 +74,20 @@ def _pool(ctx: EmitContext, op: Op) -> None:
         border = "ignore"
     else:
         border = "constant" if op.attrs.get("count_include_pad", True) else "ignore"
-    ctx.emit(op.output, op.kind, x, size=[1] * lead + k, border=border,
-             padding=[(0, 0)] * lead + _pairs(op.attrs["padding"]),
-             stride=[1] * lead + list(op.attrs["stride"]),
-             dilation=[1] * lead + list(op.attrs["dilation"]))
+    src: Value | Raw = x
+    missing = max(0, 2 - lead)  # tract wants at least N and C before the window axes
+    if missing:
+        src = Raw(ctx.emit(f"{x.name}_nc", "unsqueeze", x, axes=list(range(missing))))
+        lead += missing
+    attrs = dict(size=[1] * lead + k, border=border,
+                 padding=[(0, 0)] * lead + _pairs(op.attrs["padding"]),
+                 stride=[1] * lead + list(op.attrs["stride"]),
+                 dilation=[1] * lead + list(op.attrs["dilation"]))
+    if not missing:
+        ctx.emit(op.output, op.kind, src, **attrs)
+        return
+    pooled = ctx.emit(f"{op.output.name}_nc", op.kind, src, **attrs)
+    ctx.emit(op.output, "squeeze", Raw(pooled), axes=list(range(missing)))
 
 
 COMMON.add("max_pool", _pool)

@@ -1,0 +1,187 @@
+"""Interpolation (``F.interpolate``, ``nn.Upsample``): one axis at a time.
+
+Nearest modes gather with constant indices; linear and cubic modes multiply by a
+constant interpolation matrix computed here from PyTorch's coordinate formulas
+(``align_corners``, scale factor or size, cubic A = -0.75 with clamped borders). Both
+forms run in tract and the Khronos interpreter. Nearest upsampling by an integer
+factor is a tile and reshape, which keeps a dynamic axis dynamic.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from t2n.frontend.context import LoweringContext
+from t2n.frontend.helpers import dim_value, transpose
+from t2n.frontend.registry import RuleSet
+from t2n.ir import DType, Value
+
+RULES = RuleSet("upsample")
+
+CUBIC_A = -0.75
+
+
+def _source_scale(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> float:
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    if scale is not None and scale > 0:
+        return 1.0 / scale
+    return in_size / out_size
+
+
+def nearest_indices(in_size: int, out_size: int, scale: float | None, exact: bool) -> np.ndarray:
+    s = np.float32(_source_scale(in_size, out_size, False, scale))  # PyTorch computes in f32
+    dst = np.arange(out_size, dtype=np.float32)
+    src = np.floor((dst + np.float32(0.5)) * s) if exact else np.floor(dst * s)
+    return np.minimum(src.astype(np.int64), in_size - 1)
+
+
+def linear_matrix(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.ndarray:
+    s = _source_scale(in_size, out_size, align_corners, scale)
+    dst = np.arange(out_size, dtype=np.float64)
+    src = dst * s if align_corners else np.maximum((dst + 0.5) * s - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    i1 = np.minimum(i0 + 1, in_size - 1)
+    w1 = src - i0
+    m = np.zeros((out_size, in_size))
+    np.add.at(m, (np.arange(out_size), i0), 1.0 - w1)
+    np.add.at(m, (np.arange(out_size), i1), w1)
+    return m
+
+
+def _cubic(t: np.ndarray) -> list[np.ndarray]:
+    """Weights of the four taps at offsets -1, 0, 1, 2 for fractional positions ``t``."""
+    a = CUBIC_A
+
+    def near(x: np.ndarray) -> np.ndarray:
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x: np.ndarray) -> np.ndarray:
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def cubic_matrix(in_size: int, out_size: int, align_corners: bool, scale: float | None) -> np.ndarray:
+    s = _source_scale(in_size, out_size, align_corners, scale)
+    dst = np.arange(out_size, dtype=np.float64)
+    src = dst * s if align_corners else (dst + 0.5) * s - 0.5
+    i = np.floor(src).astype(np.int64)
+    t = src - i
+    m = np.zeros((out_size, in_size))
+    for k, w in zip(range(-1, 3), _cubic(t)):
+        np.add.at(m, (np.arange(out_size), np.clip(i + k, 0, in_size - 1)), w)
+    return m
+
+
+def _apply_matrix(ctx: LoweringContext, x: Value, axis: int, m: np.ndarray) -> Value:
+    b = ctx.b
+    perm = [a for a in range(x.rank) if a != axis] + [axis]
+    xt = transpose(b, x, perm)
+    mt = b.const(np.ascontiguousarray(m.T).astype(x.type.dtype.numpy), x.type.dtype)
+    y = b.op("matmul", xt, mt, transpose_a=False, transpose_b=False)
+    return transpose(b, y, [perm.index(i) for i in range(len(perm))])
+
+
+def _tile_nearest(ctx: LoweringContext, x: Value, axis: int, factor: int) -> Value:
+    """Each element repeated ``factor`` times along ``axis``; sizes read at run time."""
+    b = ctx.b
+    y = b.op("unsqueeze", x, axes=(axis + 1,))
+    reps = [1] * y.rank
+    reps[axis + 1] = factor
+    y = b.op("tile", y, b.ints(reps))
+    dims = [dim_value(b, x, a) for a in range(x.rank)]
+    dims[axis] = b.op("mul", dims[axis], b.const(np.asarray(factor, dtype=np.int64), DType.I64))
+    return b.op("reshape", y, ctx.shape_tensor(dims))
+
+
+def _args(ctx: LoweringContext, n: int, has_align: bool) -> tuple[list[Any] | None, bool, list[float | None]]:
+    """(output sizes or None, align_corners, scale factors) from both overloads."""
+    out = ctx.raw(1)
+    align = ctx.bool(2) if has_align else False
+    rest = [ctx.raw(i) for i in range((3 if has_align else 2), ctx.n_inputs)]
+    scales: list[float | None] = [None] * n
+    if len(rest) == 1 and (rest[0] is None or isinstance(rest[0], (list, tuple))):
+        if rest[0] is not None:
+            scales = [float(v) for v in rest[0]]
+    else:
+        scales = [None if v is None else float(v) for v in rest[:n]] + [None] * (n - len(rest[:n]))
+    sizes = None if out is None else (list(out) if isinstance(out, (list, tuple)) else [out] * n)
+    return sizes, align, scales
+
+
+def _static(v: Any) -> int | None:
+    if isinstance(v, int):
+        return v
+    if isinstance(v, Value) and v.known is not None and v.known.dtype != object:
+        return int(np.asarray(v.known).item())
+    return None
+
+
+def interpolate(ctx: LoweringContext, mode: str, n: int, has_align: bool) -> Value:
+    x = ctx.tensor(0)
+    if not x.type.dtype.is_float:
+        raise ctx.unsupported("interpolation of a non-float tensor")
+    sizes, align, scales = _args(ctx, n, has_align)
+    for i in range(n):
+        axis = x.rank - n + i
+        size = x.type.shape[axis]
+        scale = scales[i]
+        out = _static(sizes[i]) if sizes is not None else None
+        factor = scale if scale is not None else (out / size if isinstance(size, int) and out else None)
+        if mode == "nearest" and factor is not None and float(factor).is_integer() and \
+                (sizes is None or scale is None):
+            if int(factor) != 1:
+                x = _tile_nearest(ctx, x, axis, int(factor))
+            continue
+        if not isinstance(size, int):
+            raise ctx.unsupported(f"{mode} interpolation of a dynamic axis (only nearest by an "
+                                  "integer factor keeps it dynamic)")
+        if out is None and sizes is not None:
+            # a size computed from shapes in forward: the traced size (a dynamic axis
+            # here is reported by the dynamic-axes check)
+            traced = ctx.traced_shape(0)
+            out = traced[axis] if traced is not None else None
+        if out is None:
+            if scale is None:
+                raise ctx.unsupported("interpolation to a size computed at run time")
+            out = int(math.floor(size * scale))
+        if out == size and scale in (None, 1.0):
+            continue
+        if mode in ("nearest", "nearest-exact"):
+            idx = nearest_indices(size, out, scale if sizes is None else None, mode == "nearest-exact")
+            x = ctx.b.op("gather", x, ctx.b.const(idx, DType.I64), axis=axis)
+        elif mode == "linear":
+            x = _apply_matrix(ctx, x, axis, linear_matrix(size, out, align, scale if sizes is None else None))
+        else:
+            x = _apply_matrix(ctx, x, axis, cubic_matrix(size, out, align, scale if sizes is None else None))
+    return x
+
+
+@RULES.rule("aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d")
+def upsample_nearest(ctx: LoweringContext) -> Value:
+    return interpolate(ctx, "nearest", int(ctx.kind[-2]), False)
+
+
+@RULES.rule("aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d",
+            "aten::_upsample_nearest_exact3d")
+def upsample_nearest_exact(ctx: LoweringContext) -> Value:
+    return interpolate(ctx, "nearest-exact", int(ctx.kind[-2]), False)
+
+
+@RULES.rule("aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d")
+def upsample_linear(ctx: LoweringContext) -> Value:
+    return interpolate(ctx, "linear", int(ctx.kind[-2]), True)
+
+
+@RULES.rule("aten::upsample_bicubic2d")
+def upsample_bicubic(ctx: LoweringContext) -> Value:
+    return interpolate(ctx, "cubic", 2, True)
+
+
+@RULES.rule("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa")
+def upsample_antialias(ctx: LoweringContext) -> Value:
+    raise ctx.unsupported("antialiased interpolation (antialias=True); use antialias=False")
