@@ -27,7 +27,14 @@ from t2n.frontend.dtypes import to_ir
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.scalars import SCALAR_OPS, is_python_value
 from t2n.frontend.trace import TracedModel
-from t2n.frontend.views import VIEW_KINDS, ViewTracker
+from t2n.frontend.views import (
+    MAYBE_COPY_KINDS,
+    MULTI_VIEW_KINDS,
+    SELF_WHEN_SAME_KINDS,
+    VIEW_KINDS,
+    ViewTracker,
+    aliases_input,
+)
 from t2n.ir import DType, Graph, SourceLoc, TensorType, Value
 
 log = logging.getLogger("t2n.frontend")
@@ -188,11 +195,16 @@ class Lowering:
         """Record views, and make an in-place op's result visible through its input, the
         input's bases and their other views (see ``t2n.frontend.views``)."""
         outs = list(node.outputs())
+        kind = node.kind()
+        if kind == "prim::ListUnpack" and node.inputs().__next__().node().kind() in MULTI_VIEW_KINDS:
+            self.record_pieces(node)
+            return
         if len(outs) != 1 or not args or not isinstance(args[0], Value) or not isinstance(result, Value):
             return
         first = next(iter(node.inputs())).unique()
-        kind = node.kind()
-        if kind in VIEW_KINDS:
+        if kind in SELF_WHEN_SAME_KINDS and result is args[0]:
+            self.views.record(outs[0].unique(), first, lambda: self.env[first])
+        elif kind in VIEW_KINDS and (kind not in MAYBE_COPY_KINDS or aliases_input(node)):
             self.views.record(outs[0].unique(), first, lambda: fn(LoweringContext(self, node)))
         elif kind.endswith("_") and not kind.endswith("__"):
             # In-place op: later readers of the mutated input see the result; its output
@@ -202,6 +214,21 @@ class Lowering:
             except UnsupportedHere as exc:
                 self.problem(node, str(exc))
             self.views.record(outs[0].unique(), first, lambda: self.env[first])
+            self.env[outs[0].unique()] = self.env[first]
+
+    def record_pieces(self, unpack: torch._C.Node) -> None:
+        """The outputs of ``chunk``/``split``/``unbind`` are views of its input."""
+        producer = next(iter(unpack.inputs())).node()
+        info = self.registry.get(producer.kind())
+        base = next(iter(producer.inputs())).unique()
+        if info is None or not isinstance(self.env.get(base), Value):
+            return
+
+        def piece(i: int) -> Any:
+            return lambda: info.fn(LoweringContext(self, producer))[i]
+
+        for i, o in enumerate(unpack.outputs()):
+            self.views.record(o.unique(), base, piece(i))
 
     def select_tensors(self, spec: Any, lowered: Any) -> list[Any]:
         """The lowered values at the tensor positions of PyTorch's output structure

@@ -108,6 +108,8 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     def keep_outputs(_m: Any, _i: Any, out: Any) -> None:
         outputs[:] = list(out)
 
+    # tracing runs the model, which may write into its inputs: keep the values it saw
+    originals = [t.detach().clone() for t in tensors]
     hook = flat.register_forward_hook(keep_outputs)
     caught: list[str] = []
     with eval_mode(model), torch.no_grad(), warnings.catch_warnings(record=True) as wlist:
@@ -129,7 +131,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         graph=graph,
         root=flat,
         scope_prefix="model.",
-        example_inputs=list(tensors),
+        example_inputs=originals,
         input_paths=paths,
         reference_outputs=[o.detach() for o in outputs],
         output_paths=list(flat.out_paths),

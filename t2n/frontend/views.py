@@ -29,6 +29,41 @@ VIEW_KINDS = frozenset(
 )
 """aten ops whose output shares memory with their first input."""
 
+MULTI_VIEW_KINDS = frozenset(
+    "aten::" + k
+    for k in ["chunk", "unsafe_chunk", "split", "unsafe_split", "split_with_sizes",
+              "unsafe_split_with_sizes", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit"]
+)
+"""aten ops whose list of outputs (unpacked by ``prim::ListUnpack``) are views of their
+first input."""
+
+MAYBE_COPY_KINDS = frozenset(
+    "aten::" + k for k in ["reshape", "reshape_as", "flatten", "unflatten", "contiguous"]
+)
+"""aten ops that return a view only when the input's strides allow it (else a copy)."""
+
+SELF_WHEN_SAME_KINDS = frozenset(["aten::to", "aten::type_as"])
+"""aten ops that return their input itself (an alias) when nothing changes."""
+
+
+def aliases_input(node: Any) -> bool:
+    """Whether a reshape-like op shares memory with its input in PyTorch: replayed on
+    meta tensors with the strides the trace recorded (unknown strides: assume a view)."""
+    inp, out = next(iter(node.inputs())).type(), next(iter(node.outputs())).type()
+    try:
+        sizes, strides, out_sizes = inp.sizes(), inp.strides(), out.sizes()
+    except RuntimeError:
+        return True
+    if sizes is None or strides is None or out_sizes is None:
+        return True
+    import torch
+
+    t = torch.empty_strided(sizes, strides, device="meta")
+    if node.kind() == "aten::contiguous":
+        return t.is_contiguous()
+    r = t.reshape(out_sizes)
+    return r is t or r._base is t
+
 
 @attrs.define
 class View:
@@ -74,6 +109,9 @@ class ViewTracker:
             return
         new_base = write_through(b, base_old, old, new)
         self.written(b, view.base, base_old, new_base)
+        # derive the view again from its new base, so that a later write through it
+        # still finds its chain of view ops back to the base
+        self.env[vid] = view.rederive()
         view.version = self.versions.get(view.base, 0)
 
 

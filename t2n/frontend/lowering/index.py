@@ -465,10 +465,15 @@ def _masked_put(ctx: LoweringContext, x: Value, items: list[Any], values: Value,
     if len([v for v in items if v is not None]) != 1 or items[0] is None:
         raise ctx.unsupported("index_put with a boolean mask among other indices")
     mask = b.cast(items[0], DType.BOOL)
-    if not (values.type.shape.is_static and values.type.shape.numel == 1):
+    trailing = x.rank - mask.rank
+    dims = list(values.type.shape)
+    while len(dims) > trailing and isinstance(dims[0], int) and dims[0] == 1:
+        dims = dims[1:]
+    if len(dims) > trailing:
         raise ctx.unsupported("x[mask] = tensor: the number of selected elements depends on the data; "
                               "use torch.where(mask, values, x)")
-    v = reshape(b, values, [])
+    # one value per selected element's trailing axes: it broadcasts like a where
+    v = reshape(b, values, dims) if dims != list(values.type.shape) else values
     mask = unsqueeze(b, mask, list(range(mask.rank, x.rank)))
     if accumulate:
         return b.op("add", x, b.op("select", mask, v, ctx.as_value(0, x.type.dtype)))
@@ -529,6 +534,108 @@ def diag(ctx: LoweringContext) -> Value:
     spread = unsqueeze(b, v, [1]) if k >= 0 else unsqueeze(b, v, [0])
     zero = ctx.as_value(0, x.type.dtype)
     return b.op("select", on, spread, zero)
+
+
+@RULES.rule("aten::diag_embed")
+def diag_embed(ctx: LoweringContext) -> Value:
+    """The last axis spread on a diagonal of two new axes: a ``range`` comparison mask
+    (``col - row == offset``), then the two axes moved to ``dim1``/``dim2``."""
+    x = ctx.tensor(0)
+    b = ctx.b
+    k = ctx.int(1) if ctx.n_inputs > 1 else 0
+    rank = x.rank + 1
+    d1 = ctx.axis(2, rank) if ctx.n_inputs > 2 else rank - 2
+    d2 = ctx.axis(3, rank) if ctx.n_inputs > 3 else rank - 1
+    if d1 == d2:
+        raise ctx.unsupported("diag_embed with dim1 == dim2")
+    if x.rank == 0:
+        x = reshape(b, x, [1])
+    zero = ctx.as_value(False if x.type.dtype is DType.BOOL else 0, x.type.dtype)
+    if k:  # |k| zeros after the last element (concat: any dtype, any engine)
+        tail = b.op("expand", zero, b.ints(list(x.type.shape)[:-1] + [abs(k)]))
+        x = b.op("concat", x, tail, axis=x.rank - 1)
+    m = size_of(b, x, x.rank - 1)
+    rows = unsqueeze(b, positions(b, m), [1])
+    cols = unsqueeze(b, positions(b, m), [0])
+    on = b.op("eq", b.op("sub", cols, rows), i64(b, k))
+    # element (i, i + k) holds x[i] for k >= 0, element (j - k, j) holds x[j] for k < 0
+    spread = unsqueeze(b, x, [x.rank]) if k >= 0 else unsqueeze(b, x, [x.rank - 1])
+    out = b.op("select", on, spread, zero)
+    if (d1, d2) == (rank - 2, rank - 1):
+        return out
+    perm, batch = [], 0
+    for p in range(rank):
+        if p == d1:
+            perm.append(rank - 2)
+        elif p == d2:
+            perm.append(rank - 1)
+        else:
+            perm.append(batch)
+            batch += 1
+    return transpose(b, out, perm)
+
+
+def _data_dependent(ctx: LoweringContext, what: str) -> UnsupportedHere:
+    return ctx.unsupported(f"{what} has a number of elements that depends on the data "
+                           "(a static-shape graph cannot hold it); use torch.where(mask, x, fill)")
+
+
+@RULES.rule("aten::nonzero", "aten::argwhere")
+def nonzero(ctx: LoweringContext) -> Value:
+    """Only when the input is known at export time (then it is a constant)."""
+    x = ctx.tensor(0)
+    if x.known is None or x.known.dtype == object:
+        raise _data_dependent(ctx, ctx.kind.removeprefix("aten::"))
+    return ctx.b.const(np.argwhere(np.asarray(x.known)).astype(np.int64), DType.I64)
+
+
+def _static_mask(ctx: LoweringContext, mask: Value, x: Value) -> np.ndarray | None:
+    """The mask broadcast to ``x``'s (static) shape when both are known at export."""
+    if mask.known is None or mask.known.dtype == object or not x.type.shape.is_static:
+        return None
+    return np.broadcast_to(np.asarray(mask.known).astype(bool), tuple(int(d) for d in x.type.shape))
+
+
+@RULES.rule("aten::masked_select")
+def masked_select(ctx: LoweringContext) -> Value:
+    """A gather at constant positions when the mask is known at export time; refused
+    otherwise (the result's length is the mask's count of True)."""
+    x, mask = ctx.tensor(0), ctx.tensor(1)
+    known = _static_mask(ctx, mask, x)
+    if known is None or list(np.broadcast_shapes(known.shape, tuple(x.type.shape))) != list(x.type.shape):
+        raise _data_dependent(ctx, "masked_select with a run-time mask")
+    flat = reshape(ctx.b, x, [int(known.size)])
+    return ctx.b.op("gather", flat, ctx.b.const(np.flatnonzero(known).astype(np.int64), DType.I64), axis=0)
+
+
+@RULES.rule("aten::masked_scatter", "aten::masked_scatter_")
+def masked_scatter(ctx: LoweringContext) -> Value:
+    """``x`` where the mask is False; the mask's True positions, in row-major order, take
+    consecutive elements of ``source``: a where over a gather of ``source`` at the running
+    count of True (known at export for a constant mask, an integer prefix sum otherwise)."""
+    x, mask = ctx.tensor(0), ctx.tensor(1)
+    source = ctx.tensor(2, x.type.dtype)
+    b = ctx.b
+    if not x.type.shape.is_static or not source.type.shape.is_static:
+        raise ctx.unsupported("masked_scatter on dynamic shapes")
+    shape = [int(d) for d in x.type.shape]
+    n = int(np.prod(shape, dtype=np.int64))
+    src = reshape(b, source, [int(source.type.shape.numel)])
+    known = _static_mask(ctx, mask, x)
+    if mask.type.dtype is not DType.BOOL:
+        mask = b.cast(mask, DType.BOOL)
+    if list(mask.type.shape) != shape:
+        mask = b.op("expand", mask, b.ints(shape))
+    if known is not None:
+        order = np.maximum(np.cumsum(known.reshape(-1)) - 1, 0).astype(np.int64)
+        idx = b.const(order, DType.I64)
+    else:
+        from t2n.frontend.lowering.sort import prefix_scan
+
+        counts = prefix_scan(ctx, b.cast(reshape(b, mask, [n]), DType.I64), 0, "add")
+        idx = b.op("max", b.op("sub", counts, i64(b, 1)), i64(b, 0))
+    taken = reshape(b, b.op("gather", src, idx, axis=0), shape)
+    return b.op("select", mask, taken, x)
 
 
 __all__ = ["RULES", "UnsupportedHere"]

@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from t2n.frontend.context import LoweringContext, Poison
-from t2n.frontend.lowering.norm import affine, batch_stats_norm, per_channel, running_stats_norm, standardize
+from t2n.frontend.lowering.norm import (
+    affine,
+    batch_stats_norm,
+    per_channel,
+    running_stats_norm,
+    standardize,
+)
 from t2n.frontend.lowering.reduce import vector_norm
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value

@@ -1,0 +1,90 @@
+"""diag_embed, masked_select/masked_scatter, data-dependent refusals (nonzero,
+argwhere, run-time masked_select), x[mask] = row values, and dynamic-axis checks for
+embedding, gather, tril/triu and diag_embed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from t2n.errors import UnsupportedOpsError
+from t2n.testing import check_dynamic, check_export
+
+
+class Fn(nn.Module):
+    def __init__(self, fn) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+def run(fn, *args, khronos_refuses=False):
+    return check_export(Fn(fn).eval(), args, khronos_refuses=khronos_refuses)
+
+
+X = torch.randn(3, 4, 5)
+MASK = torch.tensor([True, False, True, True, False])
+
+
+def test_diag_embed_offsets_dims_and_dtypes():
+    run(lambda x: (torch.diag_embed(x), torch.diag_embed(x, 1, 0, 2), torch.diag_embed(x, -2, -1, 1),
+                   torch.diag_embed((x * 3).long(), 1), torch.diag_embed(x > 0, -1),
+                   torch.diag_embed(x[0, 0].half())), X)
+
+
+def test_masked_select_and_scatter_with_a_constant_mask():
+    run(lambda x: (torch.masked_select(x, MASK), x.masked_scatter(MASK, torch.arange(60.0).reshape(6, 10))), X)
+
+
+def test_masked_scatter_with_a_runtime_mask_tract():
+    # the running count of True is an integer prefix sum: tract only
+    run(lambda x, s: (x.masked_scatter(x > 0, s), (x * 5).long().masked_scatter(x < 0, s.long()),
+                      x.clone()[1].masked_scatter_(x[1] > 0, s)),
+        X, torch.randn(70), khronos_refuses=True)
+
+
+def test_mask_assignment_of_a_row_is_a_where():
+    def assign(x):
+        y = x.clone()
+        y[x[..., 0] > 0] = torch.arange(5.0)
+        return y.index_put_((x[..., 1] > 0,), torch.ones(1, 5), accumulate=True)
+
+    run(assign, X)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.masked_select(x, x > 0),
+    lambda x: torch.nonzero(x),
+    lambda x: torch.argwhere(x > 0),
+    lambda x: x.clone().index_put_((x[..., 0] > -100,), torch.ones(12, 5)),  # 12 rows selected
+])
+def test_data_dependent_shapes_are_refused_with_a_reason(fn):
+    with pytest.raises(UnsupportedOpsError, match="depends on the data"):
+        run(fn, X)
+
+
+class Embed(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(20, 4, padding_idx=0)
+
+    def forward(self, i):
+        return self.emb(i)
+
+
+SIZES = [{"S": 5}, {"S": 1}, {"S": 9}]
+
+
+def test_dynamic_sequence_axis():
+    check_dynamic(Embed(), lambda S: (torch.randint(0, 20, (2, S)),), {"input_0": {1: "S"}}, SIZES)
+    check_dynamic(Fn(lambda x, i: torch.gather(x, 1, i)),
+                  lambda S: (torch.randn(2, S, 3), torch.randint(0, S, (2, S, 3))),
+                  {"input_0": {1: "S"}, "input_1": {1: "S"}}, SIZES)
+    check_dynamic(Fn(lambda x: (x.tril(), x.triu(1), x.masked_fill(
+                      torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).triu(1), float("-inf")))),
+                  lambda S: (torch.randn(2, S, S),), {"input_0": {1: "S", 2: "S"}}, SIZES)
+    check_dynamic(Fn(lambda x: torch.diag_embed(x, 1)), lambda S: (torch.randn(2, S),),
+                  {"input_0": {1: "S"}}, SIZES)
