@@ -1,0 +1,133 @@
+"""Recurrent layers: a ``tract_core_scan`` loop over a generated body fragment on
+tract (weights passed whole, once; the time axis may be symbolic), unrolled over the
+static sequence length in standard NNEF, which has no loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
+from t2n.ir import Op
+
+TRACT = EmitterTable("rnn/tract")
+KHRONOS = EmitterTable("rnn/khronos")
+
+Line = tuple[str, str]
+
+
+def _gate(g: str, k: int, hidden: int) -> str:
+    return f"slice({g}, axes = [1], begin = [{k * hidden}], end = [{(k + 1) * hidden}])"
+
+
+def cell_lines(mode: str, hidden: int, name: Callable[[str], str], x: str, h: str, c: str | None,
+               w: str, b: str | None, wr: str | None) -> tuple[list[Line], str, str | None]:
+    """NNEF assignments for one step: (lines, next hidden state, next cell state)."""
+    lines: list[Line] = []
+
+    def let(hint: str, expr: str) -> str:
+        n = name(hint)
+        lines.append((n, expr))
+        return n
+
+    hw = let("hw", f"matmul({h}, {w}, transposeA = false, transposeB = true)")
+    if mode == "lstm":
+        g = let("gates", f"add({x}, {hw})")
+        i = let("i", f"sigmoid({_gate(g, 0, hidden)})")
+        f = let("f", f"sigmoid({_gate(g, 1, hidden)})")
+        gg = let("g", f"tanh({_gate(g, 2, hidden)})")
+        o = let("o", f"sigmoid({_gate(g, 3, hidden)})")
+        assert c is not None
+        c_next = let("c_next", f"add(mul({f}, {c}), mul({i}, {gg}))")
+        h_next = let("h_next", f"mul({o}, tanh({c_next}))")
+        if wr is not None:
+            h_next = let("h_proj", f"matmul({h_next}, {wr}, transposeA = false, transposeB = true)")
+        return lines, h_next, c_next
+    if mode == "gru":
+        if b is not None:
+            hw = let("hwb", f"add({hw}, unsqueeze({b}, axes = [0]))")
+        r = let("r", f"sigmoid(add({_gate(x, 0, hidden)}, {_gate(hw, 0, hidden)}))")
+        z = let("z", f"sigmoid(add({_gate(x, 1, hidden)}, {_gate(hw, 1, hidden)}))")
+        n = let("n", f"tanh(add({_gate(x, 2, hidden)}, mul({r}, {_gate(hw, 2, hidden)})))")
+        h_next = let("h_next", f"add(mul(sub(1.0, {z}), {n}), mul({z}, {h}))")
+        return lines, h_next, None
+    act = "tanh" if mode == "rnn_tanh" else "relu"
+    h_next = let("h_next", f"{act}(add({x}, {hw}))")
+    return lines, h_next, None
+
+
+def _operands(ctx: EmitContext, op: Op) -> tuple[str, str, str | None, str, str | None, str | None]:
+    mode = op.attrs["mode"]
+    ins = list(op.inputs)
+    xw, h0 = ctx.arg(ins.pop(0)), ctx.arg(ins.pop(0))
+    c0 = ctx.arg(ins.pop(0)) if mode == "lstm" else None
+    w = ctx.arg(ins.pop(0))
+    b = ctx.arg(ins.pop(0)) if mode == "gru" and ins and ins[0].rank == 1 else None
+    wr = ctx.arg(ins.pop(0)) if op.attrs.get("proj") else None
+    return xw, h0, c0, w, b, wr
+
+
+@TRACT.emitter("rnn_scan")
+def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
+    mode, hidden = op.attrs["mode"], int(op.attrs["hidden"])
+    xw, h0, c0, w, b, wr = _operands(ctx, op)
+    body = f"t2n_{mode}_body_{len(ctx.fragments)}"
+    used: set[str] = set()
+
+    def name(hint: str) -> str:
+        n, k = hint, 1
+        while n in used or n in ("xw", "h", "c", "w", "b", "wr"):
+            n, k = f"{hint}_{k}", k + 1
+        used.add(n)
+        return n
+
+    lines, h_next, c_next = cell_lines(mode, hidden, name, "x", "h", "c" if c0 else None, "w",
+                                       "b" if b else None, "wr" if wr else None)
+    params = ["xw", "h"] + (["c"] if c0 else []) + ["w"] + (["b"] if b else []) + (["wr"] if wr else [])
+    results = ["h_out", "y"] + (["c_out"] if c0 else [])
+    text = [f"fragment {body}(", ",\n".join(f"    {p}: tensor<scalar>" for p in params),
+            ") -> (", ",\n".join(f"    {r}: tensor<scalar>" for r in results), ")", "{",
+            "    x = squeeze(xw, axes = [0]);"]
+    text += [f"    {lhs} = {expr};" for lhs, expr in lines]
+    text.append(f"    h_out = copy({h_next});")
+    text.append(f"    y = unsqueeze({h_next}, axes = [0]);")
+    if c0:
+        text.append(f"    c_out = copy({c_next});")
+    text.append("}")
+    ctx.fragments[body] = "\n".join(text)
+    step = -1 if op.attrs.get("reverse") else 1
+    full = [f'("w", {w})'] + ([f'("b", {b})'] if b else []) + ([f'("wr", {wr})'] if wr else [])
+    state = [f'("h", {h0}, "h_out")'] + ([f'("c", {c0}, "c_out")'] if c0 else [])
+    outputs = [f'("y", "full", 0, {step})', '("h_out", "last", 0, 1)'] + \
+        (['("c_out", "last", 0, 1)'] if c0 else [])
+    names = [ctx.id(v) for v in op.outputs]
+    call = (f"tract_core_scan(body = {literal(body)}, scan = [(\"xw\", {xw}, 0, {step})], "
+            f"full = [{', '.join(full)}], state = [{', '.join(state)}], output = [{', '.join(outputs)}])")
+    ctx.assign(names, call)
+
+
+@KHRONOS.emitter("rnn_scan")
+def rnn_scan_khronos(ctx: EmitContext, op: Op) -> None:
+    mode, hidden = op.attrs["mode"], int(op.attrs["hidden"])
+    steps = op.inputs[0].type.shape[0]
+    if not isinstance(steps, int):
+        ctx.unsupported("a recurrent layer over a dynamic axis (standard NNEF has no loop)")
+        return
+    xw, h, c, w, b, wr = _operands(ctx, op)
+    order = range(steps - 1, -1, -1) if op.attrs.get("reverse") else range(steps)
+    ys: dict[int, str] = {}
+    for t in order:
+        x = ctx.emit(f"{op.outputs[0].name}_x{t}", "squeeze",
+                     Raw(f"slice({xw}, axes = [0], begin = [{t}], end = [{t + 1}])"), axes=[0])
+        def name(hint: str, t: int = t) -> str:
+            return ctx.fresh(f"{op.outputs[0].name}_{hint}{t}")
+
+        lines, h, c_new = cell_lines(mode, hidden, name, x, h, c, w, b, wr)
+        for lhs, expr in lines:
+            ctx.assign(lhs, expr)
+        c = c_new if c_new is not None else c
+        ys[t] = ctx.emit(f"{op.outputs[0].name}_y{t}", "unsqueeze", Raw(h), axes=[0])
+    out = op.outputs
+    ctx.assign(ctx.id(out[0]), f"concat([{', '.join(ys[t] for t in range(steps))}], axis = 0)")
+    ctx.assign(ctx.id(out[1]), f"copy({h})")
+    if mode == "lstm":
+        ctx.assign(ctx.id(out[2]), f"copy({c})")

@@ -1,0 +1,93 @@
+"""LSTM, GRU and RNN layers and cells: a scan loop in tract, unrolled in Khronos NNEF."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from t2n.testing import check_dynamic, check_export
+
+
+class WithState(nn.Module):
+    def __init__(self, rnn: nn.Module) -> None:
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x, *state):
+        if not state:
+            return self.rnn(x)
+        return self.rnn(x, state if len(state) > 1 else state[0])
+
+
+@pytest.mark.parametrize("rnn", [
+    nn.LSTM(4, 6),
+    nn.LSTM(4, 6, num_layers=2, batch_first=True),
+    nn.LSTM(4, 6, bidirectional=True),
+    nn.LSTM(4, 6, num_layers=2, bidirectional=True, batch_first=True, bias=False),
+    nn.LSTM(4, 6, proj_size=3),
+    nn.GRU(4, 5),
+    nn.GRU(4, 5, num_layers=2, bidirectional=True, batch_first=True),
+    nn.GRU(4, 5, bias=False),
+    nn.RNN(4, 5),
+    nn.RNN(4, 5, nonlinearity="relu", num_layers=2, bidirectional=True),
+], ids=repr)
+def test_recurrent_layers(rnn):
+    torch.manual_seed(0)
+    batch_first = rnn.batch_first
+    x = torch.randn(2, 7, 4) if batch_first else torch.randn(7, 2, 4)
+    check_export(WithState(rnn).eval(), (x,))
+
+
+def test_initial_states_given():
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+    x, h0, c0 = torch.randn(5, 2, 3), torch.randn(4, 2, 4), torch.randn(4, 2, 4)
+    check_export(WithState(lstm).eval(), (x, h0, c0))
+    gru = nn.GRU(3, 4, batch_first=True)
+    check_export(WithState(gru).eval(), (torch.randn(2, 5, 3), torch.randn(1, 2, 4)))
+
+
+def test_unbatched_input():
+    check_export(WithState(nn.GRU(3, 4)).eval(), (torch.randn(6, 3),))
+
+
+class Cells(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTMCell(3, 4)
+        self.gru = nn.GRUCell(3, 4)
+        self.rnn = nn.RNNCell(3, 4, nonlinearity="relu")
+
+    def forward(self, x, h, c):
+        h1, c1 = self.lstm(x, (h, c))
+        return h1, c1, self.gru(x, h1), self.rnn(x)
+
+
+def test_cells():
+    torch.manual_seed(0)
+    check_export(Cells().eval(), (torch.randn(2, 3), torch.randn(2, 4), torch.randn(2, 4)))
+
+
+@pytest.mark.parametrize("rnn", [nn.LSTM(3, 5, batch_first=True, bidirectional=True),
+                                 nn.GRU(3, 5, batch_first=True, num_layers=2)], ids=repr)
+def test_recurrent_layer_over_a_dynamic_time_axis(rnn):
+    torch.manual_seed(0)
+    check_dynamic(WithState(rnn), lambda T: (torch.randn(2, T, 3),), {"x": {1: "T"}},
+                  [{"T": 4}, {"T": 9}, {"T": 15}], input_names=["x"])
+
+
+def test_packed_sequences_are_refused():
+    from t2n.errors import UnsupportedOpsError
+
+    class Packed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.GRU(3, 4)
+
+        def forward(self, x):
+            packed = nn.utils.rnn.pack_padded_sequence(x, torch.tensor([5, 3]))
+            return self.rnn(packed)[1]
+
+    with pytest.raises(UnsupportedOpsError, match="packed"):
+        check_export(Packed().eval(), (torch.randn(5, 2, 3),))
