@@ -31,7 +31,10 @@ LEFT_OUT: dict[str, str] = {
     "sym_size": "symbolic-shape bookkeeping of torch.export (traces show `size`)",
     "sym_storage_offset": "memory layout", "sym_stride": "memory layout",
     "_local_scalar_dense": "`.item()`: a value leaves the graph (data-dependent)",
-    "nonzero": "output shape depends on the data",
+    "sym_is_contiguous": "memory layout",
+    "resize_": "in-place reallocation of a tensor's storage (no dataflow meaning)",
+    "_fft_r2c": "complex tensors: NNEF has no complex type (a real DFT as a matmul is the workaround)",
+    "_fft_c2r": "complex tensors: NNEF has no complex type",
 }
 """Core ops with no meaning in an inference graph, and why."""
 

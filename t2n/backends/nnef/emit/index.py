@@ -28,3 +28,10 @@ def scatter_elements(ctx: EmitContext, op: Op) -> None:
 def scatter_nd(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, "tract_core_scatter_nd", op.inputs[0], Raw(ctx.arg(op.inputs[1])),
              op.inputs[2], reduction=_TRACT_REDUCTION[op.attrs.get("reduction", "none")])
+
+
+@TRACT.emitter("grid_sample")
+def grid_sample(ctx: EmitContext, op: Op) -> None:
+    ctx.emit(op.output, "tract_core_grid_sample", op.inputs[0], op.inputs[1],
+             mode=op.attrs["mode"], padding_mode=op.attrs["padding_mode"],
+             align_corners=bool(op.attrs["align_corners"]))
