@@ -100,7 +100,24 @@ def check_export(
     return ExportResult(artifacts, reports, refused)
 
 
-__all__ = ["ExportResult", "TractNNEF", "check_export"]
+class Lambda(torch.nn.Module):
+    """A module whose forward is ``fn``: exports a plain function of tensors
+    (``check_export(Lambda(lambda x: x.cumsum(-1)), (x,))``)."""
+
+    def __init__(self, fn: Any) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs: Any) -> Any:
+        return self.fn(*xs)
+
+
+def check_fn(fn: Any, *args: Any, **options: Any) -> ExportResult:
+    """``check_export`` of a plain function of tensors called on ``args``."""
+    return check_export(Lambda(fn).eval(), args, **options)
+
+
+__all__ = ["ExportResult", "Lambda", "TractNNEF", "check_dynamic", "check_export", "check_fn"]
 
 
 def check_dynamic(

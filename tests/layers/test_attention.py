@@ -7,16 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from t2n.frontend.registry import LoweringRegistry
-from t2n.testing import check_dynamic, check_export
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from t2n.testing import Lambda, check_dynamic, check_export
 
 
 class Call(nn.Module):
@@ -60,17 +51,17 @@ BOOL_MASK = bool_mask()
 QKV = lambda: (r(1, 2, 3, 4), r(1, 2, 5, 4), r(1, 2, 5, 6))  # noqa: E731
 
 SDPA = {
-    "plain": lambda: (Fn(lambda q, k, v: sdpa(q, k, v)), QKV()),
-    "causal_fewer_queries": lambda: (Fn(lambda q, k, v: sdpa(q, k, v, is_causal=True)), QKV()),
-    "causal_more_queries": lambda: (Fn(lambda q, k, v: sdpa(q, k, v, is_causal=True)),
+    "plain": lambda: (Lambda(lambda q, k, v: sdpa(q, k, v)), QKV()),
+    "causal_fewer_queries": lambda: (Lambda(lambda q, k, v: sdpa(q, k, v, is_causal=True)), QKV()),
+    "causal_more_queries": lambda: (Lambda(lambda q, k, v: sdpa(q, k, v, is_causal=True)),
                                     (r(1, 2, 5, 4), r(1, 2, 3, 4), r(1, 2, 3, 6))),
-    "bool_mask_input": lambda: (Fn(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m)), (*QKV(), bool_mask())),
-    "bool_mask_constant": lambda: (Fn(lambda q, k, v, m=BOOL_MASK: sdpa(q, k, v, attn_mask=m)), QKV()),
-    "float_mask_input": lambda: (Fn(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m)), (*QKV(), float_mask())),
-    "float_mask_broadcast_batch": lambda: (Fn(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m)),
+    "bool_mask_input": lambda: (Lambda(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m)), (*QKV(), bool_mask())),
+    "bool_mask_constant": lambda: (Lambda(lambda q, k, v, m=BOOL_MASK: sdpa(q, k, v, attn_mask=m)), QKV()),
+    "float_mask_input": lambda: (Lambda(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m)), (*QKV(), float_mask())),
+    "float_mask_broadcast_batch": lambda: (Lambda(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m)),
                                            (r(2, 2, 3, 4), r(2, 2, 5, 4), r(2, 2, 5, 6), r(2, 1, 1, 5))),
-    "scale_3d": lambda: (Fn(lambda q, k, v: sdpa(q, k, v, scale=0.3)), (r(2, 3, 4), r(2, 5, 4), r(2, 5, 6))),
-    "gqa": lambda: (Fn(lambda q, k, v: sdpa(q, k, v, enable_gqa=True, is_causal=True)),
+    "scale_3d": lambda: (Lambda(lambda q, k, v: sdpa(q, k, v, scale=0.3)), (r(2, 3, 4), r(2, 5, 4), r(2, 5, 6))),
+    "gqa": lambda: (Lambda(lambda q, k, v: sdpa(q, k, v, enable_gqa=True, is_causal=True)),
                     (r(1, 4, 3, 4), r(1, 2, 3, 4), r(1, 2, 3, 6))),
 }
 
@@ -83,14 +74,14 @@ def test_scaled_dot_product_attention(name):
 
 def test_masked_rows_are_zero_and_khronos_gets_no_inf_literal():
     q, k, v = QKV()
-    model = Fn(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m))
+    model = Lambda(lambda q, k, v, m: sdpa(q, k, v, attn_mask=m))
     res = check_export(model, (q, k, v, float_mask()))
     assert torch.all(model(q, k, v, float_mask())[:, :, 2] == 0)  # what the engines matched
     assert "inf" not in res.artifacts["khronos"].rendered.graph_nnef
 
 
 def test_sdpa_dynamic_sequence():
-    check_dynamic(Fn(lambda q, k, v: sdpa(q, k, v, is_causal=True)),
+    check_dynamic(Lambda(lambda q, k, v: sdpa(q, k, v, is_causal=True)),
                   lambda B, S: (r(B, 2, S, 4), r(B, 2, S, 4), r(B, 2, S, 4)),
                   {f"input_{i}": {0: "B", 2: "S"} for i in range(3)},
                   [{"B": 1, "S": 4}, {"B": 2, "S": 1}, {"B": 1, "S": 6}])

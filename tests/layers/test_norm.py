@@ -6,16 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from t2n.frontend.registry import LoweringRegistry
-from t2n.testing import check_dynamic, check_export
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from t2n.testing import Lambda, check_dynamic, check_export
 
 
 def needs(*ops):
@@ -58,7 +49,7 @@ CASES = {
                                        (r(2, 3, 4, 4) * 3 + 1,)),
     "batch_norm_batch_stats_1d": lambda: (nn.BatchNorm1d(4, affine=False, track_running_stats=False),
                                           (r(5, 4) * 2 - 1,)),
-    "batch_norm_training_flag": lambda: (Fn(lambda x: F.batch_norm(x, torch.zeros(3), torch.ones(3),
+    "batch_norm_training_flag": lambda: (Lambda(lambda x: F.batch_norm(x, torch.zeros(3), torch.ones(3),
                                                                    training=True, eps=1e-3)),
                                          (r(4, 3, 2) + 2,)),
     "layer_norm_two_axes": lambda: (affine(nn.LayerNorm([4, 5])), (r(2, 3, 4, 5) * 2 + 1,)),
@@ -77,7 +68,7 @@ CASES = {
     "rms_norm": lambda: (affine(nn.RMSNorm(5)), (r(2, 3, 5),)),
     "rms_norm_two_axes_eps": lambda: (affine(nn.RMSNorm([3, 5], eps=1e-3)), (r(2, 3, 5) * 0.01,)),
     "rms_norm_no_weight": lambda: (nn.RMSNorm(4, elementwise_affine=False), (r(3, 4) * 1e-3,)),
-    "rms_norm_hand_written": lambda: (Fn(lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * 2.0),
+    "rms_norm_hand_written": lambda: (Lambda(lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * 2.0),
                                       (r(2, 3, 8),)),
 }
 
@@ -141,7 +132,7 @@ def test_dynamic_axes_through_norms():
 @needs("aten::linalg_vector_norm", "aten::clamp_min")
 @pytest.mark.parametrize("p,dim", [(2.0, 1), (1.0, -1), (3.0, 0)])
 def test_functional_normalize(p, dim):
-    check_export(Fn(lambda x: F.normalize(x, p=p, dim=dim, eps=1e-3)), (r(3, 4, 5),))
+    check_export(Lambda(lambda x: F.normalize(x, p=p, dim=dim, eps=1e-3)), (r(3, 4, 5),))
 
 
 @needs("aten::pad")

@@ -7,16 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from t2n.backends.target import TractNNEF
-from t2n.testing import check_export
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from t2n.testing import Lambda, check_export
 
 
 class Both(nn.Module):
@@ -108,12 +99,12 @@ def test_functional_forms():
                 F.softmin(y, dim=0), F.hardshrink(x, 0.3), F.softshrink(x, 1.5),
                 torch.selu(x), F.mish(x), F.hardswish(x), F.hardsigmoid(x), torch.rrelu(x))
 
-    check_export(Fn(fn), (torch.randn(7) * 4, torch.randn(5, 3) * 2, torch.randn(3, 8)))
+    check_export(Lambda(fn), (torch.randn(7) * 4, torch.randn(5, 3) * 2, torch.randn(3, 8)))
 
 
 def test_f16_activations_in_tract():
     x = (torch.randn(3, 8) * 3).half()
-    fn = Fn(lambda x: (F.relu6(x), F.elu(x, 2.0), F.gelu(x), F.silu(x), F.mish(x), F.softplus(x),
+    fn = Lambda(lambda x: (F.relu6(x), F.elu(x, 2.0), F.gelu(x), F.silu(x), F.mish(x), F.softplus(x),
                        F.logsigmoid(x), F.hardsigmoid(x), F.hardswish(x), F.leaky_relu(x, 0.1),
                        torch.selu(x), F.threshold(x, 0.5, 1.0)))
     check_export(fn, (x,), targets=["tract"])
@@ -122,19 +113,19 @@ def test_f16_activations_in_tract():
 def test_integer_relu_family_keeps_dtype():
     """relu, relu6 and hardtanh keep integers; standard NNEF refuses integer arithmetic."""
     i = torch.tensor([-9, -1, 0, 3, 7, 12])
-    check_export(Fn(lambda i: (F.relu(i), F.relu6(i), F.hardtanh(i, -2, 5))), (i,),
+    check_export(Lambda(lambda i: (F.relu(i), F.relu6(i), F.hardtanh(i, -2, 5))), (i,),
                  khronos_refuses="aten::relu")
 
 
 def test_int_input_promotes():
     i = torch.tensor([-3, -1, 0, 2, 5])
-    check_export(Fn(lambda i: (torch.sigmoid(i), F.silu(i.float()), F.logsigmoid(i.float()))), (i,))
+    check_export(Lambda(lambda i: (torch.sigmoid(i), F.silu(i.float()), F.logsigmoid(i.float()))), (i,))
 
 
 def test_extensions_gated_by_tract_version():
     """Before 0.23 tract has no silu / gelu_approx / is_inf: standard ops are used."""
     x = torch.randn(4, 5) * 3
-    fn = Fn(lambda x: (F.silu(x), F.gelu(x, approximate="tanh"), F.hardswish(x)))
+    fn = Lambda(lambda x: (F.silu(x), F.gelu(x, approximate="tanh"), F.hardswish(x)))
     old = check_export(fn, (x,), targets=[TractNNEF(version="0.22.0")]).artifacts["tract"].graph_nnef
     new = check_export(fn, (x,), targets=["tract"]).artifacts["tract"].graph_nnef
     assert "tract_core_silu" not in old and "tract_core_gelu_approx" not in old
@@ -146,7 +137,7 @@ def test_rrelu_training_is_refused():
     from t2n.errors import UnsupportedOpsError
 
     with pytest.raises(UnsupportedOpsError, match="rrelu"):
-        compile(Fn(lambda x: F.rrelu(x, training=True)), (torch.randn(3),), TractNNEF())
+        compile(Lambda(lambda x: F.rrelu(x, training=True)), (torch.randn(3),), TractNNEF())
 
 
 def test_glu_follows_a_dynamic_axis():

@@ -5,20 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
-from t2n.testing import check_export
+from t2n.testing import Lambda, check_export
 
 aten = torch.ops.aten
-
-
-class Fn(nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 X = torch.randn(2, 4, 6, 6)
@@ -43,13 +33,13 @@ W = torch.randn(3, 4, 3, 3)
     ("nonzero_of_a_constant", lambda x: x[:, aten.nonzero(torch.tensor([0, 1, 0, 1]))[:, 0]], (X,)),
 ])
 def test_core_spelling(name, fn, args):
-    check_export(Fn(fn).eval(), args)
+    check_export(Lambda(fn).eval(), args)
 
 
 def test_embedding_bag_and_grid_sampler():
     w = torch.randn(10, 4)
     idx, offsets = torch.tensor([1, 2, 4, 5, 4, 3]), torch.tensor([0, 2])
-    check_export(Fn(lambda w, i, o: aten._embedding_bag(w, i, o, False, 0)[0]).eval(), (w, idx, offsets))
+    check_export(Lambda(lambda w, i, o: aten._embedding_bag(w, i, o, False, 0)[0]).eval(), (w, idx, offsets))
     grid = torch.rand(1, 3, 4, 2) * 2 - 1
-    check_export(Fn(lambda x, g: aten.grid_sampler_2d(x, g, 0, 0, False)).eval(), (X[:1], grid),
+    check_export(Lambda(lambda x, g: aten.grid_sampler_2d(x, g, 0, 0, False)).eval(), (X[:1], grid),
                  khronos_refuses="grid_sample")

@@ -5,18 +5,9 @@ import torch
 
 import t2n
 from t2n.errors import UnsupportedOpsError
-from t2n.testing import check_dynamic, check_export
+from t2n.testing import Lambda, check_dynamic, check_export
 
 torch.manual_seed(0)  # the cases below draw their inputs at import
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def r(*shape):
@@ -66,7 +57,7 @@ KHRONOS_REFUSES: dict[str, str] = {}
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_creation(name):
     fn, args = CASES[name]
-    check_export(Fn(fn), args, khronos_refuses=KHRONOS_REFUSES.get(name, False))
+    check_export(Lambda(fn), args, khronos_refuses=KHRONOS_REFUSES.get(name, False))
 
 
 def casts(x, i, b):
@@ -83,10 +74,10 @@ def test_casts():
     x[0, 0], x[0, 1] = 0.0, -0.5
     i = torch.tensor([[0, 1, -3, 200, 7], [5, 0, 0, 2, -1]])
     b = torch.tensor([[True, False, True, True, False], [False] * 5])
-    check_export(Fn(casts), (x, i, b), targets=("tract",))
+    check_export(Lambda(casts), (x, i, b), targets=("tract",))
     # Standard NNEF has scalar, integer and logical tensors only: casts within a family
     # are copies, between families comparisons, selects or cast<…>.
-    check_export(Fn(lambda x, i, b: (x.long(), x.bool(), i.float(), i.bool(), b.float(), b.long(), x.to(i))),
+    check_export(Lambda(lambda x, i, b: (x.long(), x.bool(), i.float(), i.bool(), b.float(), b.long(), x.to(i))),
                  (x, i, b), targets=("khronos",))
 
 
@@ -113,4 +104,4 @@ def test_sizes_follow_dynamic_axes_and_outputs_are_real_dtypes():
 
 def test_range_from_data_is_refused_with_the_op_named():
     with pytest.raises(UnsupportedOpsError, match="aten::arange.*computed from tensor data"):
-        t2n.compile(Fn(lambda x, n: x[: 2] * torch.arange(n[0]).sum()), (torch.randn(3), torch.tensor([4])))
+        t2n.compile(Lambda(lambda x, n: x[: 2] * torch.arange(n[0]).sum()), (torch.randn(3), torch.tensor([4])))

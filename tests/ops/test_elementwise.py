@@ -11,18 +11,9 @@ import torch
 
 from t2n.backends.target import TractNNEF
 from t2n.ir import OpSet
-from t2n.testing import check_export
+from t2n.testing import Lambda, check_export
 
 NAN, INF = float("nan"), float("inf")
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def r(*shape):
@@ -168,7 +159,7 @@ def _iand(a, b):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_float_and_logical(name):
     fn, args = CASES[name]
-    check_export(Fn(fn), args)
+    check_export(Lambda(fn), args)
 
 
 # -- integer arithmetic: tract only (standard NNEF computes on reals) ------------------
@@ -204,7 +195,7 @@ INT_CASES = {
 def test_integer(name):
     fn, refused_op = INT_CASES[name]
     i = torch.tensor([-7, 7, -8, 8, 0, 13])
-    check_export(Fn(fn), (i,), khronos_refuses=refused_op)
+    check_export(Lambda(fn), (i,), khronos_refuses=refused_op)
 
 
 # -- half precision and older tract versions -------------------------------------------
@@ -212,7 +203,7 @@ def test_integer(name):
 def test_f16_in_tract():
     x = r(3, 8).half()
     p = pos(3, 8).half()
-    fn = Fn(lambda x, p: (torch.exp(x), torch.erf(x), torch.sigmoid(x), torch.tanh(x), torch.round(x * 3),
+    fn = Lambda(lambda x, p: (torch.exp(x), torch.erf(x), torch.sigmoid(x), torch.tanh(x), torch.round(x * 3),
                           torch.trunc(x * 3), x * p, x / p, torch.maximum(x, p), torch.clamp(x, -0.5, 0.5),
                           torch.nan_to_num(x / 0), torch.isinf(x / 0), torch.sqrt(p), x ** 2, x < p,
                           torch.atan2(x, p), torch.expm1(x)))
@@ -222,14 +213,14 @@ def test_f16_in_tract():
 def test_inplace_keeps_self_dtype():
     """``x_f16.mul_(y_f32)`` computes in f32 but writes f16."""
     x, y = r(3, 4).half(), r(3, 4)
-    fn = Fn(lambda x, y: (x.clone().mul_(y), x.clone().add_(y), x.clone().lt_(0.0), x.clone().div_(y)))
+    fn = Lambda(lambda x, y: (x.clone().mul_(y), x.clone().add_(y), x.clone().lt_(0.0), x.clone().div_(y)))
     check_export(fn, (x, y), targets=["tract"])
 
 
 def test_is_inf_before_tract_0_23():
     """Without tract_core_is_inf the infinity test is spelled out from standard ops."""
     x = torch.tensor([NAN, INF, -INF, 0.0, -2.5, 3e38])
-    fn = Fn(lambda x: (torch.isinf(x), torch.isposinf(x), torch.isneginf(x), torch.nan_to_num(x)))
+    fn = Lambda(lambda x: (torch.isinf(x), torch.isposinf(x), torch.isneginf(x), torch.nan_to_num(x)))
     res = check_export(fn, (x,), targets=[TractNNEF(version="0.22.0")])
     assert "tract_core_is_inf" not in res.artifacts["tract"].graph_nnef
 
@@ -271,11 +262,11 @@ def test_f64_and_bf16_in_tract():
     """f64 constants keep their digits (tract reads literals as f32); bf16 constants
     are bf16 bits, not the number cast to an integer."""
     x = torch.tensor([1.0, 2.0, -3.0, INF, NAN], dtype=torch.float64)
-    fn = Fn(lambda x: (x + 0.1, x * 1e300, torch.nan_to_num(x), torch.isinf(x), torch.isnan(x),
+    fn = Lambda(lambda x: (x + 0.1, x * 1e300, torch.nan_to_num(x), torch.isinf(x), torch.isnan(x),
                        torch.maximum(x, x * 2), torch.sign(x), torch.float_power(x.abs(), 0.1)))
     check_export(fn, (x,), targets=["tract"], tolerance="exact")
     b = torch.tensor([1.0, 2.5, -3.0, 0.75], dtype=torch.bfloat16)
-    fn = Fn(lambda b: (b * 0.5, b + 1.5, torch.clamp(b, -1.0, 2.0), torch.nan_to_num(b), b ** 2))
+    fn = Lambda(lambda b: (b * 0.5, b + 1.5, torch.clamp(b, -1.0, 2.0), torch.nan_to_num(b), b ** 2))
     check_export(fn, (b,), targets=["tract"])
 
 

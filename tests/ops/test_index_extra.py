@@ -9,39 +9,25 @@ import torch
 from torch import nn
 
 from t2n.errors import UnsupportedOpsError
-from t2n.testing import check_dynamic, check_export
-
-
-class Fn(nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
-
-def run(fn, *args, khronos_refuses=False):
-    return check_export(Fn(fn).eval(), args, khronos_refuses=khronos_refuses)
-
+from t2n.testing import Lambda, check_dynamic, check_fn
 
 X = torch.randn(3, 4, 5)
 MASK = torch.tensor([True, False, True, True, False])
 
 
 def test_diag_embed_offsets_dims_and_dtypes():
-    run(lambda x: (torch.diag_embed(x), torch.diag_embed(x, 1, 0, 2), torch.diag_embed(x, -2, -1, 1),
+    check_fn(lambda x: (torch.diag_embed(x), torch.diag_embed(x, 1, 0, 2), torch.diag_embed(x, -2, -1, 1),
                    torch.diag_embed((x * 3).long(), 1), torch.diag_embed(x > 0, -1),
                    torch.diag_embed(x[0, 0].half())), X)
 
 
 def test_masked_select_and_scatter_with_a_constant_mask():
-    run(lambda x: (torch.masked_select(x, MASK), x.masked_scatter(MASK, torch.arange(60.0).reshape(6, 10))), X)
+    check_fn(lambda x: (torch.masked_select(x, MASK), x.masked_scatter(MASK, torch.arange(60.0).reshape(6, 10))), X)
 
 
 def test_masked_scatter_with_a_runtime_mask_tract():
     # the running count of True is an integer prefix sum: tract only
-    run(lambda x, s: (x.masked_scatter(x > 0, s), (x * 5).long().masked_scatter(x < 0, s.long()),
+    check_fn(lambda x, s: (x.masked_scatter(x > 0, s), (x * 5).long().masked_scatter(x < 0, s.long()),
                       x.clone()[1].masked_scatter_(x[1] > 0, s)),
         X, torch.randn(70), khronos_refuses=True)
 
@@ -52,7 +38,7 @@ def test_mask_assignment_of_a_row_is_a_where():
         y[x[..., 0] > 0] = torch.arange(5.0)
         return y.index_put_((x[..., 1] > 0,), torch.ones(1, 5), accumulate=True)
 
-    run(assign, X)
+    check_fn(assign, X)
 
 
 @pytest.mark.parametrize("fn", [
@@ -63,7 +49,7 @@ def test_mask_assignment_of_a_row_is_a_where():
 ])
 def test_data_dependent_shapes_are_refused_with_a_reason(fn):
     with pytest.raises(UnsupportedOpsError, match="depends on the data"):
-        run(fn, X)
+        check_fn(fn, X)
 
 
 class Embed(nn.Module):
@@ -80,11 +66,11 @@ SIZES = [{"S": 5}, {"S": 1}, {"S": 9}]
 
 def test_dynamic_sequence_axis():
     check_dynamic(Embed(), lambda S: (torch.randint(0, 20, (2, S)),), {"input_0": {1: "S"}}, SIZES)
-    check_dynamic(Fn(lambda x, i: torch.gather(x, 1, i)),
+    check_dynamic(Lambda(lambda x, i: torch.gather(x, 1, i)),
                   lambda S: (torch.randn(2, S, 3), torch.randint(0, S, (2, S, 3))),
                   {"input_0": {1: "S"}, "input_1": {1: "S"}}, SIZES)
-    check_dynamic(Fn(lambda x: (x.tril(), x.triu(1), x.masked_fill(
+    check_dynamic(Lambda(lambda x: (x.tril(), x.triu(1), x.masked_fill(
                       torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).triu(1), float("-inf")))),
                   lambda S: (torch.randn(2, S, S),), {"input_0": {1: "S", 2: "S"}}, SIZES)
-    check_dynamic(Fn(lambda x: torch.diag_embed(x, 1)), lambda S: (torch.randn(2, S),),
+    check_dynamic(Lambda(lambda x: torch.diag_embed(x, 1)), lambda S: (torch.randn(2, S),),
                   {"input_0": {1: "S"}}, SIZES)

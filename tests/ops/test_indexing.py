@@ -6,21 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from t2n.testing import check_export
-
-
-class Fn(nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
-
-def run(fn, *args, khronos_refuses=False, **kw):
-    return check_export(Fn(fn).eval(), args, khronos_refuses=khronos_refuses, **kw)
-
+from t2n.testing import check_export, check_fn
 
 X = torch.randn(3, 4, 5)
 
@@ -40,21 +26,21 @@ X = torch.randn(3, 4, 5)
     ("index_fill", lambda x: x.index_fill(1, torch.tensor([0, -1]), 7.0)),
 ])
 def test_masks_on_both_targets(name, fn):
-    run(fn, X)
+    check_fn(fn, X)
 
 
 def test_diag_builds_and_takes():
-    run(lambda v, m: (torch.diag(v), torch.diag(v, 1), torch.diag(v, -2), torch.diag(m, 1)),
+    check_fn(lambda v, m: (torch.diag(v), torch.diag(v, 1), torch.diag(v, -2), torch.diag(m, 1)),
         torch.randn(4), torch.randn(3, 5))
 
 
 def test_where_with_int_and_bool_data():
-    run(lambda c, a, b: (torch.where(c, a, b), torch.where(c, c, ~c)),
+    check_fn(lambda c, a, b: (torch.where(c, a, b), torch.where(c, c, ~c)),
         torch.tensor([True, False, True]), torch.tensor([1, 2, 3]), torch.tensor([4, 5, 6]))
 
 
 def test_one_hot():
-    run(lambda i: torch.nn.functional.one_hot(i, 6), torch.tensor([[0, 5, 2], [1, 1, 3]]),
+    check_fn(lambda i: torch.nn.functional.one_hot(i, 6), torch.tensor([[0, 5, 2], [1, 1, 3]]),
         khronos_refuses=True)
 
 
@@ -75,19 +61,19 @@ def test_embedding(dtype):
     ("take", lambda x: torch.take(x, torch.tensor([[0, 7], [-1, 20]]))),
 ])
 def test_gathers(name, fn):
-    run(fn, X)
+    check_fn(fn, X)
 
 
 def test_gather_elements_and_take_along_dim_tract_only():
     idx = torch.tensor([[[0, 1], [2, -1]], [[1, 1], [0, 0]], [[3, 2], [1, 0]]])
-    run(lambda x, i: (torch.gather(x, 1, i.abs() % 4), torch.gather(x[..., :2], -1, i.abs() % 2),
+    check_fn(lambda x, i: (torch.gather(x, 1, i.abs() % 4), torch.gather(x[..., :2], -1, i.abs() % 2),
                       torch.take_along_dim(x[..., :2], (i.abs() % 3)[:, :1], 1)),
         X, idx, khronos_refuses="gather_elements")
 
 
 def test_runtime_indices():
     # negative run-time indices are normalized with integer arithmetic: tract only
-    run(lambda x, i: (x[:, i], x.index_select(0, i.clamp(0, 2))), X, torch.tensor([1, -2, 3]),
+    check_fn(lambda x, i: (x[:, i], x.index_select(0, i.clamp(0, 2))), X, torch.tensor([1, -2, 3]),
         khronos_refuses="'lt' on i64")
 
 
@@ -111,11 +97,11 @@ def test_scatters_tract(name, fn):
     x = torch.randn(3, 4, 5)
     i = torch.tensor([[[0, 1, 2, 3, 0]], [[1, 1, 2, 0, 3]], [[3, 2, 1, 0, 0]]]).expand(3, 2, 5).contiguous()
     s = torch.randn(3, 2, 5)
-    run(fn, x, i, s, khronos_refuses=True)
+    check_fn(fn, x, i, s, khronos_refuses=True)
 
 
 def test_select_and_slice_scatter_both_targets():
-    run(lambda x, y: (torch.select_scatter(x, y[:, 0], 1, -1),
+    check_fn(lambda x, y: (torch.select_scatter(x, y[:, 0], 1, -1),
                       torch.slice_scatter(x, y, 1, 1, 3),
                       torch.slice_scatter(x, y, 1, 0, 4, 2)),
         X, torch.randn(3, 2, 5))
@@ -125,4 +111,4 @@ def test_boolean_mask_index_is_refused_with_a_reason():
     from t2n.errors import UnsupportedOpsError
 
     with pytest.raises(UnsupportedOpsError, match="data-dependent"):
-        run(lambda x: x[x > 0], X)
+        check_fn(lambda x: x[x > 0], X)

@@ -9,16 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from t2n.testing import check_export
-
-
-class Fn(nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from t2n.testing import Lambda, check_export
 
 
 def positional_encoding(x: torch.Tensor) -> torch.Tensor:
@@ -122,11 +113,11 @@ X = torch.randn(3, 5, 4)
     (mutate_input, (X.clone(),)),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_write_through_views_both_targets(fn, args):
-    check_export(Fn(fn).eval(), tuple(a.clone() for a in args))
+    check_export(Lambda(fn).eval(), tuple(a.clone() for a in args))
 
 
 def test_index_put_assignment_tract():
-    check_export(Fn(index_assign).eval(), (X, torch.randn(5, 4)), khronos_refuses="scatter_nd")
+    check_export(Lambda(index_assign).eval(), (X, torch.randn(5, 4)), khronos_refuses="scatter_nd")
 
 
 class Buffered(nn.Module):

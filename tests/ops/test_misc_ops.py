@@ -7,25 +7,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from t2n.testing import check_export
-
-
-class Fn(nn.Module):
-    def __init__(self, fn) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
-
-
-def run(fn, *args, **kw):
-    return check_export(Fn(fn).eval(), args, **kw)
+from t2n.testing import check_export, check_fn
 
 
 def test_distances_and_similarities():
     a, b = torch.randn(2, 5, 4), torch.randn(2, 3, 4)
-    run(lambda a, b: (torch.cdist(a, b), torch.cdist(a, b, p=1), torch.cdist(a, b, p=float("inf")),
+    check_fn(lambda a, b: (torch.cdist(a, b), torch.cdist(a, b, p=1), torch.cdist(a, b, p=float("inf")),
                       F.cosine_similarity(a[:, :3], b, dim=-1), F.pairwise_distance(a[0, :3], b[0]),
                       F.pdist(a[0]), F.pdist(a[1], p=3)), a, b)
 
@@ -48,7 +35,7 @@ def test_grid_sample_tract(mode, padding, align):
     torch.manual_seed(0)
     x = torch.randn(1, 2, 5, 6)
     grid = torch.rand(1, 3, 4, 2) * 2.4 - 1.2
-    run(lambda x, g: F.grid_sample(x, g, mode=mode, padding_mode=padding, align_corners=align),
+    check_fn(lambda x, g: F.grid_sample(x, g, mode=mode, padding_mode=padding, align_corners=align),
         x, grid, khronos_refuses="grid_sample")
 
 
@@ -57,12 +44,12 @@ def test_grid_sample_tract(mode, padding, align):
 def test_unfold_and_fold(kw):
     x = torch.randn(2, 3, 7, 8)
     cols = F.unfold(x, **kw)
-    run(lambda x, c: (F.unfold(x, **kw), F.fold(c, (7, 8), **kw)), x, cols.clone())
+    check_fn(lambda x, c: (F.unfold(x, **kw), F.fold(c, (7, 8), **kw)), x, cols.clone())
 
 
 def test_bicubic_border_grid_sample_is_refused():
     from t2n.errors import UnsupportedOpsError
 
     with pytest.raises(UnsupportedOpsError, match="bicubic"):
-        run(lambda x, g: F.grid_sample(x, g, mode="bicubic", padding_mode="border"),
+        check_fn(lambda x, g: F.grid_sample(x, g, mode="bicubic", padding_mode="border"),
             torch.randn(1, 1, 4, 4), torch.rand(1, 2, 2, 2))

@@ -4,18 +4,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from t2n.testing import check_dynamic, check_export
+from t2n.testing import Lambda, check_dynamic, check_export
 
 torch.manual_seed(0)  # the cases below draw their inputs at import
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def r(*shape):
@@ -59,7 +50,7 @@ KHRONOS_REFUSES: dict[str, str] = {}
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_ops(name):
     fn, args = CASES[name]
-    check_export(Fn(fn), args, khronos_refuses=KHRONOS_REFUSES.get(name, False))
+    check_export(Lambda(fn), args, khronos_refuses=KHRONOS_REFUSES.get(name, False))
 
 
 MATMUL_CASES = {
@@ -99,7 +90,7 @@ MATMUL_CASES = {
 @pytest.mark.parametrize("name", sorted(MATMUL_CASES))
 def test_matmul_forms(name):
     fn, args = MATMUL_CASES[name]
-    check_export(fn if isinstance(fn, torch.nn.Module) else Fn(fn), args)
+    check_export(fn if isinstance(fn, torch.nn.Module) else Lambda(fn), args)
 
 
 class DynamicPadsAndProducts(torch.nn.Module):
@@ -122,10 +113,10 @@ def test_dynamic_pads_and_products():
 def test_integer_and_half_padding_in_tract():
     i = torch.randint(-9, 9, (1, 2, 5))
     # Standard NNEF pads scalar tensors only: an integer pad is refused there.
-    check_export(Fn(lambda i: (F.pad(i, (1, 2), value=7), F.pad(i, (2, 0), mode="reflect"),
+    check_export(Lambda(lambda i: (F.pad(i, (1, 2), value=7), F.pad(i, (2, 0), mode="reflect"),
                                F.pad(i, (1, 1), mode="circular"))), (i,), khronos_refuses="aten::pad")
     h = torch.randn(1, 2, 5).half()
-    check_export(Fn(lambda h: (F.pad(h, (1, 2), value=0.5), F.pad(h, (2, 2), mode="replicate"))), (h,),
+    check_export(Lambda(lambda h: (F.pad(h, (1, 2), value=0.5), F.pad(h, (2, 2), mode="replicate"))), (h,),
                  targets=("tract",))
 
 
@@ -141,6 +132,6 @@ def test_products_in_other_dtypes(dtype):
     a, b, v = (torch.randint(-5, 5, s).to(dtype) for s in ((2, 3, 4), (2, 4, 3), (4,)))
     # Standard NNEF multiplies only scalar tensors: integer products are refused there.
     if dtype is torch.int64:
-        check_export(Fn(products), (a, b, v), khronos_refuses="i64 tensors")
+        check_export(Lambda(products), (a, b, v), khronos_refuses="i64 tensors")
     else:
-        check_export(Fn(products), (a, b, v), targets=("tract",))
+        check_export(Lambda(products), (a, b, v), targets=("tract",))

@@ -9,18 +9,9 @@ import torch.nn.functional as F
 
 import t2n
 from t2n.passes.dynamic_axes import BakedSizeWarning
-from t2n.testing import check_dynamic, check_export
+from t2n.testing import Lambda, check_dynamic, check_export
 
 torch.manual_seed(0)  # the cases below draw their inputs at import
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
 
 
 def r(*shape, dtype=torch.float32):
@@ -104,7 +95,7 @@ KHRONOS_REFUSES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_shape_ops(name):
     fn, args = CASES[name]
-    check_export(Fn(fn), args, khronos_refuses=KHRONOS_REFUSES.get(name, False))
+    check_export(Lambda(fn), args, khronos_refuses=KHRONOS_REFUSES.get(name, False))
 
 
 def movement(x):
@@ -120,7 +111,7 @@ def test_movement_keeps_dtype(dtype):
     x = torch.randint(0, 2 if dtype is torch.bool else 100, (2, 3, 4)).to(dtype)
     # Standard NNEF moves integer and logical tensors too; f16 and i32 inputs need tract.
     targets = ("tract", "khronos") if dtype in (torch.int64, torch.bool) else ("tract",)
-    check_export(Fn(movement), (x,), targets=targets)
+    check_export(Lambda(movement), (x,), targets=targets)
 
 
 class DynamicMovement(torch.nn.Module):
@@ -144,14 +135,14 @@ def test_dynamic_axis_flows_through_movement():
 
 def test_split_along_a_dynamic_axis_is_reported_as_baked():
     with pytest.warns(BakedSizeWarning, match="split"):
-        t2n.compile(Fn(lambda x: x.split(2, dim=1)), (torch.randn(2, 6),), dynamic_axes={"input_0": {1: "T"}})
+        t2n.compile(Lambda(lambda x: x.split(2, dim=1)), (torch.randn(2, 6),), dynamic_axes={"input_0": {1: "T"}})
 
 
 def test_diff_of_bool_is_xor():
     # tract only for now: the Khronos 'xor' emitter writes ne() on logical tensors, which
     # the Khronos parser rejects (reported to the elementwise owner).
     b = torch.rand(3, 4) > 0.5
-    check_export(Fn(lambda b: (torch.diff(b), torch.diff(b, dim=0, prepend=b[-1:]))), (b,), targets=("tract",))
+    check_export(Lambda(lambda b: (torch.diff(b), torch.diff(b, dim=0, prepend=b[-1:]))), (b,), targets=("tract",))
 
 
 def test_reverse_evaluator_is_torch_flip():

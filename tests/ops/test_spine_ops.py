@@ -4,16 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from t2n.testing import check_export
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from t2n.testing import Lambda, check_export
 
 
 def r(*shape):
@@ -23,33 +14,33 @@ def r(*shape):
 CASES = {
     "linear": (torch.nn.Linear(6, 4), (r(2, 3, 6),)),
     "linear_nobias_1d": (torch.nn.Linear(6, 4, bias=False), (r(6),)),
-    "matmul_batched_broadcast": (Fn(torch.matmul), (r(2, 3, 4, 5), r(5, 6))),
-    "matmul_vec": (Fn(torch.matmul), (r(5), r(2, 5, 3))),
-    "mm": (Fn(torch.mm), (r(3, 4), r(4, 2))),
-    "bmm": (Fn(torch.bmm), (r(2, 3, 4), r(2, 4, 5))),
-    "addmm": (Fn(lambda b, x, y: torch.addmm(b, x, y, beta=0.5, alpha=2.0)), (r(2), r(3, 4), r(4, 2))),
+    "matmul_batched_broadcast": (Lambda(torch.matmul), (r(2, 3, 4, 5), r(5, 6))),
+    "matmul_vec": (Lambda(torch.matmul), (r(5), r(2, 5, 3))),
+    "mm": (Lambda(torch.mm), (r(3, 4), r(4, 2))),
+    "bmm": (Lambda(torch.bmm), (r(2, 3, 4), r(2, 4, 5))),
+    "addmm": (Lambda(lambda b, x, y: torch.addmm(b, x, y, beta=0.5, alpha=2.0)), (r(2), r(3, 4), r(4, 2))),
     "conv1d": (torch.nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2), (r(2, 4, 17),)),
     "conv2d_groups": (torch.nn.Conv2d(4, 8, 3, padding=1, groups=2), (r(1, 4, 9, 7),)),
     "conv2d_same": (torch.nn.Conv2d(3, 5, (3, 4), padding="same", bias=False), (r(1, 3, 8, 8),)),
-    "relu": (Fn(torch.relu), (r(3, 4),)),
-    "sigmoid": (Fn(torch.sigmoid), (r(3, 4),)),
-    "tanh": (Fn(torch.tanh), (r(3, 4),)),
+    "relu": (Lambda(torch.relu), (r(3, 4),)),
+    "sigmoid": (Lambda(torch.sigmoid), (r(3, 4),)),
+    "tanh": (Lambda(torch.tanh), (r(3, 4),)),
     "gelu": (torch.nn.GELU(), (r(3, 4),)),
     "gelu_tanh": (torch.nn.GELU(approximate="tanh"), (r(3, 4),)),
-    "softmax_neg_axis": (Fn(lambda x: torch.softmax(x, -1)), (r(2, 3, 5),)),
-    "softmax_axis0": (Fn(lambda x: F.softmax(x, dim=0)), (r(4, 3),)),
-    "log_softmax": (Fn(lambda x: F.log_softmax(x, dim=1)), (r(4, 3),)),
-    "add_sub_mul_div_tensors": (Fn(lambda a, b: (a + b, a - b, a * b, a / (b.abs() + 1))), (r(2, 3), r(3))),
-    "scalars": (Fn(lambda a: (a + 2, 3 - a, a * 0.5, a / 4, 2 ** a.clamp(-1, 1) if False else a - 1)), (r(4),)),
-    "add_alpha": (Fn(lambda a, b: torch.add(a, b, alpha=3)), (r(2, 3), r(2, 3))),
-    "int_promotion": (Fn(lambda a, i: a * i + i), (r(3), torch.arange(3))),
-    "int_true_div": (Fn(lambda i: i / 2), (torch.arange(6),)),
-    "reshape_view": (Fn(lambda x: (x.reshape(3, -1), x.view(-1), x.view(2, 2, 3))), (r(4, 3),)),
-    "flatten_permute": (Fn(lambda x: (x.flatten(1), x.permute(2, 0, 1), x.flatten())), (r(2, 3, 4),)),
-    "transpose_t": (Fn(lambda x, y: (x.transpose(-1, 0), y.t())), (r(2, 3, 4), r(3, 5))),
-    "unsqueeze_squeeze": (Fn(lambda x: (x.unsqueeze(-1), x.unsqueeze(0).squeeze(0), x.squeeze(1))), (r(3, 1, 4),)),
-    "contiguous": (Fn(lambda x: x.transpose(0, 1).contiguous()), (r(3, 4),)),
-    "cat": (Fn(lambda a, b: torch.cat([a, b, a], dim=-1)), (r(2, 3), r(2, 1))),
+    "softmax_neg_axis": (Lambda(lambda x: torch.softmax(x, -1)), (r(2, 3, 5),)),
+    "softmax_axis0": (Lambda(lambda x: F.softmax(x, dim=0)), (r(4, 3),)),
+    "log_softmax": (Lambda(lambda x: F.log_softmax(x, dim=1)), (r(4, 3),)),
+    "add_sub_mul_div_tensors": (Lambda(lambda a, b: (a + b, a - b, a * b, a / (b.abs() + 1))), (r(2, 3), r(3))),
+    "scalars": (Lambda(lambda a: (a + 2, 3 - a, a * 0.5, a / 4, 2 ** a.clamp(-1, 1) if False else a - 1)), (r(4),)),
+    "add_alpha": (Lambda(lambda a, b: torch.add(a, b, alpha=3)), (r(2, 3), r(2, 3))),
+    "int_promotion": (Lambda(lambda a, i: a * i + i), (r(3), torch.arange(3))),
+    "int_true_div": (Lambda(lambda i: i / 2), (torch.arange(6),)),
+    "reshape_view": (Lambda(lambda x: (x.reshape(3, -1), x.view(-1), x.view(2, 2, 3))), (r(4, 3),)),
+    "flatten_permute": (Lambda(lambda x: (x.flatten(1), x.permute(2, 0, 1), x.flatten())), (r(2, 3, 4),)),
+    "transpose_t": (Lambda(lambda x, y: (x.transpose(-1, 0), y.t())), (r(2, 3, 4), r(3, 5))),
+    "unsqueeze_squeeze": (Lambda(lambda x: (x.unsqueeze(-1), x.unsqueeze(0).squeeze(0), x.squeeze(1))), (r(3, 1, 4),)),
+    "contiguous": (Lambda(lambda x: x.transpose(0, 1).contiguous()), (r(3, 4),)),
+    "cat": (Lambda(lambda a, b: torch.cat([a, b, a], dim=-1)), (r(2, 3), r(2, 1))),
     "batch_norm": (torch.nn.BatchNorm2d(3), (r(2, 3, 4, 4),)),
     "batch_norm_1d": (torch.nn.BatchNorm1d(5), (r(4, 5),)),
     "max_pool1d": (torch.nn.MaxPool1d(3, stride=2, padding=1), (r(1, 2, 11),)),
@@ -58,9 +49,9 @@ CASES = {
     "avg_pool2d_exclude_pad": (torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False), (r(1, 2, 9, 9),)),
     "adaptive_avg_pool2d": (torch.nn.AdaptiveAvgPool2d((2, 3)), (r(1, 2, 8, 9),)),
     "adaptive_avg_pool2d_global": (torch.nn.AdaptiveAvgPool2d(1), (r(2, 3, 5, 7),)),
-    "mean_sum": (Fn(lambda x: (x.mean(), x.mean(dim=(1, -1), keepdim=True), x.sum(1), x.sum())), (r(2, 3, 4),)),
-    "sum_int": (Fn(lambda i: i.sum(0)), (torch.arange(12).reshape(3, 4),)),
-    "constants": (Fn(lambda x: x + torch.tensor([1.0, 2.0, 3.0])), (r(2, 3),)),
+    "mean_sum": (Lambda(lambda x: (x.mean(), x.mean(dim=(1, -1), keepdim=True), x.sum(1), x.sum())), (r(2, 3, 4),)),
+    "sum_int": (Lambda(lambda i: i.sum(0)), (torch.arange(12).reshape(3, 4),)),
+    "constants": (Lambda(lambda x: x + torch.tensor([1.0, 2.0, 3.0])), (r(2, 3),)),
 }
 
 
