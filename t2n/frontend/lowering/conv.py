@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from t2n.frontend.context import LoweringContext, Poison
-from t2n.frontend.helpers import squeeze, unsqueeze
+from t2n.frontend.helpers import dim_value, squeeze, unsqueeze
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Value
 
@@ -104,23 +104,16 @@ def conv_transpose_nd(ctx: LoweringContext) -> Value:
                        ctx.int("groups"))
 
 
-def _pool_geometry(ctx: LoweringContext, x: Value, n: int, ceil_mode: bool, kernel: list[int],
-                   stride: list[int], padding: list[int], dilation: list[int]) -> list[tuple[int, int]]:
-    """Explicit (before, after) padding; ceil_mode adds the extra right padding PyTorch implies."""
+def _pool_geometry(n: int, ceil_mode: bool, kernel: list[int], stride: list[int],
+                   padding: list[int], dilation: list[int]) -> list[tuple[int, int]]:
+    """Explicit (before, after) padding. With ceil_mode PyTorch counts the windows that
+    start before ``L + p`` and end before ``L + 2p + s - 1``; both limits are ``L`` plus a
+    constant, so one right padding, ``min(p + s - 1, d(k - 1))``, gives that count at
+    every length ``L`` (a dynamic axis stays dynamic)."""
     pads = []
     for i in range(n):
-        size = x.type.shape[x.rank - n + i]
         p, k, s, d = padding[i], kernel[i], stride[i], dilation[i]
-        after = p
-        if ceil_mode:
-            if not isinstance(size, int):
-                raise ctx.unsupported("ceil_mode pooling over a dynamic axis")
-            span = size + 2 * p - d * (k - 1) - 1
-            out = -(-span // s) + 1
-            if (out - 1) * s >= size + p:
-                out -= 1
-            after = (out - 1) * s + d * (k - 1) + 1 - size - p
-        pads.append((p, max(after, p if not ceil_mode else after)))
+        pads.append((p, min(p + s - 1, d * (k - 1)) if ceil_mode else p))
     return pads
 
 
@@ -132,7 +125,7 @@ def _pool(ctx: LoweringContext, n: int, kind: str) -> Value:
     padding = _expand(ctx.ints("padding"), n)
     dilation = _expand(ctx.ints("dilation"), n) if ctx.has("dilation") else [1] * n
     ceil_mode = ctx.bool("ceil_mode")
-    pads = _pool_geometry(ctx, x, n, ceil_mode, kernel, stride, padding, dilation)
+    pads = _pool_geometry(n, ceil_mode, kernel, stride, padding, dilation)
     attrs: dict[str, Any] = dict(kernel=tuple(kernel), stride=tuple(stride), dilation=tuple(dilation),
                                     padding=tuple(pads))
     if kind == "max_pool":
@@ -142,32 +135,19 @@ def _pool(ctx: LoweringContext, n: int, kind: str) -> Value:
     extended = any(a != p for (_, a), p in zip(pads, padding))
     if not include or (not extended and divisor is None):
         return ctx.b.op(kind, x, count_include_pad=include, **attrs)
-    # PyTorch's divisor: the window's cells inside input + explicit padding (or the
-    # override); the engines' 'constant' border divides by the whole window
-    window_sum = ctx.b.op("mul", ctx.b.op(kind, x, count_include_pad=True, **attrs),
-                          ctx.as_value(float(np.prod(kernel)), x.type.dtype))
     if divisor is not None:
+        # the engines' 'constant' border divides by the whole window
+        window_sum = ctx.b.op("mul", ctx.b.op(kind, x, count_include_pad=True, **attrs),
+                              ctx.as_value(float(np.prod(kernel)), x.type.dtype))
         return ctx.b.op("div", window_sum, ctx.as_value(float(divisor), x.type.dtype))
-    counts = np.ones([1] * (x.rank - n), dtype=np.float64)
-    out_shape = _pool_out_sizes(x, n, kernel, stride, pads)
-    for i in range(n):
-        size = x.type.shape[x.rank - n + i]
-        assert isinstance(size, int)
-        start = np.arange(out_shape[i]) * stride[i] - padding[i]
-        end = np.minimum(start + kernel[i], size + padding[i])
-        counts = np.multiply.outer(counts, (end - start).astype(np.float64))
-    div = ctx.b.const(counts.astype(x.type.dtype.numpy), x.type.dtype)
-    return ctx.b.op("div", window_sum, div)
-
-
-def _pool_out_sizes(x: Value, n: int, kernel: list[int], stride: list[int],
-                    pads: list[tuple[int, int]]) -> list[int]:
-    out = []
-    for i in range(n):
-        size = x.type.shape[x.rank - n + i]
-        assert isinstance(size, int)
-        out.append((size + pads[i][0] + pads[i][1] - kernel[i]) // stride[i] + 1)
-    return out
+    # ceil_mode with count_include_pad: PyTorch divides by the window's cells inside the
+    # input and its explicit padding, not the ceil extension: pad explicitly, then let
+    # 'ignore' count the cells inside the padded tensor (exact at every length)
+    lead = x.rank - n
+    xp = ctx.b.op("pad", x, pads=((0, 0),) * lead + tuple((p, p) for p in padding),
+                  mode="constant", value=0.0)
+    attrs["padding"] = tuple((0, a - p) for (_, a), p in zip(pads, padding))
+    return ctx.b.op(kind, xp, count_include_pad=False, **attrs)
 
 
 @RULES.rule("aten::max_pool1d_with_indices", "aten::max_pool2d_with_indices",
@@ -200,14 +180,16 @@ def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | N
     b = ctx.b
     for i, o in enumerate(out_size):
         axis = x.rank - n + i
-        size = x.type.shape[axis]
-        if o is None or (isinstance(size, int) and o == size):
+        if o is None:
             continue
         if o == 1:
             x = b.op(reduce, x, axes=(axis,), keepdims=True)
             continue
-        if not isinstance(size, int):
-            raise ctx.unsupported("adaptive pooling of a dynamic axis to a size other than 1")
+        # the windows need the axis' size: read through the graph, so that DynamicAxes
+        # reports it if the axis is made dynamic
+        size = int(ctx.to_const(dim_value(b, x, axis), f"size of axis {axis} (adaptive pooling windows)"))
+        if o == size:
+            continue
         parts = []
         for start, end in adaptive_windows(size, o):
             part = b.op("slice", x, b.ints([start]), b.ints([end]), axes=(axis,), steps=(1,))

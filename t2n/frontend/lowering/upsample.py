@@ -18,6 +18,7 @@ from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import dim_value, transpose
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
+from t2n.ir.schema import Trait
 
 RULES = RuleSet("upsample")
 
@@ -121,6 +122,11 @@ def _static(v: Any) -> int | None:
     return None
 
 
+def _computed(v: Any) -> bool:
+    """A size computed in the model from shapes (it follows dynamic axes)."""
+    return isinstance(v, Value) and (v.producer is None or not v.producer.has(Trait.CONSTANT_LIKE))
+
+
 def interpolate(ctx: LoweringContext, mode: str, n: int, has_align: bool) -> Value:
     x = ctx.tensor(0)
     if not x.type.dtype.is_float:
@@ -128,30 +134,40 @@ def interpolate(ctx: LoweringContext, mode: str, n: int, has_align: bool) -> Val
     sizes, align, scales = _args(ctx, n, has_align)
     for i in range(n):
         axis = x.rank - n + i
-        size = x.type.shape[axis]
         scale = scales[i]
-        out = _static(sizes[i]) if sizes is not None else None
-        factor = scale if scale is not None else (out / size if isinstance(size, int) and out else None)
-        if mode == "nearest" and factor is not None and float(factor).is_integer() and \
-                (sizes is None or scale is None):
-            if int(factor) != 1:
-                x = _tile_nearest(ctx, x, axis, int(factor))
+        given = sizes[i] if sizes is not None else None
+        if mode == "nearest" and given is None and scale is not None and float(scale).is_integer():
+            # nearest by an integer scale factor: dynamic
+            if int(scale) != 1:
+                x = _tile_nearest(ctx, x, axis, int(scale))
             continue
-        if not isinstance(size, int):
-            raise ctx.unsupported(f"{mode} interpolation of a dynamic axis (only nearest by an "
-                                  "integer factor keeps it dynamic)")
+        traced = x.type.shape[axis]
+        out = _static(given)
+        if mode == "nearest" and _computed(given) and isinstance(traced, int) and out and \
+                out % traced == 0:
+            # nearest to a size computed from shapes, an integer multiple: dynamic too
+            if out != traced:
+                x = _tile_nearest(ctx, x, axis, out // traced)
+            continue
+        # the interpolation indices or matrix need the sizes: read them through the
+        # graph, so that DynamicAxes reports them if an axis is made dynamic
+        size = int(ctx.to_const(dim_value(ctx.b, x, axis), f"size of axis {axis} (interpolation)"))
+        if given is not None and out is not None and _computed(given):
+            out = int(ctx.to_const(given, "output size"))
         if out is None and sizes is not None:
             # a size computed from shapes in forward: the traced size (a dynamic axis
             # here is reported by the dynamic-axes check)
-            traced = ctx.traced_shape(0)
-            out = traced[axis] if traced is not None else None
+            traced_out = ctx.traced_shape(0)
+            out = traced_out[axis] if traced_out is not None else None
         if out is None:
             if scale is None:
                 raise ctx.unsupported("interpolation to a size computed at run time")
             out = int(math.floor(size * scale))
         if out == size and scale in (None, 1.0):
             continue
-        if mode in ("nearest", "nearest-exact"):
+        if mode == "nearest" and out % size == 0 and (given is not None or scale == out // size):
+            x = _tile_nearest(ctx, x, axis, out // size)
+        elif mode in ("nearest", "nearest-exact"):
             idx = nearest_indices(size, out, scale if sizes is None else None, mode == "nearest-exact")
             x = ctx.b.op("gather", x, ctx.b.const(idx, DType.I64), axis=axis)
         elif mode == "linear":

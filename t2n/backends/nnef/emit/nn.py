@@ -51,7 +51,9 @@ def deconv(ctx: EmitContext, op: Op) -> None:
 def deconv_tract(ctx: EmitContext, op: Op) -> None:
     """tract reads a transposed-convolution filter as [O, C/groups, k…] (PyTorch's, and
     the IR's, is [C, O/groups, k…]): the filter is regrouped in the graph, where tract
-    folds it once at load time, instead of copying the weight at export."""
+    folds it once at load time, instead of copying the weight at export. No
+    ``output_shape``: tract reads it only as concrete integers (a symbolic batch or
+    length fails to load), and the lowering's explicit crop already fixes the size."""
     x, w = op.inputs[:2]
     g = int(op.attrs.get("groups", 1))
     c, og = (int(d) for d in w.type.shape[:2])  # type: ignore[call-overload]
@@ -62,8 +64,7 @@ def deconv_tract(ctx: EmitContext, op: Op) -> None:
     filt = ctx.emit(f"{w.name}_oi", "reshape", Raw(swapped), shape=[g * og, c // g] + ks)
     ctx.emit(op.output, "deconv", x, Raw(filt), _bias(ctx, op), border="constant",
              padding=_pairs(op.attrs["padding"]), stride=list(op.attrs["stride"]),
-             dilation=list(op.attrs["dilation"]), output_shape=list(op.output.type.shape),
-             groups=g)
+             dilation=list(op.attrs["dilation"]), groups=g)
 
 
 def _pool(ctx: EmitContext, op: Op) -> None:
