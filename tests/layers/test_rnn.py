@@ -91,3 +91,11 @@ def test_packed_sequences_are_refused():
 
     with pytest.raises(UnsupportedOpsError, match="packed"):
         check_export(Packed().eval(), (torch.randn(5, 2, 3),))
+
+
+def test_half_precision_recurrent_layers_tract():
+    torch.manual_seed(0)
+    model = WithState(nn.LSTM(4, 6, bidirectional=True, batch_first=True)).half().eval()
+    check_export(model, (torch.randn(2, 5, 4).half(),), targets=("tract",))
+    gru = WithState(nn.GRU(4, 6)).half().eval()
+    check_export(gru, (torch.randn(5, 2, 4).half(),), targets=("tract",))
