@@ -98,6 +98,46 @@ def canonical_tensor_names(module: torch.nn.Module, strip: str) -> dict[int, str
     return names
 
 
+class _InferenceCtx:
+    """The ``ctx`` an old-style ``autograd.Function.forward`` receives, at inference:
+    what it saves for backward is dropped."""
+
+    needs_input_grad: tuple[bool, ...] = ()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        pass
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        pass
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def autograd_functions_inlined() -> Iterator[None]:
+    """Custom ``torch.autograd.Function``s run their ``forward`` directly while tracing,
+    so that the trace records their aten ops instead of an opaque ``prim::PythonOp``
+    (their backward is irrelevant at inference)."""
+    function = torch.autograd.Function
+    original = function.__dict__["apply"]
+    base_setup = function.setup_context
+
+    def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(cls, "setup_context", base_setup) is not base_setup:
+            return cls.forward(*args, **kwargs)  # new style: forward(*args)
+        return cls.forward(_InferenceCtx(), *args, **kwargs)
+
+    function.apply = classmethod(apply)  # type: ignore[assignment, method-assign]
+    try:
+        yield
+    finally:
+        function.apply = original  # type: ignore[method-assign]
+
+
 def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> TracedModel:
     tensors, paths, spec = flatten((args, kwargs))
     if not tensors:
@@ -112,7 +152,8 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     originals = [t.detach().clone() for t in tensors]
     hook = flat.register_forward_hook(keep_outputs)
     caught: list[str] = []
-    with eval_mode(model), torch.no_grad(), warnings.catch_warnings(record=True) as wlist:
+    with eval_mode(model), torch.no_grad(), autograd_functions_inlined(), \
+            warnings.catch_warnings(record=True) as wlist:
         warnings.simplefilter("always", TracerWarning)
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", category=FutureWarning)

@@ -95,3 +95,41 @@ def test_integer_and_bool_inputs_use_typed_externals():
     assert 'tract_core_external(shape = [4], datum_type = "i32")' in art.graph_nnef
     assert "external<logical>(shape = [2])" in art.graph_nnef
     assert art.check().ok
+
+
+class _OldStyleGelu(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+    @staticmethod
+    def backward(ctx, g):  # pragma: no cover - never called at inference
+        raise NotImplementedError
+
+
+class _NewStyleScale(torch.autograd.Function):
+    @staticmethod
+    def forward(x, s):
+        return x * s
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):  # pragma: no cover
+        raise NotImplementedError
+
+
+def test_custom_autograd_functions_are_traced_through_their_forward():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return _NewStyleScale.apply(_OldStyleGelu.apply(x), 3.0)
+
+    from t2n.testing import check_export
+
+    original = torch.autograd.Function.__dict__["apply"]
+    res = check_export(M().eval(), (torch.randn(2, 5),))
+    assert "tanh" in [op.kind for op in res.artifacts["tract"].ir.ops()]
+    assert torch.autograd.Function.__dict__["apply"] is original  # restored after tracing

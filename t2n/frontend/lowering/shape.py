@@ -59,7 +59,14 @@ def i64(b: Builder, value: int) -> Value:
 
 @RULES.rule("aten::view", "aten::reshape", "aten::_reshape_alias", "aten::_unsafe_view")
 def view(ctx: LoweringContext) -> Value:
-    return ctx.b.op("reshape", ctx.tensor(0), ctx.shape_tensor(1))
+    """A target computed in ways shape inference cannot follow (float arithmetic on
+    sizes, e.g. ``int(math.ceil(h / p))``) falls back to the traced shape; under
+    dynamic axes the baked-size check then reports it."""
+    target = ctx.shape_tensor(1)
+    traced = ctx.traced_shape(0)
+    if target.known is None and traced is not None:
+        target = ctx.b.ints(traced)
+    return ctx.b.op("reshape", ctx.tensor(0), target)
 
 
 @RULES.rule("aten::view_as", "aten::reshape_as")
@@ -135,6 +142,9 @@ def cat(ctx: LoweringContext) -> Value:
     values = [v for v in values if not (v.rank == 1 and v.type.shape[0] == 0)] or values[:1]
     rank = values[0].rank
     axis = ctx.axis(1, rank) if ctx.n_inputs > 1 else 0
+    # empty pieces (``q[..., d:]`` when nothing is left) contribute nothing, and an
+    # empty tensor has no NNEF form
+    values = [v for v in values if not (v.rank == rank and v.type.shape[axis] == 0)] or values[:1]
     dt = ctx.promote(*values)
     values = [ctx.b.cast(v, dt) for v in values]
     if len(values) == 1:
