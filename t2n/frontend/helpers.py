@@ -39,6 +39,21 @@ def scalar(b: Builder, value: float | int | bool, dtype: DType) -> Value:
     return b.const(np.asarray(value, dtype=dtype.numpy), dtype)
 
 
+def i64(b: Builder, value: int) -> Value:
+    """A 0-d i64 constant."""
+    import numpy as np
+
+    return b.const(np.asarray(value, dtype=np.int64), DType.I64)
+
+
+def dims_product(dims: Sequence[Dim]) -> Dim:
+    """The product of sizes (symbolic when any is)."""
+    n: Dim = 1
+    for d in dims:
+        n = n * d
+    return n
+
+
 def dim_value(b: Builder, x: Value, axis: int) -> Value:
     """``x.shape[axis]`` as a 0-d i64 value that stays symbolic under dynamic axes."""
     shape = b.op("shape_of", x)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from t2n.frontend.context import LoweringContext, UnsupportedHere
-from t2n.frontend.helpers import dim_value, reshape, transpose, unsqueeze
+from t2n.frontend.helpers import dim_value, dims_product, i64, reshape, transpose, unsqueeze
 from t2n.frontend.registry import RuleSet
 from t2n.frontend.views import slice_scatter
 from t2n.ir import Builder, Dim, DType, Value
@@ -22,17 +22,6 @@ RULES = RuleSet("index")
 
 
 # -- small IR idioms ---------------------------------------------------------------
-def i64(b: Builder, v: int) -> Value:
-    return b.const(np.asarray(v, dtype=np.int64), DType.I64)
-
-
-def size_of(b: Builder, x: Value, axis: int) -> Value:
-    """``x.shape[axis]`` as a 0-d i64 value read from the tensor's shape, so that it
-    follows dynamic axes (sizes are all static while lowering; constant folding turns
-    it into a constant when it stays static)."""
-    return dim_value(b, x, axis)
-
-
 def normalized(b: Builder, idx: Value, n: Value) -> Value:
     """Indices with negative entries counted from the end (``n`` is the axis size)."""
     idx = b.cast(idx, DType.I64) if idx.type.dtype is not DType.I64 else idx
@@ -91,8 +80,8 @@ def trilu(ctx: LoweringContext) -> Value:
     b = ctx.b
     if x.rank < 2:
         raise ctx.unsupported("tril/triu needs at least two dimensions")
-    rows = unsqueeze(b, positions(b, size_of(b, x, x.rank - 2)), [1])
-    cols = unsqueeze(b, positions(b, size_of(b, x, x.rank - 1)), [0])
+    rows = unsqueeze(b, positions(b, dim_value(b, x, x.rank - 2)), [1])
+    cols = unsqueeze(b, positions(b, dim_value(b, x, x.rank - 1)), [0])
     diff = b.op("sub", cols, rows)
     keep = b.op("le" if "tril" in ctx.kind else "ge", diff, i64(b, k))
     zero = ctx.as_value(False if x.type.dtype is DType.BOOL else 0, x.type.dtype)
@@ -126,26 +115,19 @@ def index_select(ctx: LoweringContext) -> Value:
     idx = ctx.tensor(2)
     if idx.rank == 0:
         idx = reshape(ctx.b, idx, [1])
-    return ctx.b.op("gather", x, normalized(ctx.b, idx, size_of(ctx.b, x, axis)), axis=axis)
+    return ctx.b.op("gather", x, normalized(ctx.b, idx, dim_value(ctx.b, x, axis)), axis=axis)
 
 
 @RULES.rule("aten::take")
 def take(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
-    flat = reshape(ctx.b, x, [x.type.shape.numel if x.type.shape.is_static else _numel(x)])
-    return ctx.b.op("gather", flat, normalized(ctx.b, ctx.tensor(1), size_of(ctx.b, flat, 0)), axis=0)
-
-
-def _numel(x: Value) -> Dim:
-    n: Dim = 1
-    for d in x.type.shape:
-        n = n * d
-    return n
+    flat = reshape(ctx.b, x, [dims_product(x.type.shape)])
+    return ctx.b.op("gather", flat, normalized(ctx.b, ctx.tensor(1), dim_value(ctx.b, flat, 0)), axis=0)
 
 
 def gather_elements(ctx: LoweringContext, x: Value, axis: int, idx: Value) -> Value:
     b = ctx.b
-    idx = normalized(b, idx, size_of(b, x, axis))
+    idx = normalized(b, idx, dim_value(b, x, axis))
     # torch.gather lets the indices be smaller than the input off the gathered axis
     for ax in range(x.rank):
         if ax != axis and x.type.shape[ax] != idx.type.shape[ax]:
@@ -167,8 +149,8 @@ def gather(ctx: LoweringContext) -> Value:
 def take_along_dim(ctx: LoweringContext) -> Value:
     x, idx = ctx.tensor(0), ctx.tensor(1)
     if ctx.n_inputs < 3 or ctx.is_none(2):
-        flat = reshape(ctx.b, x, [_numel(x)])
-        return gather_elements(ctx, flat, 0, reshape(ctx.b, idx, [_numel(idx)]))
+        flat = reshape(ctx.b, x, [dims_product(x.type.shape)])
+        return gather_elements(ctx, flat, 0, reshape(ctx.b, idx, [dims_product(idx.type.shape)]))
     axis = ctx.axis(2, x.rank)
     # broadcast every axis but the gathered one
     xs, ids = list(x.type.shape), list(idx.type.shape)
@@ -233,8 +215,8 @@ def flat_index(ctx: LoweringContext, x: Value, first: int, idx: list[Value]) -> 
     b = ctx.b
     flat = None
     for k, v in enumerate(idx):
-        v = normalized(b, v, size_of(b, x, first + k))
-        flat = v if flat is None else b.op("add", b.op("mul", flat, size_of(b, x, first + k)), v)
+        v = normalized(b, v, dim_value(b, x, first + k))
+        flat = v if flat is None else b.op("add", b.op("mul", flat, dim_value(b, x, first + k)), v)
     assert flat is not None
     return flat
 
@@ -251,18 +233,11 @@ def index(ctx: LoweringContext) -> Value:
     first = 0 if moved else axes[0]
     idx = _broadcast_all(ctx, [v for _, v in found])
     if len(idx) == 1:
-        return ctx.b.op("gather", x, normalized(ctx.b, idx[0], size_of(ctx.b, x, first)), axis=first)
+        return ctx.b.op("gather", x, normalized(ctx.b, idx[0], dim_value(ctx.b, x, first)), axis=first)
     dims = list(x.type.shape)
     k = len(idx)
-    merged = reshape(ctx.b, x, dims[:first] + [_prod(dims[first:first + k])] + dims[first + k:])
+    merged = reshape(ctx.b, x, dims[:first] + [dims_product(dims[first:first + k])] + dims[first + k:])
     return ctx.b.op("gather", merged, flat_index(ctx, x, first, idx), axis=first)
-
-
-def _prod(dims: list[Dim]) -> Dim:
-    n: Dim = 1
-    for d in dims:
-        n = n * d
-    return n
 
 
 # -- writes ------------------------------------------------------------------------
@@ -323,7 +298,7 @@ def _scatter_reduction(ctx: LoweringContext, name: str) -> str:
 def scatter(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
     axis = ctx.axis(1, x.rank)
-    idx = normalized(ctx.b, ctx.tensor(2), size_of(ctx.b, x, axis))
+    idx = normalized(ctx.b, ctx.tensor(2), dim_value(ctx.b, x, axis))
     src = ctx.raw(3)
     if isinstance(src, Value) and src.rank == x.rank:
         upd = ctx.b.cast(src, x.type.dtype)
@@ -346,7 +321,7 @@ def scatter_reduce(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
     b = ctx.b
     axis = ctx.axis(1, x.rank)
-    idx = normalized(b, ctx.tensor(2), size_of(b, x, axis))
+    idx = normalized(b, ctx.tensor(2), dim_value(b, x, axis))
     src = ctx.tensor(3, x.type.dtype)
     how = ctx.const(4)
     include_self = ctx.bool(5) if ctx.n_inputs > 5 else True
@@ -395,7 +370,7 @@ def index_add(ctx: LoweringContext) -> Value:
     src = ctx.tensor(3, x.type.dtype)
     if src.rank == x.rank - 1 or src.rank == 0:
         src = unsqueeze(ctx.b, src, [axis]) if x.rank else src
-    idx = normalized(ctx.b, idx, size_of(ctx.b, x, axis))
+    idx = normalized(ctx.b, idx, dim_value(ctx.b, x, axis))
     if "add" in ctx.kind:
         alpha = ctx.raw("alpha") if ctx.has("alpha") else 1
         if alpha != 1:
@@ -411,8 +386,8 @@ def index_fill(ctx: LoweringContext) -> Value:
     b = ctx.b
     axis = ctx.axis(1, max(x.rank, 1))
     idx = ctx.tensor(2)
-    n = size_of(b, x, axis)
-    idx = reshape(b, normalized(b, idx, n), [_numel(idx)])
+    n = dim_value(b, x, axis)
+    idx = reshape(b, normalized(b, idx, n), [dims_product(idx.type.shape)])
     hit = b.op("any_reduce", b.op("eq", unsqueeze(b, positions(b, n), [1]), unsqueeze(b, idx, [0])),
                axes=(1,), keepdims=False)
     shape: list[Dim] = [1] * x.rank
@@ -441,7 +416,7 @@ def index_put(ctx: LoweringContext) -> Value:
     rest = [a for a in range(x.rank) if a not in axes]
     perm = axes + rest
     xt = transpose(b, x, perm)
-    idx = _broadcast_all(ctx, [normalized(b, v, size_of(b, x, a)) for a, v in found])
+    idx = _broadcast_all(ctx, [normalized(b, v, dim_value(b, x, a)) for a, v in found])
     nb = idx[0].rank
     batch = list(idx[0].type.shape)
     rest_dims = [x.type.shape[a] for a in rest]
@@ -554,7 +529,7 @@ def diag_embed(ctx: LoweringContext) -> Value:
     if k:  # |k| zeros after the last element (concat: any dtype, any engine)
         tail = b.op("expand", zero, b.ints(list(x.type.shape)[:-1] + [abs(k)]))
         x = b.op("concat", x, tail, axis=x.rank - 1)
-    m = size_of(b, x, x.rank - 1)
+    m = dim_value(b, x, x.rank - 1)
     rows = unsqueeze(b, positions(b, m), [1])
     cols = unsqueeze(b, positions(b, m), [0])
     on = b.op("eq", b.op("sub", cols, rows), i64(b, k))

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from t2n.frontend.context import LoweringContext, norm_axis
+from t2n.frontend.helpers import dims_product
 from t2n.frontend.registry import RuleSet
-from t2n.ir import Dim, DType, Value
+from t2n.ir import DType, Value
 
 RULES = RuleSet("reduce")
 
@@ -159,7 +160,7 @@ def argmax(ctx: LoweringContext) -> Value:
     kind = "argmax_reduce" if "argmax" in ctx.kind else "argmin_reduce"
     keep = _keepdim(ctx)
     if ctx.n_inputs < 2 or ctx.is_none(1):
-        flat = ctx.b.op("reshape", x, ctx.b.ints([_numel(x)])) if x.rank != 1 else x
+        flat = ctx.b.op("reshape", x, ctx.b.ints([dims_product(x.type.shape)])) if x.rank != 1 else x
         out = _arg(ctx, kind, flat, 0, False)
         if keep:
             out = ctx.b.op("reshape", out, ctx.b.ints([1] * x.rank))
@@ -167,13 +168,6 @@ def argmax(ctx: LoweringContext) -> Value:
     if x.rank == 0:
         return ctx.as_value(0, DType.I64)
     return _arg(ctx, kind, x, ctx.axis(1, x.rank), keep)
-
-
-def _numel(x: Value) -> Dim:
-    n: Dim = 1
-    for d in x.type.shape:
-        n = n * d
-    return n
 
 
 @RULES.rule("aten::any", "aten::all")

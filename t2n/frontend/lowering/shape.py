@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from t2n.frontend.context import LoweringContext, norm_axis
-from t2n.frontend.helpers import dim_value
+from t2n.frontend.helpers import dim_value, i64
 from t2n.frontend.helpers import unsqueeze as unsqueeze_axes
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, Dim, DType, Value
@@ -51,10 +51,6 @@ def slice_axis(b: Builder, x: Value, axis: int, begin: int | Value, end: int | V
     """``x[begin:end:step]`` along ``axis``, python-style bounds; ``end=None`` runs to the end."""
     return b.op("slice", x, as_bound(b, begin), as_bound(b, INT64_MAX if end is None else end),
                 axes=(axis,), steps=(step,))
-
-
-def i64(b: Builder, value: int) -> Value:
-    return b.const(np.asarray(value, dtype=np.int64), DType.I64)
 
 
 @RULES.rule("aten::view", "aten::reshape", "aten::_reshape_alias", "aten::_unsafe_view")

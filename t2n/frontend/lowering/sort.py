@@ -13,15 +13,11 @@ from typing import Any
 import numpy as np
 
 from t2n.frontend.context import LoweringContext
-from t2n.frontend.helpers import dim_value, transpose, unsqueeze
+from t2n.frontend.helpers import dim_value, i64, transpose, unsqueeze
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
 
 RULES = RuleSet("sort")
-
-
-def _i64(ctx: LoweringContext, v: int) -> Value:
-    return ctx.b.const(np.asarray(v, dtype=np.int64), DType.I64)
 
 
 def _to_last(ctx: LoweringContext, x: Value, axis: int) -> tuple[Value, list[int]]:
@@ -66,7 +62,7 @@ def cumsum_float(ctx: LoweringContext, x: Value, axis: int) -> Value:
     b = ctx.b
     xt, perm = _to_last(ctx, x, axis)
     n = dim_value(b, xt, xt.rank - 1)
-    r = b.op("range", _i64(ctx, 0), n, _i64(ctx, 1))
+    r = b.op("range", i64(ctx.b, 0), n, i64(ctx.b, 1))
     upper = b.cast(b.op("le", unsqueeze(b, r, [1]), unsqueeze(b, r, [0])), x.type.dtype)
     return _back(ctx, b.op("matmul", xt, upper, transpose_a=False, transpose_b=False), perm)
 
