@@ -185,3 +185,51 @@ def softmin(ctx: LoweringContext) -> Value:
     if not x.type.dtype.is_float:
         x = ctx.b.cast(x, DType.F32)
     return ctx.b.op("softmax", ctx.b.op("neg", x), axes=(ctx.axis(1, x.rank),))
+
+
+@RULES.rule("aten::hsplit", "aten::vsplit", "aten::dsplit")
+def hvd_split(ctx: LoweringContext) -> list[Value]:
+    """numpy-style splits: even sections (which must divide the axis) or indices."""
+    from t2n.frontend.lowering.shape import cut
+
+    x = ctx.tensor(0)
+    kind = ctx.kind.removeprefix("aten::")
+    axis = {"vsplit": 0, "hsplit": 1 if x.rank > 1 else 0, "dsplit": 2}[kind]
+    n = x.type.shape[axis]
+    spec = ctx.const(1)
+    if isinstance(spec, (list, tuple)):
+        return cut(ctx.b, x, axis, [0, *[int(i) for i in spec]])
+    if not isinstance(n, int) or n % int(spec):
+        raise ctx.unsupported(f"{kind} into {spec} sections of a dynamic or non-divisible axis")
+    step = n // int(spec)
+    return cut(ctx.b, x, axis, list(range(0, n, step)))
+
+
+@RULES.rule("aten::broadcast_tensors")
+def broadcast_tensors(ctx: LoweringContext) -> list[Value]:
+    """Each tensor expanded to the common broadcast shape (sizes as traced; under dynamic
+    axes the baked-size check reports a size that should have followed a symbol)."""
+    from t2n.ir.infer_utils import broadcast_shapes
+
+    raw: Any = ctx.raw(0)
+    items = [ctx.as_value(v) for v in raw]
+    shape = list(broadcast_shapes(*[v.type.shape for v in items]))
+    return [v if list(v.type.shape) == shape else ctx.b.op("expand", v, ctx.b.ints(shape)) for v in items]
+
+
+@RULES.rule("aten::isclose")
+def isclose(ctx: LoweringContext) -> Value:
+    """|a - b| <= atol + rtol * |b|, equal values (infinities included) always close."""
+    a, b_ = ctx.promoted(ctx.raw(0), ctx.raw(1))
+    rtol = ctx.float(2) if ctx.n_inputs > 2 else 1e-5
+    atol = ctx.float(3) if ctx.n_inputs > 3 else 1e-8
+    equal_nan = ctx.bool(4) if ctx.n_inputs > 4 else False
+    b = ctx.b
+    if not a.type.dtype.is_float:
+        a, b_ = b.cast(a, DType.F64), b.cast(b_, DType.F64)
+    dt = a.type.dtype
+    bound = b.op("add", ctx.as_value(atol, dt), b.op("mul", ctx.as_value(rtol, dt), b.op("abs", b_)))
+    close = b.op("or", b.op("eq", a, b_), b.op("le", b.op("abs", b.op("sub", a, b_)), bound))
+    if equal_nan:
+        close = b.op("or", close, b.op("and", b.op("is_nan", a), b.op("is_nan", b_)))
+    return close
