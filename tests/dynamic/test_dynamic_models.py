@@ -91,3 +91,22 @@ def test_sdpa_is_causal_over_dynamic_length() -> None:
     torch.manual_seed(0)
     check_dynamic(SdpaCausal(), lambda S: (torch.randn(2, S, 8),), {"x": {1: "S"}}, SIZES,
                   input_names=["x"])
+
+
+def test_integer_running_sums_and_pairwise_index_over_a_dynamic_axis():
+    """Position ids from a cumsum of a mask, and a mask looked up with two index
+    tensors, as transformers' masking code does."""
+
+    class Masks(nn.Module):
+        def forward(self, x, mask):
+            positions = mask.long().cumsum(-1) - 1
+            s = x.shape[1]
+            pair = mask[torch.arange(1)[:, None, None], torch.arange(s)[None, None, :]]
+            return x * pair.transpose(1, 2).float() + positions.unsqueeze(-1)
+
+    def make(S):
+        mask = torch.ones(1, S, dtype=torch.bool)
+        mask[0, S - 2:] = False
+        return torch.randn(1, S, 3), mask
+
+    check_dynamic(Masks(), make, {"x": {1: "S"}, "mask": {1: "S"}}, SIZES, input_names=["x", "mask"])

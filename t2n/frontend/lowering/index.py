@@ -191,14 +191,21 @@ def _index_tensors(ctx: LoweringContext, x: Value, items: list[Any]) -> list[tup
 
 
 def _broadcast_all(ctx: LoweringContext, vals: list[Value]) -> list[Value]:
+    """Index tensors broadcast against each other. The common shape is read from the
+    graph (the shape of their zero-times sum), so sizes that follow a dynamic axis keep
+    following it (masks such as ``pad[batch_idx, kv_idx]`` in transformers)."""
     shapes = [list(v.type.shape) for v in vals]
-    rank = max(len(s) for s in shapes)
-    target: list[Dim] = []
-    for i in range(rank):
-        dims = [s[i - rank + len(s)] for s in shapes if i - rank + len(s) >= 0]
-        big = [d for d in dims if not (isinstance(d, int) and d == 1)]
-        target.append(big[0] if big else 1)
-    return [v if list(v.type.shape) == target else ctx.b.op("expand", v, ctx.b.ints(target)) for v in vals]
+    if all(s == shapes[0] for s in shapes):
+        return vals
+    b = ctx.b
+    vals = [b.cast(v, DType.I64) if v.type.dtype is not DType.I64 else v for v in vals]
+    acc: Value | None = None
+    for v in vals:
+        z = b.op("mul", v, i64(b, 0))
+        acc = z if acc is None else b.op("add", acc, z)
+    assert acc is not None
+    target = b.op("shape_of", acc)
+    return [v if list(v.type.shape) == list(acc.type.shape) else b.op("expand", v, target) for v in vals]
 
 
 def _front(ctx: LoweringContext, x: Value, axes: list[int]) -> tuple[Value, bool]:
@@ -234,10 +241,14 @@ def index(ctx: LoweringContext) -> Value:
     idx = _broadcast_all(ctx, [v for _, v in found])
     if len(idx) == 1:
         return ctx.b.op("gather", x, normalized(ctx.b, idx[0], dim_value(ctx.b, x, first)), axis=first)
-    dims = list(x.type.shape)
     k = len(idx)
-    merged = reshape(ctx.b, x, dims[:first] + [dims_product(dims[first:first + k])] + dims[first + k:])
-    return ctx.b.op("gather", merged, flat_index(ctx, x, first, idx), axis=first)
+    b = ctx.b
+    sizes = [dim_value(b, x, a) for a in range(x.rank)]  # read from the graph: dynamic-safe
+    joint = sizes[first]
+    for d in sizes[first + 1:first + k]:
+        joint = b.op("mul", joint, d)
+    merged = b.op("reshape", x, ctx.shape_tensor(sizes[:first] + [joint] + sizes[first + k:]))
+    return b.op("gather", merged, flat_index(ctx, x, first, idx), axis=first)
 
 
 # -- writes ------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Sorting (top-k), cumulative ops and binary search.
 
-Cumulative sums of floats are a matmul with a triangular mask built from ``range``
-(so a dynamic axis keeps working, in both engines); other cumulative ops, and integer
-sums (which must stay exact), use a log-step prefix scan over a static axis: ``ceil(log2
-n)`` shifted combines.
+Cumulative sums are a matmul with a triangular mask built from ``range`` (so a dynamic
+axis keeps working, in both engines; integers go through f64, exact below 2**53); other
+cumulative ops use a log-step prefix scan over a static axis: ``ceil(log2 n)`` shifted
+combines.
 """
 
 from __future__ import annotations
@@ -81,10 +81,13 @@ def _scan_input(ctx: LoweringContext) -> tuple[Value, int]:
 
 @RULES.rule("aten::cumsum", "aten::cumsum_")
 def cumsum(ctx: LoweringContext) -> Value:
+    """Integers are summed as f64 (exact below 2**53) by the same triangular matmul, so
+    integer running sums (position ids, packed-sequence indices) follow dynamic axes."""
     x, axis = _scan_input(ctx)
     if x.type.dtype.is_float:
         return cumsum_float(ctx, x, axis)
-    return prefix_scan(ctx, x, axis, "add")
+    wide = cumsum_float(ctx, ctx.b.cast(x, DType.F64), axis)
+    return ctx.b.cast(wide, x.type.dtype)
 
 
 @RULES.rule("aten::cumprod", "aten::cumprod_")
