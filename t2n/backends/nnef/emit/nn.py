@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
-from t2n.ir import Op, Value
+from t2n.ir import Dim, Op, Value
 
 COMMON = EmitterTable("nn")
 TRACT = EmitterTable("nn/tract")
@@ -17,6 +17,43 @@ def matmul(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, "matmul", Raw(ctx.arg_at_rank(a, rank)), Raw(ctx.arg_at_rank(b, rank)),
              transposeA=bool(op.attrs.get("transpose_a", False)),
              transposeB=bool(op.attrs.get("transpose_b", False)))
+
+
+@TRACT.emitter("matmul")
+def matmul_tract(ctx: EmitContext, op: Op) -> None:
+    """``x[..., K] @ W`` with a 2-D ``W`` (every linear layer) is written as a 2-D matmul
+    between reshapes: tract 0.23.9 fails to load the rank-lifted form when ``x`` comes
+    from a window partition or a broadcast (its EinSum declutter), and the 2-D form is
+    what it runs fastest anyway."""
+    a, b = op.inputs
+    if a.rank <= 2 or b.rank != 2 or op.attrs.get("transpose_a", False):
+        matmul(ctx, op)
+        return
+    p = a.producer
+    if p is not None and p.kind == "expand" and p.inputs[0].rank == a.rank and \
+            p.inputs[0].type.shape[-1] == a.type.shape[-1]:
+        # matmul(broadcast(x), W) = broadcast(matmul(x, W)): computed once per distinct
+        # row, and tract fails to load the other order (it substitutes the broadcast away)
+        small = _flat_matmul(ctx, op, p.inputs[0], b)
+        ctx.emit(op.output, "tract_core_broadcast", Raw(small), shape=list(op.output.type.shape))
+        return
+    ctx.emit(op.output, "reshape", Raw(_flat_matmul(ctx, op, a, b, reshape_back=False)),
+             shape=list(op.output.type.shape))
+
+
+def _flat_matmul(ctx: EmitContext, op: Op, a: Value, b: Value, reshape_back: bool = True) -> str:
+    """``a[..., K] @ b`` as a 2-D matmul; reshaped back to ``a``'s leading axes."""
+    lead = list(a.type.shape[:-1])
+    rows: Dim = 1
+    for d in lead:
+        rows = rows * d
+    flat = ctx.emit(f"{a.name}_2d", "reshape", a, shape=[rows, a.type.shape[-1]])
+    prod = ctx.emit(f"{op.output.name}_2d", "matmul", Raw(flat), b, transposeA=False,
+                    transposeB=bool(op.attrs.get("transpose_b", False)))
+    if not reshape_back:
+        return prod
+    cols = b.type.shape[0] if op.attrs.get("transpose_b", False) else b.type.shape[1]
+    return ctx.emit(f"{op.output.name}_nd", "reshape", Raw(prod), shape=lead + [cols])
 
 
 def _bias(ctx: EmitContext, op: Op) -> Raw | float:

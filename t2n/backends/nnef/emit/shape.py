@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
-from t2n.ir import DType, Op, Sym
+from t2n.ir import DType, Op, Sym, Value
 from t2n.ir.infer_utils import slice_dim
 
 COMMON = EmitterTable("shape")
@@ -74,6 +74,56 @@ def slice_(ctx: EmitContext, op: Op) -> None:
         return
     stride = strides if any(s != 1 for s in strides) else None
     ctx.emit(op.output, "slice", x, axes=axes, begin=b_out, end=e_out, stride=stride)
+
+
+@TRACT.emitter("slice")
+def slice_tract(ctx: EmitContext, op: Op) -> None:
+    """A strided slice along a static axis becomes slice → reshape to (L, step) → first
+    column: tract 0.23.9 fails to load a strided slice (its Downsample) that it tries
+    to move across a reshape of the same axis (window partitions, patch merging)."""
+    x = op.inputs[0]
+    steps = [int(st) for st in op.attrs["steps"]]
+    begins = ctx.known(op.inputs[1], "slice begin")
+    ends = ctx.known(op.inputs[2], "slice end")
+    if begins is None or ends is None:
+        return
+    plan = [(ax, *slice_dim(x.type.shape[ax], b, e, st), st)
+            for ax, b, e, st in zip(op.attrs["axes"], begins, ends, steps)]
+    if all(st == 1 for st in steps) or not all(
+            isinstance(x.type.shape[ax], int) and isinstance(bb, int) and isinstance(n, int)
+            for ax, bb, _, n, st in plan if st != 1):
+        slice_(ctx, op)
+        return
+    cur: Value | Raw = x
+    dims = list(x.type.shape)
+    for ax, bb, ee, length, st in plan:
+        if isinstance(length, int) and length == 0:
+            ctx.unsupported("an empty slice cannot be expressed")
+            return
+        if st == 1:
+            if not (bb == 0 and ee == dims[ax]):
+                cur = Raw(ctx.emit(f"{op.output.name}_s", "slice", cur, axes=[ax], begin=[bb], end=[ee]))
+                dims[ax] = length
+            continue
+        n = dims[ax]
+        assert isinstance(n, int) and isinstance(bb, int) and isinstance(length, int)
+        # whole windows of `st` elements, then (when the last window would run past the
+        # end) the last element on its own: no padding, so any dtype works
+        whole = length if bb + length * st <= n else length - 1
+        parts: list[str] = []
+        if whole:
+            seg = ctx.emit(f"{op.output.name}_s", "slice", cur, axes=[ax], begin=[bb], end=[bb + whole * st])
+            grid = ctx.emit(f"{op.output.name}_g", "reshape", Raw(seg),
+                            shape=dims[:ax] + [whole, st] + dims[ax + 1:])
+            first = ctx.emit(f"{op.output.name}_f", "slice", Raw(grid), axes=[ax + 1], begin=[0], end=[1])
+            parts.append(ctx.emit(f"{op.output.name}_q", "squeeze", Raw(first), axes=[ax + 1]))
+        if whole < length:
+            at = bb + whole * st
+            parts.append(ctx.emit(f"{op.output.name}_l", "slice", cur, axes=[ax], begin=[at], end=[at + 1]))
+        cur = Raw(parts[0]) if len(parts) == 1 else Raw(ctx.emit(
+            f"{op.output.name}_c", "concat", Raw("[" + ", ".join(parts) + "]"), axis=ax))
+        dims[ax] = length
+    ctx.emit(op.output, "copy", cur)
 
 
 @TRACT.emitter("expand")
