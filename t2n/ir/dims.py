@@ -186,10 +186,20 @@ class Sym:
             return Sym._from_terms({m: c // den for m, c in rest.items()}) + const // den
         return Sym._from_terms({(_FloorDiv(self, den),): 1})
 
+    def _proportional_to(self, other: Sym) -> int | None:
+        """``k`` when ``self == k * other`` for an integer ``k`` (e.g. ``32*X + 32`` over
+        ``8*X + 8``, the element count over a row size in a reshape), else None."""
+        mono, coef = other._terms[0]
+        mine = dict(self._terms).get(mono, 0)
+        if coef == 0 or mine % coef:
+            return None
+        k = mine // coef
+        return k if self - other * k == 0 else None
+
     def _divide_by_monomial(self, other: Sym) -> Dim | None:
         """``self / other`` when ``other`` is one term dividing every term exactly."""
         if len(other._terms) != 1:
-            return 1 if other == self else None
+            return self._proportional_to(other)
         (dmono, dcoef), = other._terms
         out: dict[_Monomial, int] = {}
         for mono, coef in self._terms:

@@ -35,6 +35,21 @@ def build(name):
                                       intermediate_size=64, max_position_embeddings=64))
 
 
+def test_audio_length_is_dynamic_through_the_conv_feature_extractor():
+    """wav2vec2: the frame count is a nest of floor divisions of the sample count."""
+    torch.manual_seed(0)
+    cfg = tf.Wav2Vec2Config(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                            intermediate_size=64, conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
+                            num_conv_pos_embeddings=8, num_conv_pos_embedding_groups=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = tf.Wav2Vec2Model(cfg).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BakedSizeWarning)
+        check_dynamic(model, lambda T: (torch.randn(1, T),), {"audio": {1: "T"}},
+                      [{"T": 200}, {"T": 361}, {"T": 683}], input_names=["audio"])
+
+
 @pytest.mark.parametrize("name", ["llama", "qwen2", "gpt2", "bert"])
 def test_sequence_length_is_dynamic(name):
     torch.manual_seed(0)

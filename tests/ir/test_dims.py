@@ -44,3 +44,17 @@ def test_text_round_trip_and_evaluation(e, s, p):
         want = e.evaluate({"S": s, "P": p})
         assert parsed.evaluate({"S": s, "P": p}) == want
         assert e.substitute({"S": s, "P": p}) == want
+
+
+def test_division_by_a_proportional_polynomial():
+    from t2n.ir import Sym
+    from t2n.ir.dims import SymbolicComparisonError
+
+    s = Sym("S")
+    frames = (s - 10) // 5
+    assert (32 * frames + 32) // (8 * frames + 8) == 4
+    assert (2 * s + 2) // (s + 1) == 2
+    import pytest
+
+    with pytest.raises(SymbolicComparisonError):
+        (2 * s + 3) // (s + 1)
