@@ -622,6 +622,3 @@ def masked_scatter(ctx: LoweringContext) -> Value:
         idx = b.op("max", b.op("sub", counts, i64(b, 1)), i64(b, 0))
     taken = reshape(b, b.op("gather", src, idx, axis=0), shape)
     return b.op("select", mask, taken, x)
-
-
-__all__ = ["RULES", "UnsupportedHere"]
