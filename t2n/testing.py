@@ -112,12 +112,25 @@ class Lambda(torch.nn.Module):
         return self.fn(*xs)
 
 
+class Call(torch.nn.Module):
+    """A module whose forward is ``fn(module, *inputs)``: exports one way of calling a
+    layer (``Call(nn.MultiheadAttention(8, 2), lambda m, q, k: m(q, k, k)[0])``)."""
+
+    def __init__(self, module: torch.nn.Module, fn: Any) -> None:
+        super().__init__()
+        self.m = module
+        self.fn = fn
+
+    def forward(self, *xs: Any) -> Any:
+        return self.fn(self.m, *xs)
+
+
 def check_fn(fn: Any, *args: Any, **options: Any) -> ExportResult:
     """``check_export`` of a plain function of tensors called on ``args``."""
     return check_export(Lambda(fn).eval(), args, **options)
 
 
-__all__ = ["ExportResult", "Lambda", "TractNNEF", "check_dynamic", "check_export", "check_fn"]
+__all__ = ["Call", "ExportResult", "Lambda", "TractNNEF", "check_dynamic", "check_export", "check_fn"]
 
 
 def check_dynamic(

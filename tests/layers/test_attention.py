@@ -7,17 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from t2n.frontend.registry import LoweringRegistry
-from t2n.testing import Lambda, check_dynamic, check_export
-
-
-class Call(nn.Module):
-    def __init__(self, m, fn):
-        super().__init__()
-        self.m = m
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(self.m, *xs)
+from t2n.testing import Call, Lambda, check_dynamic, check_export
 
 
 def needs(*ops):

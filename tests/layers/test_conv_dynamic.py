@@ -3,6 +3,8 @@ right at every size in tract; what needs a static size is reported, never silent
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from torch import nn
@@ -10,7 +12,7 @@ from torch.nn import functional as F
 
 from t2n import TractNNEF, compile
 from t2n.errors import DynamicAxesError
-from t2n.testing import check_dynamic, check_export
+from t2n.testing import Lambda, check_dynamic, check_export
 
 
 class Decoder(nn.Module):
@@ -74,13 +76,8 @@ def test_nearest_to_a_computed_size_stays_dynamic():
                   [{"T": 8}, {"T": 4}, {"T": 12}], input_names=["x"])
 
 
-class Interp(nn.Module):
-    def __init__(self, **kw) -> None:
-        super().__init__()
-        self.kw = kw
-
-    def forward(self, x):
-        return F.interpolate(x, **self.kw)
+def Interp(**kw):
+    return Lambda(functools.partial(F.interpolate, **kw))
 
 
 @pytest.mark.parametrize("model", [

@@ -4,18 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from t2n.testing import check_dynamic, check_export
-
-
-class Call(nn.Module):
-    def __init__(self, m, fn):
-        super().__init__()
-        self.m = m
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(self.m, *xs)
-
+from t2n.testing import Call, check_dynamic, check_export
 
 IDX = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0, 0])
 OFFSETS = torch.tensor([0, 4, 4, 7])  # bag 1 is empty
