@@ -3,6 +3,8 @@
     artifact = t2n.compile(model, (x,), t2n.TractNNEF("0.23.9"))
     artifact.save("model.nnef.tgz")
     artifact.check()
+
+    t2n.export(model, (x,), "model.nnef.tar")   # compile and save, weights written while compiling
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "compile": "t2n.api",
+    "export": "t2n.api",
     "Artifact": "t2n.artifact",
     "TractNNEF": "t2n.backends.target",
     "KhronosNNEF": "t2n.backends.target",
@@ -33,7 +36,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from t2n.api import compile
+    from t2n.api import compile, export
     from t2n.artifact import Artifact
     from t2n.backends.target import KhronosNNEF, Target, TractNNEF
     from t2n.check.compare import CheckReport, Tolerance
@@ -65,6 +68,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Artifact", "BakedSizeWarning", "CheckReport", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
     "PassManager", "PassResult", "RuleSet", "Target", "Tolerance", "TractNNEF", "__version__",
-    "compile", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
+    "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",
 ]

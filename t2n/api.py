@@ -3,17 +3,21 @@ outputs kept for ``Artifact.check``."""
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import torch
 
 import t2n
 from t2n.artifact import Artifact
+from t2n.backends.nnef.context import label_to_path
 from t2n.backends.target import Target, TractNNEF
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError
@@ -27,11 +31,17 @@ from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
-from t2n.ir import Graph, print_graph, verify
+from t2n.ir import DType, Graph, print_graph, verify
+from t2n.ir.tensor_data import converted
 from t2n.passes.base import Pass
 from t2n.passes.bf16 import Bf16As
 from t2n.passes.dynamic_axes import DynamicAxes, normalize_dynamic_axes
 from t2n.passes.pipeline import default_pipeline
+from t2n.serialize.archive import open_writer
+from t2n.serialize.dat import dat_size
+from t2n.serialize.overlap import EarlyWriter, PlannedTensor, ordered_like
+from t2n.serialize.progress import Progress
+from t2n.serialize.torch_io import tensor_data
 
 log = logging.getLogger("t2n")
 
@@ -73,6 +83,33 @@ def _trace_module_with_weights(
         traced = trace_module(model, args, kwargs)
     traced.weights = weights
     return traced
+
+
+def planned_tensors(model: torch.nn.Module, bf16_as: DType) -> list[PlannedTensor]:
+    """The model's parameters as an artifact of it would hold them: the member path of
+    their dotted name, their own memory (bf16 seen as ``bf16_as``), in module order.
+
+    This is a prediction (a pass may fold or transform a parameter); ``export`` checks it
+    against the compiled artifact, and the artifact lists its tensors in this order.
+    """
+    out: list[PlannedTensor] = []
+    for name, p in model.named_parameters():
+        if p.device.type != "cpu" or p.layout != torch.strided or p.is_conj() or p.is_neg():
+            continue
+        try:
+            version = p._version
+            data = tensor_data(p)
+        except (RuntimeError, InvalidArgumentError):  # inference tensors, unsupported dtypes
+            continue
+        if data.dtype is DType.BF16:
+            data = converted(data, bf16_as)
+        out.append(PlannedTensor(label_to_path(name) + ".dat", data, data.dtype,
+                                 functools.partial(_same_version, p, version)))
+    return out
+
+
+def _same_version(t: torch.Tensor, version: int) -> bool:
+    return t._version == version
 
 
 def _dumper(folder: str | Path | None) -> Callable[[str, Graph], None] | None:
@@ -210,6 +247,9 @@ def compile(
                                                *custom_extensions]
     t0 = time.perf_counter()
     rendered = target.renderer().render(graph)
+    if isinstance(model, torch.nn.Module):
+        planned = [p.path for p in planned_tensors(model, target.bf16_as)]
+        rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, planned)))
     timings["emission"] = time.perf_counter() - t0
 
     artifact = Artifact(
@@ -222,6 +262,85 @@ def compile(
         reference_outputs=[_to_numpy(t) for t in traced.reference_outputs],
         stats={"timings": timings, "pass_stats": dict(result.stats)},
     )
+    if check_io:
+        artifact.check(tolerance)
+    return artifact
+
+
+def export(
+    model: torch.nn.Module,
+    args: Any,
+    path: str | os.PathLike[str],
+    target: Target | None = None,
+    *,
+    compression_level: int | None = None,
+    sync: bool = False,
+    progress: bool | None = None,
+    overlap: bool = True,
+    check_io: bool = False,
+    tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    **options: Any,
+) -> Artifact:
+    """``compile(model, args, target, **options).save(path, ...)`` in one call, writing
+    the weights while the model compiles.
+
+    The artifact is the same, byte for byte, as compiling then saving; but a directory or
+    ``.tar`` export of a big model takes about the time of writing its weights alone:
+    a thread writes the model's parameters into the archive during the trace, lowering
+    and passes, and what the compile did not confirm is taken back (see
+    :mod:`t2n.serialize.overlap`). ``overlap=False`` compiles first, then writes.
+    ``.tgz`` archives are compressed after compiling (compression is CPU work, like
+    compiling). Atomic like :meth:`Artifact.save`: if the compile fails or the export is
+    interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
+    target's engine and raises if it differs from PyTorch.
+    """
+    target = target if target is not None else TractNNEF()
+    if not isinstance(target, Target):
+        raise InvalidArgumentError(f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}")
+    p = Path(path)
+    t_start = time.perf_counter()
+    writer = open_writer(p, compression_level, sync=sync)
+    early: EarlyWriter | None = None
+    try:
+        planned = []
+        if overlap and writer.can_rollback and isinstance(model, torch.nn.Module) and \
+                options.get("weights_from") is None:
+            planned = planned_tensors(model, target.bf16_as)
+        with Progress(sum(dat_size(t.data, t.dtype) for t in planned), f"writing {p.name}",
+                      bar=progress) as bar:
+            early = EarlyWriter(writer, planned, bar).start() if planned else None
+            try:
+                artifact = compile(model, args, target, **options)
+            except BaseException:
+                if early is not None:
+                    early.cancel()
+                raise
+            t_compiled = time.perf_counter()
+            tensors = list(artifact.rendered.tensors)
+            rest = early.finish(tensors) if early is not None else tensors
+            members = list(artifact.members(rest))
+            bar.total = bar.done + sum(size for _, size, _ in members)
+            for name, size, chunks in members:
+                writer.add_stream(name, size, bar.track(chunks))
+            writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    artifact.saved_path = p
+    artifact.stats["bytes_written"] = writer.bytes_written
+    timings = artifact.stats.setdefault("timings", {})
+    timings["save"] = time.perf_counter() - t_compiled
+    timings["export"] = time.perf_counter() - t_start
+    artifact.stats["overlap"] = {
+        "planned": len(planned),
+        "kept": early.kept if early is not None else 0,
+        "kept_bytes": early.kept_bytes if early is not None else 0,
+        "written_early": len(early.written) if early is not None else 0,
+    }
+    if writer.compressor_name:
+        artifact.stats["compressor"] = writer.compressor_name
+    log.info("exported %s (%d bytes of members; %s written while compiling)", p, writer.bytes_written,
+             artifact.stats["overlap"]["kept_bytes"])
     if check_io:
         artifact.check(tolerance)
     return artifact

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from t2n.backends.nnef.context import TensorFile
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import KhronosNNEF, Target
 from t2n.check.compare import CheckReport, Tolerance, compare
@@ -50,19 +51,25 @@ class Artifact:
     def tensor_files(self) -> list[str]:
         return [t.path for t in self.rendered.tensors]
 
-    def members(self) -> Iterator[tuple[str, int, Iterator[Any]]]:
-        """(name, size, byte chunks) of every file, in a fixed order.
+    def members(
+        self, tensors: Sequence[TensorFile] | None = None
+    ) -> Iterator[tuple[str, int, Iterator[Any]]]:
+        """(name, size, byte chunks) of the tensor files (``tensors``, or all of them in
+        the artifact's order), then ``graph.nnef`` (and ``graph.quant``).
 
         Every tensor's header is made before the first member is produced, so a tensor
-        the .dat format cannot hold is refused before anything is written.
+        the .dat format cannot hold is refused before anything is written. The graph
+        comes last so that ``t2n.export`` can write the weights while the model compiles
+        and still give the same bytes as ``save``.
         """
+        files: list[tuple[str, int, Iterator[Any]]] = []
+        for t in self.rendered.tensors if tensors is None else tensors:
+            files.append((t.path, dat_size(t.data, t.dtype), iter_dat(t.data, t.dtype)))
         text = self.rendered.graph_nnef.encode()
-        files: list[tuple[str, int, Iterator[Any]]] = [("graph.nnef", len(text), iter([text]))]
+        files.append(("graph.nnef", len(text), iter([text])))
         if self.rendered.graph_quant:
             q = self.rendered.graph_quant.encode()
             files.append(("graph.quant", len(q), iter([q])))
-        for t in self.rendered.tensors:
-            files.append((t.path, dat_size(t.data, t.dtype), iter_dat(t.data, t.dtype)))
         return iter(files)
 
     def save(

@@ -124,6 +124,7 @@ class ArtifactWriter(abc.ABC):
         self.bytes_written = 0
         self._done = False
         self.compressor_name = ""
+        self._members = 0
 
     @abc.abstractmethod
     def add_stream(self, name: str, size: int, chunks: Iterable[Any]) -> None:
@@ -131,6 +132,19 @@ class ArtifactWriter(abc.ABC):
 
     def add_bytes(self, name: str, data: bytes) -> None:
         self.add_stream(name, len(data), [data])
+
+    @property
+    def can_rollback(self) -> bool:
+        """Whether :meth:`rollback` works: members can be taken back (not in a gzip stream)."""
+        return False
+
+    def mark(self) -> int:
+        """A point to :meth:`rollback` to: the number of members added so far."""
+        return self._members
+
+    def rollback(self, mark: int) -> None:
+        """Take back every member added after ``mark`` (as if never added)."""
+        raise SerializationError(f"{type(self).__name__} cannot take members back")
 
     @abc.abstractmethod
     def _finish(self) -> None: ...
@@ -214,13 +228,27 @@ class DirWriter(ArtifactWriter):
         shutil.rmtree(self._tmp, ignore_errors=True)
         self._tmp.mkdir(parents=True)
         self._folders: set[Path] = {self._tmp}
+        self._files: list[tuple[Path, int]] = []
 
     def add_stream(self, name: str, size: int, chunks: Iterable[Any]) -> None:
         target = self._tmp / check_member_name(name)
         if target.parent not in self._folders:
             target.parent.mkdir(parents=True, exist_ok=True)
             self._folders.add(target.parent)
+        self._files.append((target, size))  # before writing: a partial file is taken back too
+        self._members += 1
         self.bytes_written += _write_file(target, name, size, chunks, self.sync)
+
+    @property
+    def can_rollback(self) -> bool:
+        return True
+
+    def rollback(self, mark: int) -> None:
+        for target, _ in self._files[mark:]:
+            target.unlink(missing_ok=True)
+        del self._files[mark:]
+        self._members = len(self._files)
+        self.bytes_written = sum(size for _, size in self._files)
 
     def _finish(self) -> None:
         if self.sync:
@@ -290,6 +318,7 @@ class TarWriter(ArtifactWriter):
             raise InvalidArgumentError(f"gzip compressor must be 'auto' or 'zlib', got {compressor!r}")
         self._raw: BinaryIO = open(self._tmp, "wb")  # noqa: SIM115 - closed in finish/cleanup
         self._file: BinaryIO = self._raw
+        self._starts: list[tuple[int, int]] = []  # (offset, size) of each member (no gzip)
         if level:
             threaded = threaded_gzip(self._raw, level) if compressor == "auto" else None
             if threaded is not None:
@@ -306,6 +335,9 @@ class TarWriter(ArtifactWriter):
             self._file.write(data)
 
     def add_stream(self, name: str, size: int, chunks: Iterable[Any]) -> None:
+        if self.can_rollback:
+            self._starts.append((self._raw.tell(), size))
+        self._members += 1
         info = tarfile.TarInfo(check_member_name(name))
         info.size = size
         info.mtime = 0
@@ -323,6 +355,24 @@ class TarWriter(ArtifactWriter):
         if pad:
             self._write(bytes(pad))
         self.bytes_written += size
+
+    @property
+    def can_rollback(self) -> bool:
+        return self._z is None and self._file is self._raw
+
+    def rollback(self, mark: int) -> None:
+        """Cut the archive back to where member ``mark`` began (tar members are sequential)."""
+        if not self.can_rollback:
+            raise SerializationError("members cannot be taken back from a compressed archive")
+        if mark >= len(self._starts):
+            return
+        offset = self._starts[mark][0]
+        del self._starts[mark:]
+        self._members = mark
+        self.bytes_written = sum(size for _, size in self._starts)
+        self._raw.flush()
+        self._raw.seek(offset)
+        self._raw.truncate()
 
     def _finish(self) -> None:
         self._write(bytes(2 * BLOCK))
