@@ -44,6 +44,19 @@ def _raw(folder: Path, model: torch.nn.Module, results: dict[str, Any], key: str
     remove(folder / "raw.bin")
 
 
+def _export(folder: Path, model: torch.nn.Module, example: Any, results: dict[str, Any], key: str) -> None:
+    """``t2n.export`` to ``.tar`` (weights written while compiling), fsynced; its phases,
+    peak RSS, and how much was written during the compile."""
+    import t2n
+
+    before = rss()
+    with Phase(results, key):
+        art = t2n.export(model, example, folder / "model.nnef.tar", sync=True, progress=False)
+    results[key].update(rss_before=before, timings=dict(art.stats["timings"]), overlap=dict(art.stats["overlap"]))
+    del art
+    remove(folder / "model.nnef.tar")
+
+
 def _compressors(model: torch.nn.Module) -> dict[str, Any]:
     """Throughput (MiB/s of input) and ratio of gzip implementations on model bytes."""
     sample = bytearray()
@@ -142,6 +155,7 @@ def llm(args: dict[str, Any]) -> dict[str, Any]:
     example = models.example_args(kind, model)
 
     _raw(folder, model, results, "raw_before")
+    _export(folder, model, example, results, "export_1")
     if args.get("dat"):
         with Phase(results, "dat"):
             t2n.export_tensors_to_nnef(dict(models.unique_tensors(model)), folder / "dat", sync=True, progress=False)
@@ -159,6 +173,7 @@ def llm(args: dict[str, Any]) -> dict[str, Any]:
     results["tar_bytes"] = (folder / "model.nnef.tar").stat().st_size
     remove(folder / "model.nnef.tar")
     _raw(folder, model, results, "raw_middle")
+    _export(folder, model, example, results, "export_2")
     if args.get("tgz"):
         with Phase(results, "save_tgz"):
             art.save(folder / "model.nnef.tgz", sync=True, progress=False)
@@ -186,6 +201,7 @@ def llm(args: dict[str, Any]) -> dict[str, Any]:
 
     if args.get("compressors"):
         results["compressors"] = _compressors(model)
+    _export(folder, model, example, results, "export_3")
     _raw(folder, model, results, "raw_after")
     if args.get("checkpoints"):
         state = dict(models.unique_tensors(model))

@@ -20,7 +20,7 @@ from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
 from t2n.backends.target import Target, TractNNEF
 from t2n.check.compare import Tolerance
-from t2n.errors import DynamicAxesError, InvalidArgumentError
+from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.io import (
     check_names,
     input_names_from_paths,
@@ -31,7 +31,7 @@ from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
-from t2n.ir import DType, Graph, print_graph, verify
+from t2n.ir import DType, Graph, TensorData, print_graph, verify
 from t2n.ir.tensor_data import converted
 from t2n.passes.base import Pass
 from t2n.passes.bf16 import Bf16As
@@ -85,27 +85,45 @@ def _trace_module_with_weights(
     return traced
 
 
-def planned_tensors(model: torch.nn.Module, bf16_as: DType) -> list[PlannedTensor]:
+def parameter_paths(model: torch.nn.Module) -> list[str]:
+    """The member paths of the model's parameters, in module order: the order in which
+    an artifact lists its tensors (those it holds), and ``export`` writes them early."""
+    return [label_to_path(name) + ".dat" for name, _ in model.named_parameters()]
+
+
+def planned_tensors(
+    model: torch.nn.Module, bf16_as: DType, weights: Mapping[str, TensorData] | None = None
+) -> list[PlannedTensor]:
     """The model's parameters as an artifact of it would hold them: the member path of
-    their dotted name, their own memory (bf16 seen as ``bf16_as``), in module order.
+    their dotted name, their data (``weights[name]`` when given, else their own memory;
+    bf16 seen as ``bf16_as``), in module order.
 
     This is a prediction (a pass may fold or transform a parameter); ``export`` checks it
-    against the compiled artifact, and the artifact lists its tensors in this order.
+    against the compiled artifact.
     """
     out: list[PlannedTensor] = []
     for name, p in model.named_parameters():
-        if p.device.type != "cpu" or p.layout != torch.strided or p.is_conj() or p.is_neg():
-            continue
-        try:
-            version = p._version
-            data = tensor_data(p)
-        except (RuntimeError, InvalidArgumentError):  # inference tensors, unsupported dtypes
-            continue
+        path = label_to_path(name) + ".dat"
+        unchanged: Callable[[], bool]
+        if weights is not None and name in weights:
+            data, unchanged = weights[name], _always
+        else:
+            if p.device.type != "cpu" or p.layout != torch.strided or p.is_conj() or p.is_neg():
+                continue
+            try:
+                version = p._version
+                data = tensor_data(p)
+            except (RuntimeError, InvalidArgumentError):  # meta or inference tensors, unsupported dtypes
+                continue
+            unchanged = functools.partial(_same_version, p, version)
         if data.dtype is DType.BF16:
             data = converted(data, bf16_as)
-        out.append(PlannedTensor(label_to_path(name) + ".dat", data, data.dtype,
-                                 functools.partial(_same_version, p, version)))
+        out.append(PlannedTensor(path, data, data.dtype, unchanged))
     return out
+
+
+def _always() -> bool:
+    return True
 
 
 def _same_version(t: torch.Tensor, version: int) -> bool:
@@ -248,8 +266,7 @@ def compile(
     t0 = time.perf_counter()
     rendered = target.renderer().render(graph)
     if isinstance(model, torch.nn.Module):
-        planned = [p.path for p in planned_tensors(model, target.bf16_as)]
-        rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, planned)))
+        rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, parameter_paths(model))))
     timings["emission"] = time.perf_counter() - t0
 
     artifact = Artifact(
@@ -265,6 +282,23 @@ def compile(
     if check_io:
         artifact.check(tolerance)
     return artifact
+
+
+def _plan(model: torch.nn.Module, target: Target, options: dict[str, Any]) -> list[PlannedTensor]:
+    """What ``export`` writes early. A ``weights_from`` source is opened here, once, and
+    handed to the compile in ``options``, so both see the same lazy tensors."""
+    weights_from = options.get("weights_from")
+    if weights_from is None:
+        return planned_tensors(model, target.bf16_as)
+    from t2n.frontend.trace import canonical_tensor_names
+    from t2n.serialize.torch_io import resolve_weights, weight_source
+
+    options["weights_from"] = source = weight_source(weights_from)
+    try:
+        weights = resolve_weights(model, source, canonical_tensor_names(model, ""))
+    except T2NError:  # the compile reports it
+        return []
+    return planned_tensors(model, target.bf16_as, weights)
 
 
 def export(
@@ -302,13 +336,13 @@ def export(
     writer = open_writer(p, compression_level, sync=sync)
     early: EarlyWriter | None = None
     try:
-        planned = []
+        planned: list[PlannedTensor] = []
         if overlap and writer.can_rollback and isinstance(model, torch.nn.Module) and \
-                options.get("weights_from") is None:
-            planned = planned_tensors(model, target.bf16_as)
+                not isinstance(model, torch.jit.ScriptModule):
+            planned = _plan(model, target, options)
         with Progress(sum(dat_size(t.data, t.dtype) for t in planned), f"writing {p.name}",
                       bar=progress) as bar:
-            early = EarlyWriter(writer, planned, bar).start() if planned else None
+            early = EarlyWriter(writer, planned, bar, order=parameter_paths(model)).start() if planned else None
             try:
                 artifact = compile(model, args, target, **options)
             except BaseException:

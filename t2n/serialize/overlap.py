@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from t2n.ir import ArrayData, DType, TensorData
+from t2n.ir import ArrayData, DType, LazyData, TensorData
 from t2n.ir.tensor_data import ConvertedData
 from t2n.serialize.archive import ArtifactWriter
 from t2n.serialize.dat import dat_size, iter_dat, make_header
@@ -43,6 +43,8 @@ def data_key(data: TensorData) -> tuple[Any, ...] | None:
     if isinstance(data, ConvertedData):
         inner = data_key(data.source)
         return None if inner is None else ("converted", data.dtype, inner)
+    if isinstance(data, LazyData):  # the same reader object (kept alive by both sides)
+        return ("lazy", id(data), data.dtype, data.shape)
     return None
 
 
@@ -76,13 +78,16 @@ class _Stopped(Exception):
 class EarlyWriter:
     """Writes ``planned`` tensors into ``writer`` on a thread until told to stop.
 
+    ``order`` (default: the planned paths) is the artifact's fixed order of tensors,
+    of which the planned ones are a subsequence.
+
     Use: ``start()``, compile, then either ``finish(final)`` (which joins the thread,
     cuts back what the compile did not confirm, and returns the tensors still to write
     in their fixed order) or ``cancel()`` when the compile failed.
     """
 
     def __init__(self, writer: ArtifactWriter, planned: Sequence[PlannedTensor],
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, order: Sequence[str] | None = None) -> None:
         if not writer.can_rollback:
             raise ValueError(f"{type(writer).__name__} cannot take members back; write after compiling")
         seen: set[str] = set()
@@ -94,6 +99,9 @@ class EarlyWriter:
                 self.planned.append(p)
         self.writer = writer
         self.progress = progress
+        self.order = list(order) if order is not None else [p.path for p in self.planned]
+        if [q for q in self.order if q in seen] != [p.path for p in self.planned]:
+            raise ValueError("planned tensors must follow the given order")
         self.written: list[tuple[PlannedTensor, int]] = []  # (tensor, writer mark before it)
         self.error: BaseException | None = None
         self.kept = 0
@@ -163,7 +171,7 @@ class EarlyWriter:
         done = {p.path for p, _ in self.written[:kept]}
         self.kept = kept
         self.kept_bytes = sum(dat_size(p.data, p.dtype) for p, _ in self.written[:kept])
-        return [f for f in ordered_like(final, [p.path for p in self.planned]) if f.path not in done]
+        return [f for f in ordered_like(final, self.order) if f.path not in done]
 
 
 def ordered_like(final: Sequence[_F], planned_paths: Sequence[str]) -> list[_F]:

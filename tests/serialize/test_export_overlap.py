@@ -208,3 +208,22 @@ def test_ordered_like_puts_planned_first():
 
     final = [S(path=p) for p in ["z.dat", "b.dat", "a.dat", "k.dat"]]
     assert [f.path for f in ordered_like(final, ["a.dat", "q.dat", "b.dat"])] == ["a.dat", "b.dat", "z.dat", "k.dat"]
+
+
+def test_weights_from_disk_are_written_while_compiling(tmp_path):
+    """A model on the meta device with its weights in a safetensors file: the file's
+    tensors stream into the archive during the compile, bf16 converted on the way."""
+    from safetensors.torch import save_file
+
+    real = Mlp(torch.bfloat16).eval()
+    save_file({k: v.contiguous() for k, v in real.state_dict().items()}, tmp_path / "w.safetensors")
+    with torch.device("meta"):
+        meta = Mlp(torch.bfloat16).eval()
+    x = X.to(torch.bfloat16)
+    art = t2n.export(meta, (x,), tmp_path / "e.tar", weights_from=tmp_path / "w.safetensors")
+    assert art.stats["overlap"]["kept"] == art.stats["overlap"]["planned"] == 6
+    t2n.compile(meta, (x,), weights_from=tmp_path / "w.safetensors").save(tmp_path / "s.tar")
+    assert filecmp.cmp(tmp_path / "e.tar", tmp_path / "s.tar", shallow=False)
+    with torch.no_grad():
+        expected = real(x).to(torch.float16).numpy()
+    art.check(inputs=[x.to(torch.float16).numpy()], expected=[expected], tolerance="loose")
