@@ -3,13 +3,15 @@ outputs kept for ``Artifact.check``."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import attrs
 import numpy as np
@@ -164,6 +166,32 @@ def merge_dynamic_axes(
     return merged
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _gc_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``fn`` with Python's cyclic garbage collector paused (then as it was).
+
+    Compiling an LLM makes tens of thousands of small objects and frees almost none, so
+    the collector's passes over them (and over the model's own objects) find nothing and
+    cost up to half of the lowering time (0.56 s → 0.29 s for the 16-layer Llama).
+    """
+
+    @functools.wraps(fn)
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return paused
+
+
+@_gc_paused
 def compile(
     model: torch.nn.Module,
     args: Any,
@@ -284,6 +312,24 @@ def compile(
     return artifact
 
 
+@contextlib.contextmanager
+def _one_core_left(writing: bool) -> Iterator[None]:
+    """While weights are written beside the compile, PyTorch computes (the trace's
+    forward pass) on one thread fewer than the CPUs: its parallel kernels wait for their
+    slowest thread, so a thread sharing a core with the writer slows every kernel (the
+    16-layer Llama's trace takes 1.5 s instead of 0.8 s on 2 cores; 1.1 s with one
+    thread)."""
+    before = torch.get_num_threads()
+    cpus = os.cpu_count() or 1
+    if writing and before >= cpus > 1:
+        torch.set_num_threads(cpus - 1)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
 def _plan(model: torch.nn.Module, target: Target, options: dict[str, Any]) -> list[PlannedTensor]:
     """What ``export`` writes early. A ``weights_from`` source is opened here, once, and
     handed to the compile in ``options``, so both see the same lazy tensors."""
@@ -344,7 +390,8 @@ def export(
                       bar=progress) as bar:
             early = EarlyWriter(writer, planned, bar, order=parameter_paths(model)).start() if planned else None
             try:
-                artifact = compile(model, args, target, **options)
+                with _one_core_left(early is not None):
+                    artifact = compile(model, args, target, **options)
             except BaseException:
                 if early is not None:
                     early.cancel()
