@@ -227,3 +227,21 @@ def test_weights_from_disk_are_written_while_compiling(tmp_path):
     with torch.no_grad():
         expected = real(x).to(torch.float16).numpy()
     art.check(inputs=[x.to(torch.float16).numpy()], expected=[expected], tolerance="loose")
+
+
+def test_export_restores_torch_threads_and_the_garbage_collector(tmp_path):
+    """The compile pauses the cyclic GC and export lends one core to the writer: both
+    are given back, after a success and after a failure."""
+    import gc
+
+    class Bad(Mlp):
+        def forward(self, x):
+            return torch.fft.fft(super().forward(x)).real
+
+    threads = torch.get_num_threads()
+    assert gc.isenabled()
+    t2n.export(Mlp().eval(), (X,), tmp_path / "m.tar")
+    assert torch.get_num_threads() == threads and gc.isenabled()
+    with pytest.raises(UnsupportedOpsError):
+        t2n.export(Bad().eval(), (X,), tmp_path / "bad.tar")
+    assert torch.get_num_threads() == threads and gc.isenabled()
