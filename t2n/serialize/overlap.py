@@ -34,7 +34,8 @@ from t2n.serialize.progress import Progress
 
 def data_key(data: TensorData) -> tuple[Any, ...] | None:
     """What makes two tensor data the same bytes without reading them: the memory they
-    view and the conversions on the way, or None when that cannot be told (lazy data)."""
+    view (or the lazy reader object itself) and the conversions on the way; None when
+    that cannot be told (e.g. symbolic data)."""
     if isinstance(data, ArrayData):
         if data.is_symbolic:
             return None
@@ -99,7 +100,7 @@ class EarlyWriter:
                 self.planned.append(p)
         self.writer = writer
         self.progress = progress
-        self.order = list(order) if order is not None else [p.path for p in self.planned]
+        self.order = list(dict.fromkeys(order)) if order is not None else [p.path for p in self.planned]
         if [q for q in self.order if q in seen] != [p.path for p in self.planned]:
             raise ValueError("planned tensors must follow the given order")
         self.written: list[tuple[PlannedTensor, int]] = []  # (tensor, writer mark before it)
@@ -109,10 +110,6 @@ class EarlyWriter:
         self._stop = threading.Event()
         self._abandon = threading.Event()
         self._thread = threading.Thread(target=self._run, name="t2n-early-writer", daemon=True)
-
-    @property
-    def planned_bytes(self) -> int:
-        return sum(dat_size(p.data, p.dtype) for p in self.planned)
 
     def start(self) -> EarlyWriter:
         self._thread.start()
