@@ -179,8 +179,9 @@ def report(res: dict[str, Any], command: str) -> str:
         "`t2n.compile(model, args, weights_from=\"model.safetensors\")` and saved as `.tar`: "
         "the weights stream from the safetensors file into the archive.",
         "",
-        "| model | weights | compile s | save s | total / raw | peak RSS | peak RSS / weights | interpreter before export |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | weights | compile s | save s | total / raw | peak RSS | peak RSS / weights | interpreter before export "
+        "| raw write here s | `t2n.export` s | export / raw here | export peak RSS / weights |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in (("above", meta), *([("bigger", res["bigger"])] if "bigger" in res else [])):
         w = r["weights_file_bytes"]
@@ -189,10 +190,13 @@ def report(res: dict[str, Any], command: str) -> str:
                  f"{r['params'] / 1e9:.2f} B f32, {r.get('layers', '?')} layers")
         lines.append(f"| {label} | {gib(w)} | {r['compile']['seconds']:.2f} | {r['save_tar']['seconds']:.2f} | "
                      f"{r['total_seconds'] / (w / speed):.2f} | {gib(peak)} | {peak / w:.3f} | "
-                     f"{gib(r['rss_after_imports'])} |")
+                     f"{gib(r['rss_after_imports'])} | {_export_cells(r, w)}")
     lines += [
         "",
-        "`total / raw` divides by the raw-write time of that many bytes at this run's raw speed.",
+        "`total / raw` divides by the raw-write time of that many bytes at the f32 run's raw speed; "
+        "the last four columns are `t2n.export(model, args, path, weights_from=...)` (the file's tensors "
+        "streamed into the archive while the model compiles) against a raw write of as many bytes "
+        "made just before it.",
         "",
     ]
     sc = res.get("scaling")
@@ -243,6 +247,13 @@ def report(res: dict[str, Any], command: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _export_cells(r: dict[str, Any], weights: int) -> str:
+    if "export" not in r or "raw" not in r:
+        return "- | - | - | - |"
+    e, raw = r["export"], r["raw"]["seconds"]
+    return f"{raw:.2f} | {e['seconds']:.2f} | {e['seconds'] / raw:.2f} | {e['peak_rss'] / weights:.3f} |"
 
 
 EXPORT_KEYS = ("export_1", "export_2", "export_3")

@@ -138,6 +138,10 @@ class ArtifactWriter(abc.ABC):
         """Whether :meth:`rollback` works: members can be taken back (not in a gzip stream)."""
         return False
 
+    def set_early_writeback(self, on: bool) -> None:  # noqa: B027 - optional, a no-op here
+        """Ask the disk to start writing as members are added (see :class:`WritebackKick`);
+        only tar writers with ``sync=True`` do anything with it."""
+
     def mark(self) -> int:
         """A point to :meth:`rollback` to: the number of members added so far."""
         return self._members
@@ -203,6 +207,51 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+KICK_BYTES = 32 << 20
+"""While writing early, the disk is asked to start writing every this many bytes."""
+
+
+class WritebackKick:
+    """Starts the disk writing what was just written, without waiting for it.
+
+    Linux keeps written data in memory until a tenth of the RAM is dirty (gigabytes), so
+    the final fsync does all the disk work at the end, after the compile that
+    ``t2n.export`` overlaps with writing. ``posix_fadvise(DONTNEED)`` on the range just
+    written starts its writeback at once (and lets the page cache drop what is already
+    on disk). Only worth it while the disk would otherwise wait: on a plain save, one
+    big fsync at the end is faster here (0.85 s against 2.1 s for 1.6 GiB), so writers
+    kick only while ``early_writeback`` is set. Does nothing where the call is missing;
+    the final fsync still guarantees durability.
+    """
+
+    def __init__(self, f: BinaryIO, usable: bool = True) -> None:
+        self.f = f
+        self.usable = usable and hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_DONTNEED")
+        self.active = False
+        self.start = 0
+
+    def activate(self, on: bool) -> None:
+        if on and self.usable and not self.active:
+            self.start = self.f.tell()
+        self.active = on and self.usable
+
+    def after_write(self) -> None:
+        if not self.active:
+            return
+        end = self.f.tell()
+        if end - self.start < KICK_BYTES:
+            return
+        self.f.flush()
+        try:
+            os.posix_fadvise(self.f.fileno(), self.start, end - self.start, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            self.usable = self.active = False
+        self.start = end
+
+    def moved_to(self, offset: int) -> None:
+        self.start = min(self.start, offset)
 
 
 def _write_file(target: Path, name: str, size: int, chunks: Iterable[Any], sync: bool) -> int:
@@ -319,6 +368,7 @@ class TarWriter(ArtifactWriter):
         self._raw: BinaryIO = open(self._tmp, "wb")  # noqa: SIM115 - closed in finish/cleanup
         self._file: BinaryIO = self._raw
         self._starts: list[tuple[int, int]] = []  # (offset, size) of each member (no gzip)
+        self._kick = WritebackKick(self._raw, sync and not level)  # gzip threads write to _raw themselves
         if level:
             threaded = threaded_gzip(self._raw, level) if compressor == "auto" else None
             if threaded is not None:
@@ -333,6 +383,7 @@ class TarWriter(ArtifactWriter):
                 self._raw.write(out)
         else:
             self._file.write(data)
+        self._kick.after_write()
 
     def add_stream(self, name: str, size: int, chunks: Iterable[Any]) -> None:
         if self.can_rollback:
@@ -360,6 +411,9 @@ class TarWriter(ArtifactWriter):
     def can_rollback(self) -> bool:
         return self._z is None and self._file is self._raw
 
+    def set_early_writeback(self, on: bool) -> None:
+        self._kick.activate(on)
+
     def rollback(self, mark: int) -> None:
         """Cut the archive back to where member ``mark`` began (tar members are sequential)."""
         if not self.can_rollback:
@@ -373,6 +427,7 @@ class TarWriter(ArtifactWriter):
         self._raw.flush()
         self._raw.seek(offset)
         self._raw.truncate()
+        self._kick.moved_to(offset)
 
     def _finish(self) -> None:
         self._write(bytes(2 * BLOCK))
