@@ -245,3 +245,33 @@ def test_export_restores_torch_threads_and_the_garbage_collector(tmp_path):
     with pytest.raises(UnsupportedOpsError):
         t2n.export(Bad().eval(), (X,), tmp_path / "bad.tar")
     assert torch.get_num_threads() == threads and gc.isenabled()
+
+
+def test_early_writes_start_the_disk_writing_only_while_compiling(tmp_path, monkeypatch):
+    """With sync=True, early members ask the kernel to start writing them back (so the
+    disk works during the compile); a plain save leaves it to the final fsync."""
+    import os
+
+    import t2n.serialize.archive as archive
+
+    if not hasattr(os, "posix_fadvise"):
+        pytest.skip("no posix_fadvise here")
+    calls = []
+    real = os.posix_fadvise
+
+    def record(fd, offset, length, advice):
+        calls.append((offset, length, advice))
+        real(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", record)
+    monkeypatch.setattr(archive, "KICK_BYTES", 1)
+    model = Mlp().eval()
+    art = t2n.export(model, (X,), tmp_path / "e.tar", sync=True)
+    assert art.stats["overlap"]["kept"] == 6
+    assert calls and all(advice == os.POSIX_FADV_DONTNEED for _, _, advice in calls)
+    early_end = max(o + n for o, n, _ in calls)
+    assert early_end <= art.stats["overlap"]["kept_bytes"] + 6 * 512 * 3  # headers and padding
+    calls.clear()
+    t2n.compile(model, (X,)).save(tmp_path / "s.tar", sync=True)
+    assert calls == []
+    assert filecmp.cmp(tmp_path / "e.tar", tmp_path / "s.tar", shallow=False)
