@@ -37,6 +37,13 @@ def peak_rss() -> int:
     return _status("VmHWM")
 
 
+def quiesce() -> None:
+    """Let the disk finish what earlier steps left in the page cache (not timed), so that
+    every timed write starts on an idle disk: a checkpoint written without fsync by the
+    previous scenario otherwise slows the next write by several times."""
+    os.sync()
+
+
 def reset_peak() -> None:
     """Start a new peak-RSS window (Linux: writing 5 to /proc/self/clear_refs)."""
     try:
@@ -53,6 +60,7 @@ class Phase:
         self.results, self.name = results, name
 
     def __enter__(self) -> Phase:
+        quiesce()
         reset_peak()
         self.start = time.perf_counter()
         return self
@@ -73,6 +81,7 @@ def raw_write(path: Path, buffers: Iterable[memoryview], sync: bool = True) -> t
     """Write ``buffers`` to one file with large sequential writes (then fsync): the
     fastest this process can put these bytes on this disk. Returns (seconds, bytes)."""
     n = 0
+    quiesce()
     t0 = time.perf_counter()
     with open(path, "wb", buffering=0) as f:
         for buf in buffers:
