@@ -255,6 +255,9 @@ class WritebackKick:
 
 
 def _write_file(target: Path, name: str, size: int, chunks: Iterable[Any], sync: bool) -> int:
+    """Write one member file. With ``sync``, its writeback is started now and waited for
+    by :func:`_fsync_files` at commit: an fsync after each file would leave the disk idle
+    while the next one is written (2-3x slower for a model's worth of files here)."""
     n = 0
     with open(target, "wb") as f:
         for c in chunks:
@@ -263,8 +266,30 @@ def _write_file(target: Path, name: str, size: int, chunks: Iterable[Any], sync:
             raise SerializationError(f"{name}: wrote {n} bytes, expected {size}")
         if sync:
             f.flush()
-            os.fsync(f.fileno())
+            _start_writeback(f)
     return n
+
+
+def _start_writeback(f: BinaryIO) -> None:
+    """Ask the disk to start writing ``f`` without waiting (fsync at once where the
+    call is missing)."""
+    if hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_DONTNEED"):
+        try:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            return
+        except OSError:
+            pass
+    os.fsync(f.fileno())
+
+
+def _fsync_files(paths: Iterable[Path]) -> None:
+    """Wait until every file in ``paths`` is on the disk."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 class DirWriter(ArtifactWriter):
@@ -301,6 +326,7 @@ class DirWriter(ArtifactWriter):
 
     def _finish(self) -> None:
         if self.sync:
+            _fsync_files(target for target, _ in self._files)
             for folder in self._folders:
                 _fsync_dir(folder)
         _replace(self._tmp, self.path, self.sync)
@@ -341,6 +367,8 @@ class IntoDirWriter(ArtifactWriter):
         self.bytes_written += _write_file(tmp, name, size, chunks, self.sync)
 
     def _finish(self) -> None:
+        if self.sync:
+            _fsync_files(tmp for tmp, _ in self._pending)
         for tmp, final in self._pending:
             os.replace(tmp, final)
         if self.sync:
