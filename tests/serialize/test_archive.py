@@ -246,3 +246,37 @@ def test_single_stream_compressors():
         gzip_compressor(6, "lz4")
     with pytest.raises(InvalidArgumentError):
         open_writer("x.tgz", compressor="lz4")
+
+
+@pytest.mark.parametrize("form", ["dir", "into"])
+def test_synced_folders_fsync_every_file_before_it_is_renamed_into_place(tmp_path, monkeypatch, form):
+    """sync=True: each file's writeback starts when it closes, and every file is fsynced
+    at commit, before any rename (none is fsynced while the next one is written)."""
+    import os
+
+    from t2n.serialize.archive import DirWriter, IntoDirWriter
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(("replace", str(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    w = DirWriter(tmp_path / "out", sync=True) if form == "dir" else IntoDirWriter(tmp_path / "out", sync=True)
+    w.add_bytes("a.dat", b"a" * 100)
+    w.add_bytes("sub/b.dat", b"b" * 100)
+    assert not any(e[0] == "fsync" for e in events)  # nothing waited for while writing
+    w.commit()
+    synced = [p for kind, p in events if kind == "fsync" and p.endswith((".dat", f".dat.t2n-tmp-{os.getpid()}"))]
+    first_replace = next(i for i, e in enumerate(events) if e[0] == "replace")
+    assert len(synced) == 2
+    assert all(i < first_replace for i, e in enumerate(events) if e[0] == "fsync" and e[1] in synced)
+    assert (tmp_path / "out" / "a.dat").read_bytes() == b"a" * 100
+    assert (tmp_path / "out" / "sub" / "b.dat").read_bytes() == b"b" * 100
