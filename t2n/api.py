@@ -402,7 +402,7 @@ def export(
             rest = early.finish(tensors) if early is not None else tensors
             writer.set_early_writeback(False)  # from here on, one fsync at the end is faster
             members = list(artifact.members(rest))
-            bar.total = bar.done + sum(size for _, size, _ in members)
+            bar.set_total(bar.done + sum(size for _, size, _ in members))
             for name, size, chunks in members:
                 writer.add_stream(name, size, bar.track(chunks))
             writer.commit()

@@ -47,10 +47,8 @@ class Progress:
         self.total = max(0, int(total))
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
-        if bar is None:
-            isatty = getattr(self.stream, "isatty", None)
-            bar = bool(isatty and isatty()) and self.total >= BAR_MIN_BYTES
-        self.bar = bar
+        self._auto = bar is None
+        self.bar = self._decide() if bar is None else bar
         self.log_every = log_every
         self.width = width
         self.done = 0
@@ -60,6 +58,17 @@ class Progress:
         self._closed = False
         self._drawn = False
         log.info("%s: %s", label, format_bytes(self.total))
+
+    def _decide(self) -> bool:
+        isatty = getattr(self.stream, "isatty", None)
+        return bool(isatty and isatty()) and self.total >= BAR_MIN_BYTES
+
+    def set_total(self, total: int) -> None:
+        """Change the total once it is known better (e.g. after a compile); with
+        ``bar=None`` a bar appears if the new total is large enough."""
+        self.total = max(0, int(total))
+        if self._auto and not self.bar:
+            self.bar = self._decide()
 
     @property
     def elapsed(self) -> float:

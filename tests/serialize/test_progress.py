@@ -59,3 +59,19 @@ def test_format_bytes():
     assert format_bytes(512) == "512 B"
     assert format_bytes(3 << 20) == "3.00 MiB"
     assert format_bytes(5 << 30) == "5.00 GiB"
+
+
+def test_a_total_known_later_brings_the_bar_when_large():
+    """export() learns its total after the compile: a bar then appears on a terminal
+    (not when told bar=False, nor when not a terminal)."""
+    term = FakeTerminal()
+    p = Progress(0, stream=term)
+    assert not p.bar
+    p.set_total(100 << 20)
+    assert p.bar
+    q = Progress(0, stream=term, bar=False)
+    q.set_total(100 << 20)
+    assert not q.bar
+    r = Progress(0, stream=io.StringIO())
+    r.set_total(100 << 20)
+    assert not r.bar
