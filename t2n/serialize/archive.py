@@ -209,6 +209,22 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+_HAS_FADVISE = hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_DONTNEED")
+
+
+def _start_writeback(f: BinaryIO, offset: int = 0, length: int = 0) -> bool:
+    """Ask the disk to start writing ``length`` bytes of ``f`` from ``offset`` (0: to the
+    end) without waiting for it: ``posix_fadvise(DONTNEED)`` starts the writeback of the
+    dirty pages in the range. False where that call is missing or refused."""
+    if not _HAS_FADVISE:
+        return False
+    try:
+        os.posix_fadvise(f.fileno(), offset, length, os.POSIX_FADV_DONTNEED)
+    except OSError:
+        return False
+    return True
+
+
 KICK_BYTES = 32 << 20
 """While writing early, the disk is asked to start writing every this many bytes."""
 
@@ -228,7 +244,7 @@ class WritebackKick:
 
     def __init__(self, f: BinaryIO, usable: bool = True) -> None:
         self.f = f
-        self.usable = usable and hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_DONTNEED")
+        self.usable = usable and _HAS_FADVISE
         self.active = False
         self.start = 0
 
@@ -244,9 +260,7 @@ class WritebackKick:
         if end - self.start < KICK_BYTES:
             return
         self.f.flush()
-        try:
-            os.posix_fadvise(self.f.fileno(), self.start, end - self.start, os.POSIX_FADV_DONTNEED)
-        except OSError:
+        if not _start_writeback(self.f, self.start, end - self.start):
             self.usable = self.active = False
         self.start = end
 
@@ -266,20 +280,9 @@ def _write_file(target: Path, name: str, size: int, chunks: Iterable[Any], sync:
             raise SerializationError(f"{name}: wrote {n} bytes, expected {size}")
         if sync:
             f.flush()
-            _start_writeback(f)
+            if not _start_writeback(f):
+                os.fsync(f.fileno())  # cannot start it early: wait for it now
     return n
-
-
-def _start_writeback(f: BinaryIO) -> None:
-    """Ask the disk to start writing ``f`` without waiting (fsync at once where the
-    call is missing)."""
-    if hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_DONTNEED"):
-        try:
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-            return
-        except OSError:
-            pass
-    os.fsync(f.fileno())
 
 
 def _fsync_files(paths: Iterable[Path]) -> None:

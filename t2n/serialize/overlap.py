@@ -161,13 +161,13 @@ class EarlyWriter:
             if f is None or f.dtype is not p.dtype or data_key(f.data) != p.key or not p.unchanged():
                 break
             kept += 1
+        self.kept = kept
+        self.kept_bytes = sum(dat_size(p.data, p.dtype) for p, _ in self.written[:kept])
         if kept < len(self.written):
             self.writer.rollback(self.written[kept][1])
             if self.progress is not None:
-                self.progress.done = sum(dat_size(p.data, p.dtype) for p, _ in self.written[:kept])
+                self.progress.done = self.kept_bytes
         done = {p.path for p, _ in self.written[:kept]}
-        self.kept = kept
-        self.kept_bytes = sum(dat_size(p.data, p.dtype) for p, _ in self.written[:kept])
         return [f for f in ordered_like(final, self.order) if f.path not in done]
 
 
