@@ -69,6 +69,7 @@ class Lowering:
         self._keepalive: list[torch.Tensor] = []
         self.module_writes: dict[tuple[int, str], Any] = {}
         self.views = ViewTracker(self.env)
+        self.pending_params: dict[int, tuple[str, torch.Tensor]] = {}
 
     def problem(self, node: torch._C.Node, reason: str) -> None:
         self.problems.append(
@@ -94,7 +95,10 @@ class Lowering:
         if inputs and not isinstance(inputs[0].type(), torch._C.TensorType):
             self.env[inputs[0].unique()] = ModuleRef("", self.traced.root)
             first = 1
-        tensor_inputs = inputs[first:]
+        n_params = len(self.traced.parameter_inputs)
+        tensor_inputs = inputs[first: len(inputs) - n_params]
+        for tv, (name, t) in zip(inputs[len(inputs) - n_params:], self.traced.parameter_inputs):
+            self.pending_params[tv.unique()] = (name, t)
         if len(tensor_inputs) != len(self.traced.example_inputs):
             raise LoweringError(
                 f"the graph has {len(tensor_inputs)} inputs but {len(self.traced.example_inputs)} "
@@ -144,7 +148,11 @@ class Lowering:
     def lower_node(self, node: torch._C.Node) -> None:
         outs = list(node.outputs())
         for v in node.inputs():
-            self.views.refresh(v.unique())
+            u = v.unique()
+            if u in self.pending_params:
+                name, t = self.pending_params.pop(u)
+                self.env[u] = self.parameter(t, name)
+            self.views.refresh(u)
         args = [self.env.get(v.unique(), _MISSING) for v in node.inputs()]
         if any(a is _MISSING for a in args):
             raise LoweringError(f"{node.kind()}: an input was never lowered (graph order?)")

@@ -43,6 +43,9 @@ class TracedModel:
     tracer_warnings: list[str] = attrs.field(factory=list)
     outputs_are_flat: bool = True
 
+    parameter_inputs: list[tuple[str, torch.Tensor]] = attrs.field(factory=list)
+    """Parameters and buffers that the graph takes as its last inputs (direct traces),
+    with their dotted names."""
     tensor_names_by_ptr: dict[tuple[int, tuple[int, ...], str], str] = attrs.field(factory=dict)
     weights: dict[str, Any] = attrs.field(factory=dict)
     """Parameter name → IR tensor data read from elsewhere (``compile(weights_from=...)``)."""
@@ -138,6 +141,60 @@ def autograd_functions_inlined() -> Iterator[None]:
         function.apply = original  # type: ignore[method-assign]
 
 
+def module_state(module: torch.nn.Module, strip: str) -> list[tuple[str, torch.Tensor]]:
+    """Every parameter and buffer of ``module`` once (a shared tensor under its first
+    name, ``strip`` removed), non-persistent buffers included."""
+    seen: set[int] = set()
+    out: list[tuple[str, torch.Tensor]] = []
+    for n, t in list(module.named_parameters(remove_duplicate=False)) + list(
+        module.named_buffers(remove_duplicate=False)
+    ):
+        if id(t) not in seen:
+            seen.add(id(t))
+            out.append((n.removeprefix(strip), t))
+    return out
+
+
+@contextlib.contextmanager
+def _scopes_recorded(root: torch.nn.Module) -> Iterator[None]:
+    """Make the tracer record each submodule call as a scope (``__module.model.layers.0``),
+    the names ``torch.jit.trace`` gives them, so that errors can name module paths."""
+    names: dict[Any, str] = {"__module": root}
+    for name, sub in root.named_modules(remove_duplicate=False):
+        if name:
+            names.setdefault(sub, "__module." + name)
+    trace_mod: Any = torch.jit._trace
+    old = trace_mod._trace_module_map
+    trace_mod._trace_module_map = names
+    try:
+        yield
+    finally:
+        trace_mod._trace_module_map = old
+
+
+def _direct_trace(
+    flat: FlatModule, tensors: list[torch.Tensor], state: list[tuple[str, torch.Tensor]]
+) -> torch._C.Graph:
+    """Record one call of ``flat`` as a flat TorchScript graph whose inputs are the example
+    tensors followed by the parameters and buffers.
+
+    ``torch.jit.trace`` would first build a ScriptModule per submodule and then inline
+    their methods: a third of the trace of a 16-layer LLM, for a graph that t2n flattens
+    anyway. Recording the call directly gives the same aten nodes and scopes.
+    """
+    n = len(tensors)
+
+    def call(*flat_inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out: tuple[torch.Tensor, ...] = flat(*flat_inputs[:n])
+        return out
+
+    with _scopes_recorded(flat):
+        graph, _ = torch._C._create_graph_by_tracing(
+            call, [*tensors, *(t for _, t in state)], lambda _v: "", False, False
+        )
+    return graph
+
+
 def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> TracedModel:
     tensors, paths, spec = flatten((args, kwargs))
     if not tensors:
@@ -150,6 +207,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
 
     # tracing runs the model, which may write into its inputs: keep the values it saw
     originals = [t.detach().clone() for t in tensors]
+    state = module_state(flat, "model.")
     hook = flat.register_forward_hook(keep_outputs)
     caught: list[str] = []
     with eval_mode(model), torch.no_grad(), autograd_functions_inlined(), \
@@ -158,7 +216,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", category=FutureWarning)
         try:
-            traced = torch.jit.trace(flat, tuple(tensors), check_trace=False, strict=False)
+            graph = _direct_trace(flat, tensors, state)
         except Exception as exc:
             raise TraceError(f"torch.jit.trace failed on the model: {type(exc).__name__}: {exc}") from exc
         finally:
@@ -166,8 +224,8 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         for w in wlist:
             if issubclass(w.category, TracerWarning):
                 caught.append(f"{w.filename}:{w.lineno}: {w.message}")
-    graph = traced.inlined_graph
     torch._C._jit_pass_dce(graph)
+    torch._C._jit_pass_constant_pooling(graph)  # the tracer records a constant per use
     return TracedModel(
         graph=graph,
         root=flat,
@@ -179,6 +237,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         output_spec=flat.out_spec,
         tensor_names=canonical_tensor_names(flat, "model."),
         tracer_warnings=caught,
+        parameter_inputs=state,
     )
 
 
