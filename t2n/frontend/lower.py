@@ -97,8 +97,8 @@ class Lowering:
             first = 1
         n_params = len(self.traced.parameter_inputs)
         tensor_inputs = inputs[first: len(inputs) - n_params]
-        for tv, (name, t) in zip(inputs[len(inputs) - n_params:], self.traced.parameter_inputs):
-            self.pending_params[tv.unique()] = (name, t)
+        for tv, (pname, tensor) in zip(inputs[len(inputs) - n_params:], self.traced.parameter_inputs):
+            self.pending_params[tv.unique()] = (pname, tensor)
         if len(tensor_inputs) != len(self.traced.example_inputs):
             raise LoweringError(
                 f"the graph has {len(tensor_inputs)} inputs but {len(self.traced.example_inputs)} "

@@ -159,7 +159,7 @@ def module_state(module: torch.nn.Module, strip: str) -> list[tuple[str, torch.T
 def _scopes_recorded(root: torch.nn.Module) -> Iterator[None]:
     """Make the tracer record each submodule call as a scope (``__module.model.layers.0``),
     the names ``torch.jit.trace`` gives them, so that errors can name module paths."""
-    names: dict[Any, str] = {"__module": root}
+    names: dict[Any, Any] = {"__module": root}
     for name, sub in root.named_modules(remove_duplicate=False):
         if name:
             names.setdefault(sub, "__module." + name)
@@ -225,7 +225,8 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
             if issubclass(w.category, TracerWarning):
                 caught.append(f"{w.filename}:{w.lineno}: {w.message}")
     torch._C._jit_pass_dce(graph)
-    torch._C._jit_pass_constant_pooling(graph)  # the tracer records a constant per use
+    jit_passes: Any = torch._C
+    jit_passes._jit_pass_constant_pooling(graph)  # the tracer records a constant per use
     return TracedModel(
         graph=graph,
         root=flat,
