@@ -119,6 +119,10 @@ class Op:
 _NAME_RE = re.compile(r"[^A-Za-z0-9_]")
 
 
+def _seq_of(op: Op) -> int:
+    return op.seq
+
+
 def sanitize_name(hint: str) -> str:
     """An identifier for ``hint``: letters, digits and underscores, not starting with a digit."""
     name = _NAME_RE.sub("_", hint).strip("_") or "v"
@@ -186,10 +190,26 @@ class Graph:
     def ops(self) -> list[Op]:
         """Ops in a deterministic topological order (creation order where free)."""
         if self._order is None:
+            self._order = self._creation_order_if_topological()
+        if self._order is None:
             self._order = list(
                 nx.lexicographical_topological_sort(self._nx, key=lambda op: op.seq)
             )
         return list(self._order)
+
+    def _creation_order_if_topological(self) -> list[Op] | None:
+        """The ops in creation order when every op's inputs come from earlier ops (the
+        usual case: rewrites rarely point an op at a later one), else None. That order is
+        then exactly the lexicographical topological sort, found in one linear scan
+        instead of a heap-based sort."""
+        order = sorted(self._ops, key=_seq_of)
+        for op in order:
+            seq = op.seq
+            for v in op._inputs:
+                p = v.producer
+                if p is not None and p.seq >= seq:
+                    return None
+        return order
 
     def __iter__(self) -> Iterator[Op]:
         return iter(self.ops())
