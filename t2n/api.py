@@ -272,7 +272,7 @@ def compile(
     outs = check_names(output_names, output_names_from_paths(traced.output_paths), traced.output_paths, "output")
 
     t0 = time.perf_counter()
-    graph = lower(traced, registry or LoweringRegistry.default(), ins, outs)
+    graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes)
     graph.metadata["properties"] = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
     timings["lowering"] = time.perf_counter() - t0
     if verify_ir:

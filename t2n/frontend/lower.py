@@ -56,6 +56,7 @@ class Lowering:
         input_names: Sequence[str],
         output_names: Sequence[str],
         graph_name: str = "main",
+        static_sizes: bool = False,
     ) -> None:
         self.traced = traced
         self.registry = registry
@@ -70,6 +71,9 @@ class Lowering:
         self.module_writes: dict[tuple[int, str], Any] = {}
         self.views = ViewTracker(self.env)
         self.pending_params: dict[int, tuple[str, torch.Tensor]] = {}
+        self.static_sizes = static_sizes
+        """No axis will become symbolic: sizes read in ``forward`` are Python ints, and the
+        arithmetic on them runs in Python instead of becoming IR ops folded later."""
 
     def problem(self, node: torch._C.Node, reason: str) -> None:
         self.problems.append(
@@ -294,6 +298,12 @@ def lower(
     registry: LoweringRegistry,
     input_names: Sequence[str],
     output_names: Sequence[str],
+    *,
+    static_sizes: bool = False,
 ) -> Graph:
-    """Lower a traced model into an IR graph (raises UnsupportedOpsError listing all problems)."""
-    return Lowering(traced, registry, input_names, output_names).run()
+    """Lower a traced model into an IR graph (raises UnsupportedOpsError listing all problems).
+
+    ``static_sizes``: no dynamic axis will be inserted, so sizes may be used as numbers
+    (the same graph once constants are folded, found with far fewer ops). Without it,
+    sizes stay graph computations that the dynamic-axes pass can make symbolic."""
+    return Lowering(traced, registry, input_names, output_names, static_sizes=static_sizes).run()

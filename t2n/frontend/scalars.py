@@ -26,8 +26,17 @@ SCALAR_OPS: dict[str, Callable[..., Any]] = {
     "aten::floor": math.floor, "aten::ceil": math.ceil, "aten::abs": abs,
     "prim::unchecked_cast": lambda x: x, "aten::__getitem__": operator.getitem,
     "prim::TupleIndex": operator.getitem, "aten::str": str,
+    "aten::floor_divide": lambda a, b: _ints_only(a, b) // b,
 }
 """Ops on Python scalars, strings, lists and tuples that are folded when their inputs are constant."""
+
+
+def _ints_only(a: Any, b: Any) -> int:
+    """``a`` if both are ints (torch's floor division of integers is Python's ``//``);
+    floats are left to the tensor rule."""
+    if type(a) is not int or type(b) is not int:
+        raise TypeError("floor_divide is folded in Python for ints only")
+    return a
 
 
 def is_python_value(x: Any) -> bool:

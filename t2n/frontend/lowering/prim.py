@@ -105,9 +105,12 @@ def set_attr(ctx: LoweringContext) -> Any:
 @RULES.rule("aten::size")
 def size(ctx: LoweringContext) -> Any:
     x = ctx.tensor(0)
+    static = ctx.lowering.static_sizes
     if ctx.n_inputs > 1 and not ctx.is_none(1):
-        return dim_value(ctx.b, x, ctx.axis(1, x.rank))
-    return [dim_value(ctx.b, x, i) for i in range(x.rank)]
+        axis = ctx.axis(1, x.rank)
+        d = x.type.shape[axis]
+        return d if static and isinstance(d, int) else dim_value(ctx.b, x, axis)
+    return [d if static and isinstance(d, int) else dim_value(ctx.b, x, i) for i, d in enumerate(x.type.shape)]
 
 
 @RULES.rule("aten::dim")
@@ -131,6 +134,8 @@ def num_to_tensor(ctx: LoweringContext) -> Any:
         return ctx.as_value(x, dt or ctx.traced_dtype() or DType.F32)
     if isinstance(x, Value):
         return x
+    if ctx.lowering.static_sizes and type(x) is int and ctx.kind == "prim::NumToTensor":
+        return x  # a size: the ops on it run in Python (see ``Lowering.static_sizes``)
     if isinstance(x, float) and ctx.kind == "prim::NumToTensor":
         return ctx.as_value(x, DType.F64)
     return ctx.as_value(x)
