@@ -44,6 +44,44 @@ def quiesce() -> None:
     os.sync()
 
 
+_PRIMER: Callable[[], None] | None = None
+
+
+def set_primer(buffers: Iterable[memoryview] | None, folder: Path | None = None) -> None:
+    """Before every timed step from now on, write ``buffers`` to a scratch file under
+    ``folder`` without fsync and delete it (not timed); ``None`` turns that off.
+
+    Why: on this virtual machine, memory the guest freed a few seconds ago is handed back
+    to the host, and the next write that needs it as page cache pays for the host to
+    provide it again: ``write()`` of 1.6 GiB takes 4-5 s on such memory against 0.4 s on
+    memory freed just before (the fsync costs the same, ~0.65 s). Priming puts every raw
+    write and every export on recently freed memory, the machine's fast case, so that
+    they are compared in the same state (the report also measures the cold case)."""
+    global _PRIMER
+    if buffers is None or folder is None:
+        _PRIMER = None
+        return
+    bufs, path = list(buffers), folder / "prime.bin"
+
+    def write_and_delete() -> None:
+        raw_write(path, bufs, sync=False, primed=False)
+        path.unlink()
+
+    _PRIMER = write_and_delete
+
+
+def prime() -> None:
+    if _PRIMER is not None:
+        _PRIMER()
+
+
+def settle_cold(seconds: float = 12.0) -> None:
+    """Let memory freed by earlier steps go back to the host (the cold case of
+    :func:`set_primer`): flush, then stay idle."""
+    os.sync()
+    time.sleep(seconds)
+
+
 def reset_peak() -> None:
     """Start a new peak-RSS window (Linux: writing 5 to /proc/self/clear_refs)."""
     try:
@@ -56,11 +94,15 @@ def reset_peak() -> None:
 class Phase:
     """Times a block and records its peak RSS (a fresh window) in ``results[name]``."""
 
-    def __init__(self, results: dict[str, Any], name: str) -> None:
-        self.results, self.name = results, name
+    def __init__(self, results: dict[str, Any], name: str, cold: bool = False) -> None:
+        self.results, self.name, self.cold = results, name, cold
 
     def __enter__(self) -> Phase:
-        quiesce()
+        if self.cold:
+            settle_cold()
+        else:
+            prime()
+            quiesce()
         reset_peak()
         self.start = time.perf_counter()
         return self
@@ -77,11 +119,16 @@ def tensor_bytes(t: torch.Tensor) -> memoryview:
     return memoryview(np.ascontiguousarray(t.numpy())).cast("B")
 
 
-def raw_write(path: Path, buffers: Iterable[memoryview], sync: bool = True) -> tuple[float, int]:
+def raw_write(path: Path, buffers: Iterable[memoryview], sync: bool = True,
+              primed: bool = True, settle: bool = True) -> tuple[float, int]:
     """Write ``buffers`` to one file with large sequential writes (then fsync): the
-    fastest this process can put these bytes on this disk. Returns (seconds, bytes)."""
+    fastest this process can put these bytes on this disk. Returns (seconds, bytes).
+    Primed (see :func:`set_primer`) and on an idle disk unless told otherwise."""
     n = 0
-    quiesce()
+    if primed:
+        prime()
+    if settle:
+        quiesce()
     t0 = time.perf_counter()
     with open(path, "wb", buffering=0) as f:
         for buf in buffers:

@@ -29,6 +29,8 @@ from benchmarks.measure import (
     remove,
     reset_peak,
     rss,
+    set_primer,
+    settle_cold,
     tensor_bytes,
     write_safetensors_streaming,
 )
@@ -40,20 +42,23 @@ def _dtype(name: str) -> torch.dtype:
     return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[name]
 
 
-def _raw(folder: Path, model: torch.nn.Module, results: dict[str, Any], key: str) -> None:
+def _raw(folder: Path, model: torch.nn.Module, results: dict[str, Any], key: str, cold: bool = False) -> None:
     buffers = [tensor_bytes(t) for _, t in models.unique_tensors(model)]
-    seconds, n = raw_write(folder / "raw.bin", buffers)
+    if cold:
+        settle_cold()
+    seconds, n = raw_write(folder / "raw.bin", buffers, primed=not cold, settle=not cold)
     results[key] = {"seconds": seconds, "bytes": n}
     remove(folder / "raw.bin")
 
 
-def _export(folder: Path, model: torch.nn.Module, example: Any, results: dict[str, Any], key: str) -> None:
+def _export(folder: Path, model: torch.nn.Module, example: Any, results: dict[str, Any], key: str,
+            cold: bool = False) -> None:
     """``t2n.export`` to ``.tar`` (weights written while compiling), fsynced; its phases,
     peak RSS, and how much was written during the compile."""
     import t2n
 
     before = rss()
-    with Phase(results, key):
+    with Phase(results, key, cold=cold):
         art = t2n.export(model, example, folder / "model.nnef.tar", sync=True, progress=False)
     results[key].update(rss_before=before, timings=dict(art.stats["timings"]), overlap=dict(art.stats["overlap"]))
     del art
@@ -157,9 +162,18 @@ def llm(args: dict[str, Any]) -> dict[str, Any]:
     results["params"] = sum(t.numel() for _, t in models.unique_tensors(model))
     results["rss_after_build"] = rss()
     example = models.example_args(kind, model)
+    set_primer([tensor_bytes(t) for _, t in models.unique_tensors(model)], folder)
 
     _raw(folder, model, results, "raw_before")
-    _export(folder, model, example, results, "export_1")
+    # the headline: raw writes and exports in turns, warm (primed) then cold
+    for mode, n in (("warm", args.get("warm_rounds", 5)), ("cold", args.get("cold_rounds", 2))):
+        rounds: list[dict[str, Any]] = []
+        for _ in range(n):
+            r: dict[str, Any] = {}
+            _raw(folder, model, r, "raw", cold=mode == "cold")
+            _export(folder, model, example, r, "export", cold=mode == "cold")
+            rounds.append(r)
+        results[f"{mode}_rounds"] = rounds
     if args.get("dat"):
         with Phase(results, "dat"):
             t2n.export_tensors_to_nnef(dict(models.unique_tensors(model)), folder / "dat", sync=True, progress=False)
@@ -177,7 +191,6 @@ def llm(args: dict[str, Any]) -> dict[str, Any]:
     results["tar_bytes"] = (folder / "model.nnef.tar").stat().st_size
     remove(folder / "model.nnef.tar")
     _raw(folder, model, results, "raw_middle")
-    _export(folder, model, example, results, "export_2")
     if args.get("tgz"):
         with Phase(results, "save_tgz"):
             art.save(folder / "model.nnef.tgz", sync=True, progress=False)
@@ -205,7 +218,6 @@ def llm(args: dict[str, Any]) -> dict[str, Any]:
 
     if args.get("compressors"):
         results["compressors"] = _compressors(model)
-    _export(folder, model, example, results, "export_3")
     _raw(folder, model, results, "raw_after")
     if args.get("checkpoints"):
         state = dict(models.unique_tensors(model))
@@ -269,7 +281,9 @@ def meta_export(args: dict[str, Any]) -> dict[str, Any]:
     # raw write of as many bytes right before it, as this scenario's own reference
     block = memoryview(bytearray(64 << 20))
     n = results["weights_file_bytes"]
-    seconds, _ = raw_write(folder / "raw.bin", [block] * (n // len(block)) + [block[: n % len(block)]])
+    blocks = [block] * (n // len(block)) + [block[: n % len(block)]]
+    set_primer(blocks, folder)
+    seconds, _ = raw_write(folder / "raw.bin", blocks)
     results["raw"] = {"seconds": seconds, "bytes": n}
     remove(folder / "raw.bin")
     before = rss()
