@@ -7,7 +7,7 @@
 Every scenario runs in its own child process (its own peak RSS) and writes to a
 folder under ``--dir`` that is deleted at the end. Every figure is a ratio to the raw
 write of the same bytes to the same disk in the same run (large sequential writes of
-the weights from memory, then fsync; measured before and after, the mean is used).
+the weights from memory, then fsync; measured several times, the median is used).
 All writes, raw ones included, are fsynced before their clock stops, and each timed step
 starts on an idle disk (``os.sync()`` first, not timed).
 """

@@ -1,11 +1,12 @@
-"""Turning a model into an inlined TorchScript graph, with parameter names.
+"""Turning a model into a flat TorchScript graph, with parameter names.
 
-``nn.Module``: wrapped so inputs/outputs are flat tensors, put in eval mode and
-traced without autograd; the eval-mode outputs computed during tracing are kept as
-the reference for ``check()``. ``ScriptModule``: its ``forward`` graph is used
-(hardened first when asked). Either way submodule calls are inlined and each
-parameter or buffer gets its dotted name, the first one PyTorch reports when a
-tensor is shared.
+``nn.Module``: wrapped so inputs/outputs are flat tensors, put in eval mode and its
+call recorded by PyTorch's tracer without autograd, the parameters and buffers as the
+graph's last inputs and submodule calls as scopes (no ScriptModule is built); the
+eval-mode outputs computed meanwhile are kept as the reference for ``check()``.
+``ScriptModule``: its ``forward`` graph is used (hardened first when asked), submodule
+calls inlined. Either way each parameter or buffer gets its dotted name, the first one
+PyTorch reports when a tensor is shared.
 """
 
 from __future__ import annotations

@@ -126,11 +126,32 @@ class ArrayData(TensorData):
         return f"ArrayData({self.dtype}{list(self.shape)})"
 
 
+class FileRegion:
+    """``nbytes`` bytes of the file at ``path`` from ``offset``: a tensor's little-endian
+    bytes as they lie in a checkpoint, which writers copy file to file (in the kernel,
+    where it can) instead of reading them into memory and writing them out again."""
+
+    __slots__ = ("nbytes", "offset", "path")
+
+    def __init__(self, path: str, offset: int, nbytes: int) -> None:
+        self.path, self.offset, self.nbytes = path, offset, nbytes
+
+    def __repr__(self) -> str:
+        return f"FileRegion({self.path!r}, {self.offset}, {self.nbytes})"
+
+
+def chunk_nbytes(chunk: object) -> int:
+    """Bytes in a chunk of a streamed file: a buffer or a :class:`FileRegion`."""
+    return chunk.nbytes if isinstance(chunk, FileRegion) else memoryview(chunk).nbytes  # type: ignore[arg-type]
+
+
 class LazyData(TensorData):
     """Data read on demand, e.g. from a safetensors file or a memory-mapped checkpoint.
 
     ``load`` returns the whole array; ``chunks`` (optional) streams it in bounded
-    pieces so that writing never holds more than one chunk.
+    pieces so that writing never holds more than one chunk. ``region`` (optional) is
+    where its bytes lie in a file, little-endian and contiguous, as a ``.dat`` payload
+    holds them.
     """
 
     def __init__(
@@ -140,12 +161,14 @@ class LazyData(TensorData):
         load: Callable[[], np.ndarray],
         chunks: Callable[[int], Iterator[np.ndarray]] | None = None,
         description: str = "",
+        region: FileRegion | None = None,
     ) -> None:
         self.dtype = dtype
         self.shape = tuple(int(d) for d in shape)
         self._load = load
         self._chunks = chunks
         self.description = description
+        self.region = region
 
     def raw(self) -> np.ndarray:
         arr = self._load()

@@ -26,11 +26,12 @@ from typing import BinaryIO
 import numpy as np
 
 from t2n.errors import CorruptTensorFileError, SerializationError, TensorTooLargeError
-from t2n.ir import ArrayData, DType, TensorData
+from t2n.ir import ArrayData, DType, LazyData, TensorData
 from t2n.ir.tensor_data import (
     CONVERT_CHUNK_BYTES,
     DEFAULT_CHUNK_BYTES,
     ConvertedData,
+    FileRegion,
     convert_raw,
 )
 
@@ -192,13 +193,22 @@ def dat_size(data: TensorData, dtype: DType | None = None) -> int:
 
 
 def iter_dat(data: TensorData, dtype: DType | None = None,
-             chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[bytes | memoryview]:
+             chunk_bytes: int = DEFAULT_CHUNK_BYTES, *,
+             regions: bool = False) -> Iterator[bytes | memoryview | FileRegion]:
     """The whole ``.dat`` file as chunks: the header, then the payload (for archives).
 
     The header is made now, so a tensor the format cannot hold is refused when this is
-    called, before any byte is produced.
+    called, before any byte is produced. With ``regions``, a payload that lies as it is
+    in a file (a safetensors tensor written in its own dtype) is one
+    :class:`~t2n.ir.tensor_data.FileRegion` chunk, which the archive writers copy file to
+    file; only consumers that handle those ask for them.
     """
-    header = make_header(data.dtype if dtype is None else dtype, data.shape)
+    out = data.dtype if dtype is None else dtype
+    header = make_header(out, data.shape)
+    region = data.region if isinstance(data, LazyData) else None
+    if regions and region is not None and out is data.dtype and out is not DType.BOOL \
+            and region.nbytes == payload_size(out, data.shape):
+        return iter([header, region])
     return itertools.chain([header], iter_payload(data, dtype, chunk_bytes))
 
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 import attrs
 
 from t2n.ir import ArrayData, DType, LazyData, TensorData
-from t2n.ir.tensor_data import ConvertedData
+from t2n.ir.tensor_data import ConvertedData, chunk_nbytes
 from t2n.serialize.archive import ArtifactWriter
 from t2n.serialize.dat import dat_size, iter_dat, make_header
 from t2n.serialize.progress import Progress
@@ -121,7 +121,7 @@ class EarlyWriter:
                 raise _Stopped
             yield c
             if self.progress is not None:
-                self.progress.update(memoryview(c).nbytes)
+                self.progress.update(chunk_nbytes(c))
 
     def _run(self) -> None:
         try:
@@ -130,7 +130,7 @@ class EarlyWriter:
                     return
                 mark = self.writer.mark()
                 self.written.append((p, mark))
-                self.writer.add_stream(p.path, dat_size(p.data, p.dtype), self._chunks(iter_dat(p.data, p.dtype)))
+                self.writer.add_stream(p.path, dat_size(p.data, p.dtype), self._chunks(iter_dat(p.data, p.dtype, regions=True)))
         except _Stopped:
             pass
         except BaseException as exc:  # reported by finish()

@@ -14,6 +14,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
+from t2n.ir.tensor_data import chunk_nbytes
+
 log = logging.getLogger("t2n")
 
 BAR_MIN_BYTES = 64 << 20
@@ -116,7 +118,7 @@ class Progress:
         """Pass ``chunks`` (buffers) through, counting their bytes."""
         for c in chunks:
             yield c
-            self.update(memoryview(c).nbytes)
+            self.update(chunk_nbytes(c))
 
     def __enter__(self) -> Progress:
         return self

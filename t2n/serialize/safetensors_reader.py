@@ -26,7 +26,7 @@ import numpy as np
 
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError
 from t2n.ir import DType, LazyData
-from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileRegion
 
 MAX_HEADER_BYTES = 100 << 20
 """A header longer than this is taken as corruption (the reference reader's limit)."""
@@ -160,7 +160,8 @@ def lazy_tensor(entry: SafetensorsEntry) -> LazyData:
         return _chunks(entry, max_bytes)
 
     return LazyData(entry.dtype, entry.shape, load=load, chunks=chunks,
-                    description=f"{entry.path.name}:{entry.name}")
+                    description=f"{entry.path.name}:{entry.name}",
+                    region=FileRegion(str(entry.path), entry.offset, entry.nbytes))
 
 
 def open_safetensors(path: str | os.PathLike[str]) -> dict[str, LazyData]:

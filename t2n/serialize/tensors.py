@@ -117,7 +117,7 @@ def write_tensors(
             raise InvalidArgumentError(f"tensor {name!r} given twice")
         seen.add(name)
         dtype = out_bf16 if data.dtype is DType.BF16 else data.dtype
-        chunks = iter_dat(data, dtype)  # refuses what .dat cannot hold, before any write
+        chunks = iter_dat(data, dtype, regions=True)  # refuses what .dat cannot hold, before any write
         plan.append((name, tensor_file_name(name), data, dtype, dat_size(data, dtype), chunks))
     written: dict[str, WrittenTensor] = {}
     total = sum(p[4] for p in plan)
