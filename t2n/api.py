@@ -388,7 +388,6 @@ def export(
             planned = _plan(model, target, options)
         with Progress(sum(dat_size(t.data, t.dtype) for t in planned), f"writing {p.name}",
                       bar=progress) as bar:
-            writer.set_early_writeback(bool(planned) and sync)  # the disk works during the compile
             early = EarlyWriter(writer, planned, bar, order=parameter_paths(model)).start() if planned else None
             try:
                 with _one_core_left(early is not None):
@@ -400,7 +399,6 @@ def export(
             t_compiled = time.perf_counter()
             tensors = list(artifact.rendered.tensors)
             rest = early.finish(tensors) if early is not None else tensors
-            writer.set_early_writeback(False)  # from here on, one fsync at the end is faster
             members = list(artifact.members(rest))
             bar.set_total(bar.done + sum(size for _, size, _ in members))
             for name, size, chunks in members:
