@@ -166,7 +166,7 @@ def llm(args: dict[str, Any]) -> dict[str, Any]:
 
     _raw(folder, model, results, "raw_before")
     # the headline: raw writes and exports in turns, warm (primed) then cold
-    for mode, n in (("warm", args.get("warm_rounds", 5)), ("cold", args.get("cold_rounds", 2))):
+    for mode, n in (("warm", args.get("warm_rounds", 7)), ("cold", args.get("cold_rounds", 2))):
         rounds: list[dict[str, Any]] = []
         for _ in range(n):
             r: dict[str, Any] = {}

@@ -94,12 +94,7 @@ def eval_mode(model: torch.nn.Module) -> Iterator[None]:
 
 def canonical_tensor_names(module: torch.nn.Module, strip: str) -> dict[int, str]:
     """id(tensor) → its first dotted name (shared tensors get one name)."""
-    names: dict[int, str] = {}
-    for n, t in list(module.named_parameters(remove_duplicate=False)) + list(
-        module.named_buffers(remove_duplicate=False)
-    ):
-        names.setdefault(id(t), n.removeprefix(strip))
-    return names
+    return {id(t): name for name, t in module_state(module, strip)}
 
 
 class _InferenceCtx:

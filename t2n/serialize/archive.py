@@ -276,50 +276,47 @@ def copy_region(region: FileRegion, f: BinaryIO, after_piece: Any = None) -> int
     ``os.copy_file_range`` copies them inside the kernel, from the source's page cache
     to the target's, with no buffer in this process (one copy of each byte instead of a
     read and a write); where it is missing or refused (another file system, an old
-    kernel) they are read and written in pieces. A source that ends early is refused.
+    kernel), what is left goes through :func:`read_region`. A source that ends early is
+    refused.
     """
     f.flush()
     dst, start = f.fileno(), f.tell()
     done = 0
-    kernel = hasattr(os, "copy_file_range")
-    with open(region.path, "rb", buffering=0) as src:
-        fd = src.fileno()
-        while done < region.nbytes:
-            want = min(REGION_STEP, region.nbytes - done)
-            n = 0
-            if kernel:
-                try:
-                    n = os.copy_file_range(fd, dst, want, region.offset + done, start + done)
-                except OSError:
-                    kernel = False
-            if not kernel:
-                data = memoryview(os.pread(fd, want, region.offset + done))
-                n = len(data)
-                while data:
-                    data = data[os.pwrite(dst, data, start + done + n - len(data)):]
-            if n == 0:
-                raise CorruptTensorFileError(
-                    f"{region.path}: ends before the {region.nbytes} bytes at offset {region.offset} "
-                    "(truncated?)")
-            done += n
-            f.seek(start + done)
-            if after_piece is not None:
-                after_piece()
+    if hasattr(os, "copy_file_range"):
+        with open(region.path, "rb", buffering=0) as src, contextlib.suppress(OSError):
+            while done < region.nbytes:
+                n = os.copy_file_range(src.fileno(), dst, min(REGION_STEP, region.nbytes - done),
+                                       region.offset + done, start + done)
+                if n == 0:
+                    raise _ends_early(region)
+                done += n
+                f.seek(start + done)
+                if after_piece is not None:
+                    after_piece()
+    for piece in read_region(region, REGION_STEP, skip=done):
+        f.write(piece)
+        done += len(piece)
+        if after_piece is not None:
+            after_piece()
     return done
 
 
-def read_region(region: FileRegion, step: int = 8 << 20) -> Iterator[bytes]:
-    """The bytes of ``region`` in pieces (for writers that transform them, e.g. gzip)."""
+def read_region(region: FileRegion, step: int = 8 << 20, skip: int = 0) -> Iterator[bytes]:
+    """The bytes of ``region`` after its first ``skip``, in pieces (for writers that
+    transform them, e.g. gzip, or where the kernel will not copy)."""
     with open(region.path, "rb", buffering=0) as src:
-        done = 0
+        done = skip
         while done < region.nbytes:
             data = os.pread(src.fileno(), min(step, region.nbytes - done), region.offset + done)
             if not data:
-                raise CorruptTensorFileError(
-                    f"{region.path}: ends before the {region.nbytes} bytes at offset {region.offset} "
-                    "(truncated?)")
+                raise _ends_early(region)
             done += len(data)
             yield data
+
+
+def _ends_early(region: FileRegion) -> CorruptTensorFileError:
+    return CorruptTensorFileError(
+        f"{region.path}: ends before the {region.nbytes} bytes at offset {region.offset} (truncated?)")
 
 
 def _write_file(target: Path, name: str, size: int, chunks: Iterable[Any], sync: bool) -> int:
