@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -83,16 +84,10 @@ def _raws(r: dict[str, Any]) -> list[float]:
     return [r[k]["seconds"] for k in RAW_KEYS if k in r] + [x["raw"]["seconds"] for x in r.get("warm_rounds", [])]
 
 
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
-
 def _raw(r: dict[str, Any]) -> float:
     """The reference: the median of the run's warm raw writes (the disk's outliers, in
     both directions, do not move it)."""
-    return _median(_raws(r))
+    return statistics.median(_raws(r))
 
 
 def report(res: dict[str, Any], command: str) -> str:
@@ -184,7 +179,7 @@ def report(res: dict[str, Any], command: str) -> str:
         "",
     ]
     f16 = res["f16"]
-    lines += _overlapped_export(f32, raw, f16, _raw(f16))
+    lines += _overlapped_export(f32, f16)
     lines += _full_export("f32", f32, raw)
     lines += _full_export("f16", f16, _raw(f16))
     meta = res["meta_f32"]
@@ -272,7 +267,7 @@ def _export_cells(r: dict[str, Any], weights: int) -> str:
     return f"{raw:.2f} | {e['seconds']:.2f} | {e['seconds'] / raw:.2f} | {e['peak_rss'] / weights:.3f} |"
 
 
-def _overlapped_export(f32: dict[str, Any], raw32: float, f16: dict[str, Any], raw16: float) -> list[str]:
+def _overlapped_export(f32: dict[str, Any], f16: dict[str, Any]) -> list[str]:
     """The headline: ``t2n.export`` (weights written while the model compiles), in rounds
     of one raw write then one export, warm then cold."""
     rows = [
@@ -301,8 +296,8 @@ def _overlapped_export(f32: dict[str, Any], raw32: float, f16: dict[str, Any], r
             runs = [x["export"] for x in rounds]
             exports = [x["seconds"] for x in runs]
             paired = [e / w for e, w in zip(exports, raws)]
-            ratio = _median(paired)
-            of_medians = _median(exports) / _median(raws)
+            ratio = statistics.median(paired)
+            of_medians = statistics.median(exports) / statistics.median(raws)
             worst = max(paired)
 
             def avg(key: str, runs: list[dict[str, Any]] = runs) -> float:
