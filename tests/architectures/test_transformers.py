@@ -7,10 +7,9 @@ import warnings
 
 import pytest
 import torch
+import transformers as tf
 
 from t2n.testing import check_export
-
-tf = pytest.importorskip("transformers")
 
 V = 99
 

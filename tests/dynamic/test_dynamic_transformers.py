@@ -7,11 +7,10 @@ import warnings
 
 import pytest
 import torch
+import transformers as tf
 
 from t2n.passes.dynamic_axes import BakedSizeWarning
 from t2n.testing import check_dynamic
-
-tf = pytest.importorskip("transformers")
 
 V = 99
 SIZES = [{"S": 5}, {"S": 9}, {"S": 17}]

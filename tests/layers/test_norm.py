@@ -5,14 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from t2n.frontend.registry import LoweringRegistry
 from t2n.testing import Lambda, check_dynamic, check_export
-
-
-def needs(*ops):
-    """Skip while another family's rule this test goes through is not written yet."""
-    missing = [o for o in ops if o not in LoweringRegistry.default()]
-    return pytest.mark.skipif(bool(missing), reason=f"no lowering rule yet for {missing}")
 
 
 def r(*shape):
@@ -129,18 +122,15 @@ def test_dynamic_axes_through_norms():
                   [{"B": 2, "S": 5}, {"B": 1, "S": 1}])
 
 
-@needs("aten::linalg_vector_norm", "aten::clamp_min")
 @pytest.mark.parametrize("p,dim", [(2.0, 1), (1.0, -1), (3.0, 0)])
 def test_functional_normalize(p, dim):
     check_export(Lambda(lambda x: F.normalize(x, p=p, dim=dim, eps=1e-3)), (r(3, 4, 5),))
 
 
-@needs("aten::pad")
 def test_local_response_norm():
     check_export(nn.LocalResponseNorm(3, alpha=1e-2, beta=0.75, k=2.0), (r(2, 5, 4, 4),))
 
 
-@needs("aten::embedding")
 def test_embedding_padding_idx():
     emb = nn.Embedding(10, 3, padding_idx=0)
     check_export(emb, (torch.tensor([[1, 0, 4], [0, 9, 2]]),))
