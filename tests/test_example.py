@@ -62,3 +62,19 @@ def test_check_reports_a_wrong_reference(tmp_path):
 def test_check_io_option():
     art = t2n.compile(example_model(), (torch.rand(1, 10, 100),), check_io=True)
     assert art.reference_outputs[0].shape == (1, 5)
+
+
+def test_check_io_refuses_a_wrong_artifact():
+    """A rule that lowers ReLU wrongly: compile succeeds without check_io and raises with it."""
+    wrong = t2n.RuleSet("wrong")
+
+    @wrong.rule("aten::relu")
+    def _negated(ctx):
+        x = ctx.tensor(0)
+        return ctx.b.op("mul", x, ctx.as_value(-1.0, x.type.dtype))
+
+    registry = t2n.LoweringRegistry.default().extended(wrong, override=True)
+    x = torch.rand(1, 10, 100)
+    t2n.compile(example_model(), (x,), registry=registry)
+    with pytest.raises(CheckMismatchError, match="max abs err"):
+        t2n.compile(example_model(), (x,), registry=registry, check_io=True)
