@@ -20,21 +20,22 @@ import torch
 import t2n
 from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
-from t2n.backends.target import Target, TractNNEF
+from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
-from t2n.frontend.io import (
-    check_names,
-    input_names_from_paths,
-    normalize_args,
-    output_names_from_paths,
-)
+from t2n.frontend.io import io_names, normalize_args
 from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
 from t2n.ir import DType, Graph, TensorData, print_graph, verify
 from t2n.ir.tensor_data import converted
+from t2n.options import (
+    check_compile_options,
+    check_export_options,
+    check_symbols_apart,
+    check_target,
+)
 from t2n.passes.base import Pass
 from t2n.passes.bf16 import Bf16As
 from t2n.passes.dynamic_axes import DynamicAxes, normalize_dynamic_axes
@@ -244,11 +245,12 @@ def compile(
     weights ever being in memory (it then has no PyTorch reference outputs; check it
     with ``artifact.check(inputs=..., expected=...)``).
     """
-    if log_level is not None:
-        logging.getLogger("t2n").setLevel(log_level)
-    target = target if target is not None else TractNNEF()
-    if not isinstance(target, Target):
-        raise InvalidArgumentError(f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}")
+    target = check_target(target)
+    opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
+                                 tolerance=tolerance, log_level=log_level, dynamic_axes=dynamic_axes,
+                                 custom_extensions=custom_extensions)
+    if opts.log_level is not None:
+        logging.getLogger("t2n").setLevel(opts.log_level)
     if not isinstance(model, (torch.nn.Module, HardenedGraph)):
         raise InvalidArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     timings: dict[str, float] = {}
@@ -264,15 +266,17 @@ def compile(
     else:
         traced = _trace_module_with_weights(model, pos_args, dict(kwargs or {}), weights_from)
     timings["trace"] = time.perf_counter() - t0
-    ins = check_names(input_names, input_names_from_paths(traced.input_paths), traced.input_paths, "input")
+    ins, outs = io_names(input_names, output_names, traced.input_paths, traced.output_paths,
+                         tract=target.name == "tract")
     axes = normalize_dynamic_axes(
-        merge_dynamic_axes(target, dynamic_axes),
+        merge_dynamic_axes(target, opts.dynamic_axes),
         {n: t.dim() for n, t in zip(ins, traced.example_inputs)},
     )
-    outs = check_names(output_names, output_names_from_paths(traced.output_paths), traced.output_paths, "output")
+    check_symbols_apart(axes, [*ins, *outs])
 
     t0 = time.perf_counter()
     graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes)
+    graph.metadata["io_names"] = (ins, outs)
     graph.metadata["properties"] = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
     timings["lowering"] = time.perf_counter() - t0
     if verify_ir:
@@ -288,9 +292,9 @@ def compile(
     graph = result.graph
     timings["passes"] = time.perf_counter() - t0
 
-    if custom_extensions:
+    if opts.custom_extensions:
         graph.metadata["custom_extensions"] = [*graph.metadata.get("custom_extensions", []),
-                                               *custom_extensions]
+                                               *opts.custom_extensions]
     t0 = time.perf_counter()
     rendered = target.renderer().render(graph)
     if isinstance(model, torch.nn.Module):
@@ -308,7 +312,7 @@ def compile(
         stats={"timings": timings, "pass_stats": dict(result.stats)},
     )
     if check_io:
-        artifact.check(tolerance)
+        artifact.check(opts.tolerance)
     return artifact
 
 
@@ -374,9 +378,7 @@ def export(
     interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
     target's engine and raises if it differs from PyTorch.
     """
-    target = target if target is not None else TractNNEF()
-    if not isinstance(target, Target):
-        raise InvalidArgumentError(f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}")
+    target = check_export_options(target, tolerance, options)
     p = Path(path)
     t_start = time.perf_counter()
     writer = open_writer(p, compression_level, sync=sync)
