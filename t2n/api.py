@@ -221,14 +221,27 @@ def compile(
     Inputs and outputs may be tensors nested in tuples, lists and dicts; they are
     flattened depth-first (dicts in insertion order) and named ``input_0``,
     ``attention_mask``, ``logits``… unless ``input_names``/``output_names`` are given.
+    Given names are used exactly or refused with an ``InvalidArgumentError`` naming the
+    name and the rule: each must be a string of ASCII letters, digits and ``_`` not
+    starting with a digit, not an NNEF keyword (``graph``, ``version``, ``tensor``…),
+    and on tract not starting with ``true``, ``false`` or ``inf`` (tract reads those as
+    literals); input and output names must all differ, and differ from the
+    ``dynamic_axes`` symbols. Derived names are made valid instead (``my key`` →
+    ``my_key``, ``graph`` → ``graph_``, an output ``x`` beside an input ``x`` →
+    ``x_1``) with a logged warning. Either way ``artifact.input_names`` and
+    ``output_names`` are the names in graph.nnef. An output that returns an input
+    unchanged is written as a ``copy`` of it under the output's own name.
     ``passes`` run after the built-in cleanup; ``check_io`` runs the result in the
     target's engine and raises if it differs from PyTorch; ``verify_ir`` checks the IR
     after every pass and ``dump_ir`` writes it to a folder after each change.
 
     ``dynamic_axes={"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol ``S``
     (tract only; also accepted as ``TractNNEF(dynamic_axes=...)``); every size computed
-    from it stays in the graph. ``custom_extensions`` adds ``extension`` lines such as
-    ``"tract_assert S + P <= 4096"``. Sizes baked into the trace that should follow a
+    from it stays in the graph. The list form ``{"inp": [1]}`` (as in ONNX export) names
+    the symbol ``inp_dim1`` (``inp_dim_minus1`` for axis -1). Axes are ints: ``{"1": "S"}``
+    is refused, as are unknown input names and axes out of range. ``custom_extensions``
+    adds ``extension`` lines such as ``"tract_assert S + P <= 4096"`` (checked at compile:
+    one line each, without ``;``, ``#`` or line breaks). Sizes baked into the trace that should follow a
     symbol give a ``t2n.BakedSizeWarning`` naming the op and module path, or a
     ``DynamicAxesError`` with ``strict_dynamic_axes=True``.
 

@@ -19,6 +19,7 @@ from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError
 from t2n.frontend.io import check_given_names
+from t2n.ir import DType
 from t2n.passes.base import Pass
 from t2n.passes.dynamic_axes import dynamic_axes_form
 
@@ -132,3 +133,30 @@ def check_export_options(target: object, tolerance: object, options: Mapping[str
     check_compile_options(checked, tolerance=tolerance,
                           **{n: options.get(n, default) for n, default in _CHECKED_DEFAULTS.items()})
     return checked
+
+
+def check_tensor_export_args(
+    tensors: object = None, *, bf16_as: object, progress: object, sync: object, filter_key: object = None,
+) -> None:
+    """The arguments of ``export_tensors_to_nnef`` / ``export_tensors_from_disk_to_nnef``,
+    checked before anything is read or written."""
+    if tensors is not None:
+        if not isinstance(tensors, Mapping):
+            raise InvalidArgumentError(
+                f"name_to_tensor must be a mapping name → tensor (such as model.state_dict()), "
+                f"got {type(tensors).__name__}"
+            )
+        bad = next((k for k in tensors if not isinstance(k, str)), None)
+        if bad is not None:
+            raise InvalidArgumentError(f"name_to_tensor keys must be strings (tensor names), got {bad!r}")
+    if not (isinstance(bf16_as, str) and bf16_as.lower() in ("f16", "f32")) and \
+            bf16_as not in (DType.F16, DType.F32):
+        raise InvalidArgumentError(f"bf16_as must be 'f16' or 'f32' (what bf16 tensors are written as), got {bf16_as!r}")
+    if progress is not None and not isinstance(progress, bool):
+        raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
+    if not isinstance(sync, bool):
+        raise InvalidArgumentError(f"sync must be True or False, got {sync!r}")
+    if filter_key is not None and not callable(filter_key):
+        raise InvalidArgumentError(
+            f"filter_key must be a function of the tensor name returning a bool, got {filter_key!r}"
+        )
