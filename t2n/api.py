@@ -261,7 +261,9 @@ def compile(
     target = check_target(target)
     opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
                                  tolerance=tolerance, log_level=log_level, dynamic_axes=dynamic_axes,
-                                 custom_extensions=custom_extensions)
+                                 custom_extensions=custom_extensions, kwargs=kwargs, flags=dict(
+                                     check_io=check_io, verify_ir=verify_ir, fold_batch_norm=fold_batch_norm,
+                                     strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit))
     if opts.log_level is not None:
         logging.getLogger("t2n").setLevel(opts.log_level)
     if not isinstance(model, (torch.nn.Module, HardenedGraph)):
@@ -391,7 +393,8 @@ def export(
     interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
     target's engine and raises if it differs from PyTorch.
     """
-    target = check_export_options(target, tolerance, options)
+    target = check_export_options(target, tolerance, options, path=path,
+                                  flags=dict(sync=sync, overlap=overlap, check_io=check_io))
     p = Path(path)
     t_start = time.perf_counter()
     writer = open_writer(p, compression_level, sync=sync)

@@ -9,6 +9,7 @@ before the model is traced and before any engine runs: a typo in ``tolerance`` o
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,9 +49,14 @@ def check_target(target: object) -> Target:
 def check_compile_options(
     target: Target, *, input_names: object, output_names: object, passes: object,
     tolerance: object, log_level: object, dynamic_axes: object, custom_extensions: object,
+    flags: Mapping[str, object] | None = None, kwargs: object = None,
 ) -> CompileOptions:
-    """Every option of ``compile`` that can be checked without the model."""
+    """Every option of ``compile`` that can be checked without the model (``flags``:
+    the options that must be True or False, by name)."""
     tract = target.name == "tract"
+    check_flags(flags or {})
+    if kwargs is not None and (not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)):
+        raise InvalidArgumentError(f"kwargs must be a dict of keyword arguments (name → value), got {kwargs!r}")
     for what, given in (("input", input_names), ("output", output_names)):
         if given is not None:
             check_given_names(given, what, tract=tract)
@@ -67,6 +73,13 @@ def check_compile_options(
         dynamic_axes=axes,
         custom_extensions=check_custom_extensions(custom_extensions, tract=tract),
     )
+
+
+def check_flags(flags: Mapping[str, object]) -> None:
+    """Options that are True or False (a string such as ``"false"`` would count as true)."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
 
 
 def check_log_level(level: object) -> int | None:
@@ -114,7 +127,11 @@ _CHECKED_DEFAULTS: dict[str, Any] = {
 }
 
 
-def check_export_options(target: object, tolerance: object, options: Mapping[str, Any]) -> Target:
+_FLAGS = ("verify_ir", "strict_dynamic_axes", "auto_harden_jit", "fold_batch_norm")
+
+
+def check_export_options(target: object, tolerance: object, options: Mapping[str, Any], *,
+                         path: object, flags: Mapping[str, object]) -> Target:
     """``export``'s own arguments and the ``compile`` options it passes on, checked
     before the destination is touched."""
     import inspect
@@ -129,8 +146,11 @@ def check_export_options(target: object, tolerance: object, options: Mapping[str
             f"export() got unknown option(s) {', '.join(map(repr, unknown))}; the options it "
             f"passes to compile are: {', '.join(keywords)}"
         )
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"path must be a str or a path, got {type(path).__name__} {path!r}")
     checked = check_target(target)
-    check_compile_options(checked, tolerance=tolerance,
+    own = {**flags, **{n: options[n] for n in _FLAGS if n in options}}
+    check_compile_options(checked, tolerance=tolerance, flags=own, kwargs=options.get("kwargs"),
                           **{n: options.get(n, default) for n, default in _CHECKED_DEFAULTS.items()})
     return checked
 

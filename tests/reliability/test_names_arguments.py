@@ -119,6 +119,18 @@ def test_output_named_like_an_intermediate_keeps_its_name():
     assert "mul = relu(" in art.graph_nnef
 
 
+@pytest.mark.parametrize("target", [t2n.TractNNEF(), t2n.KhronosNNEF()], ids=["tract", "khronos"])
+def test_names_of_weights_ops_and_the_graph_stay_apart(target):
+    # "bias"/"weight" are the names t2n gives the Linear's variables, "main" the graph's,
+    # "matmul" an intermediate's: user names win, the internal ones move aside
+    art = t2n.compile(torch.nn.Linear(3, 2), (torch.rand(1, 3),), target,
+                      input_names=["bias"], output_names=["weight"])
+    assert_truthful(art)
+    art = t2n.compile(torch.nn.Linear(3, 2), (torch.rand(1, 3),), target,
+                      input_names=["main"], output_names=["matmul"])
+    assert_truthful(art)
+
+
 def test_unusual_but_valid_names_are_kept_exactly():
     art = t2n.compile(Add(), (X, X), input_names=["_x", "x_"], output_names=["nan", "extent"])
     assert art.input_names == ["_x", "x_"]
@@ -231,6 +243,11 @@ def test_target_of_the_wrong_kind(target):
     ({"dynamic_axes": {"input_0": 1}}, DynamicAxesError, "must map axis"),
     ({"dynamic_axes": [("input_0", 1)]}, DynamicAxesError, "must be a dict"),
     ({"dynamic_axes": {0: {1: "S"}}}, DynamicAxesError, "keys are input names"),
+    ({"check_io": "no"}, InvalidArgumentError, "check_io must be True or False"),
+    ({"fold_batch_norm": "false"}, InvalidArgumentError, "fold_batch_norm must be True or False"),
+    ({"verify_ir": 1}, InvalidArgumentError, "verify_ir must be True or False"),
+    ({"strict_dynamic_axes": None}, InvalidArgumentError, "strict_dynamic_axes must be True or False"),
+    ({"kwargs": [X]}, InvalidArgumentError, "kwargs must be a dict"),
     ({"custom_extensions": "tract_assert S >= 1"}, InvalidArgumentError, "must be a list of strings"),
     ({"custom_extensions": [42]}, InvalidArgumentError, "custom_extensions[0] is a int"),
     ({"custom_extensions": ["tract_assert S >= 1; x = external<scalar>(shape = [1])"]},
@@ -345,6 +362,8 @@ def test_compression_level_of_the_wrong_type(artifact, tmp_path, level):
     ({"dynamic_axes": {"input_0": {"0": "B"}}}, "axis '0' is not an int"),
     ({"custom_extensions": ["x;y"]}, "';' inside"),
     ({"log_level": "loud"}, "log_level must be"),
+    ({"overlap": "yes"}, "overlap must be True or False"),
+    ({"sync": 0}, "sync must be True or False"),
 ])
 def test_export_checks_options_before_touching_the_destination(tmp_path, kwargs, message):
     model = Add()
@@ -394,3 +413,11 @@ def test_tensor_export_from_disk_arguments(tmp_path, kwargs, message):
     with pytest.raises(InvalidArgumentError, match=re.escape(message)):
         t2n.export_tensors_from_disk_to_nnef(src, tmp_path / "out", **kwargs)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.safetensors"]
+
+
+@pytest.mark.parametrize("path", [None, 3, ["m.tar"]])
+def test_export_path_of_the_wrong_type(path):
+    model = Add()
+    with pytest.raises(InvalidArgumentError, match="path must be a str or a path"):
+        t2n.export(model, (X, X), path)
+    assert model.calls == 0
