@@ -35,6 +35,7 @@ from t2n.options import (
     check_export_options,
     check_symbols_apart,
     check_target,
+    confirm_rendered_names,
 )
 from t2n.passes.base import Pass
 from t2n.passes.bf16 import Bf16As
@@ -312,6 +313,7 @@ def compile(
                                                *opts.custom_extensions]
     t0 = time.perf_counter()
     rendered = target.renderer().render(graph)
+    confirm_rendered_names(rendered.input_ids, rendered.output_ids, ins, outs)
     if isinstance(model, torch.nn.Module):
         rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, parameter_paths(model))))
     timings["emission"] = time.perf_counter() - t0

@@ -18,7 +18,7 @@ import attrs
 from t2n.backends.nnef.extensions import check_custom_extensions
 from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
-from t2n.errors import DynamicAxesError, InvalidArgumentError
+from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.io import check_given_names
 from t2n.ir import DType
 from t2n.passes.base import Pass
@@ -179,4 +179,16 @@ def check_tensor_export_args(
     if filter_key is not None and not callable(filter_key):
         raise InvalidArgumentError(
             f"filter_key must be a function of the tensor name returning a bool, got {filter_key!r}"
+        )
+
+
+def confirm_rendered_names(input_ids: Sequence[str], output_ids: Sequence[str],
+                           input_names: Sequence[str], output_names: Sequence[str]) -> None:
+    """The last guard of the naming rule: graph.nnef names its inputs and outputs exactly
+    as the artifact reports them (a difference is a t2n bug, never silently shipped)."""
+    if list(input_ids) != list(input_names) or list(output_ids) != list(output_names):
+        raise T2NError(
+            f"internal error: graph.nnef names the inputs {list(input_ids)} and outputs "
+            f"{list(output_ids)}, but the artifact would report {list(input_names)} and "
+            f"{list(output_names)}; please report this with the model"
         )

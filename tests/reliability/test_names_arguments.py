@@ -157,6 +157,26 @@ def test_an_output_that_is_an_input_is_a_named_copy(target):
     assert_truthful(art)
 
 
+class EveryKind(torch.nn.Module):
+    """Outputs of every kind: a computed value twice, constants, a parameter, an input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.rand(2))
+
+    def forward(self, x):
+        y = x * 2
+        return y, y, torch.ones(2) * 3, self.w, x, torch.zeros(()) + 1
+
+
+@pytest.mark.parametrize("target", [t2n.TractNNEF(), t2n.KhronosNNEF()], ids=["tract", "khronos"])
+@pytest.mark.parametrize("names", [None, list("abcdef")])
+def test_outputs_of_every_kind_carry_the_reported_names(target, names):
+    art = t2n.compile(EveryKind(), (torch.rand(2),), target, output_names=names)
+    assert art.output_names == (names or [f"output_{i}" for i in range(6)])
+    assert_truthful(art)
+
+
 class Keyed(torch.nn.Module):
     def forward(self, x, info=None):
         return {"graph": x + 1, "my key": x * 2, "x": x - 1, "info": info * 3}
