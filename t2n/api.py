@@ -241,10 +241,12 @@ def compile(
     from it stays in the graph. The list form ``{"inp": [1]}`` (as in ONNX export) names
     the symbol ``inp_dim1`` (``inp_dim_minus1`` for axis -1). Axes are ints: ``{"1": "S"}``
     is refused, as are unknown input names and axes out of range. ``custom_extensions``
-    adds ``extension`` lines such as ``"tract_assert S + P <= 4096"`` (checked at compile:
-    one line each, without ``;``, ``#`` or line breaks). Sizes baked into the trace that should follow a
-    symbol give a ``t2n.BakedSizeWarning`` naming the op and module path, or a
-    ``DynamicAxesError`` with ``strict_dynamic_axes=True``.
+    adds ``extension`` lines such as ``"tract_assert S + P <= 4096"`` (one line each,
+    without ``;``, ``#`` or line breaks). Sizes baked into the trace that should follow
+    a symbol give a ``t2n.BakedSizeWarning`` naming the op and module path, or a
+    ``DynamicAxesError`` with ``strict_dynamic_axes=True``. Every option is checked
+    before the model is traced (:mod:`t2n.options`): a typo in ``tolerance`` does not
+    wait for the trace or the engine.
 
     A ``torch.jit.ScriptModule`` (scripted, or loaded with ``torch.jit.load``) is hardened
     for the example inputs first (``auto_harden_jit``; see ``t2n.harden_jit_for_export``),
