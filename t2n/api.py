@@ -397,7 +397,7 @@ def export(
     interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
     target's engine and raises if it differs from PyTorch.
     """
-    target = check_export_options(target, tolerance, options, path=path,
+    target = check_export_options(target, tolerance, options, path=path, progress=progress,
                                   flags=dict(sync=sync, overlap=overlap, check_io=check_io))
     p = Path(path)
     t_start = time.perf_counter()

@@ -131,7 +131,7 @@ _FLAGS = ("verify_ir", "strict_dynamic_axes", "auto_harden_jit", "fold_batch_nor
 
 
 def check_export_options(target: object, tolerance: object, options: Mapping[str, Any], *,
-                         path: object, flags: Mapping[str, object]) -> Target:
+                         path: object, flags: Mapping[str, object], progress: object = None) -> Target:
     """``export``'s own arguments and the ``compile`` options it passes on, checked
     before the destination is touched."""
     import inspect
@@ -146,6 +146,8 @@ def check_export_options(target: object, tolerance: object, options: Mapping[str
             f"export() got unknown option(s) {', '.join(map(repr, unknown))}; the options it "
             f"passes to compile are: {', '.join(keywords)}"
         )
+    if progress is not None and not isinstance(progress, bool):
+        raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidArgumentError(f"path must be a str or a path, got {type(path).__name__} {path!r}")
     checked = check_target(target)

@@ -384,6 +384,7 @@ def test_compression_level_of_the_wrong_type(artifact, tmp_path, level):
     ({"log_level": "loud"}, "log_level must be"),
     ({"overlap": "yes"}, "overlap must be True or False"),
     ({"sync": 0}, "sync must be True or False"),
+    ({"progress": "auto"}, "progress must be None, True or False"),
 ])
 def test_export_checks_options_before_touching_the_destination(tmp_path, kwargs, message):
     model = Add()
