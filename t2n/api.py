@@ -20,21 +20,23 @@ import torch
 import t2n
 from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
-from t2n.backends.target import Target, TractNNEF
+from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
-from t2n.frontend.io import (
-    check_names,
-    input_names_from_paths,
-    normalize_args,
-    output_names_from_paths,
-)
+from t2n.frontend.io import io_names, normalize_args
 from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
 from t2n.ir import DType, Graph, TensorData, print_graph, verify
 from t2n.ir.tensor_data import converted
+from t2n.options import (
+    check_compile_options,
+    check_export_options,
+    check_symbols_apart,
+    check_target,
+    confirm_rendered_names,
+)
 from t2n.passes.base import Pass
 from t2n.passes.bf16 import Bf16As
 from t2n.passes.dynamic_axes import DynamicAxes, normalize_dynamic_axes
@@ -220,16 +222,31 @@ def compile(
     Inputs and outputs may be tensors nested in tuples, lists and dicts; they are
     flattened depth-first (dicts in insertion order) and named ``input_0``,
     ``attention_mask``, ``logits``… unless ``input_names``/``output_names`` are given.
+    Given names are used exactly or refused with an ``InvalidArgumentError`` naming the
+    name and the rule: each must be a string of ASCII letters, digits and ``_`` not
+    starting with a digit, not an NNEF keyword (``graph``, ``version``, ``tensor``…),
+    and on tract not starting with ``true``, ``false`` or ``inf`` (tract reads those as
+    literals); input and output names must all differ, and differ from the
+    ``dynamic_axes`` symbols. Derived names are made valid instead (``my key`` →
+    ``my_key``, ``graph`` → ``graph_``, an output ``x`` beside an input ``x`` →
+    ``x_1``) with a logged warning. Either way ``artifact.input_names`` and
+    ``output_names`` are the names in graph.nnef. An output that returns an input
+    unchanged is written as a ``copy`` of it under the output's own name.
     ``passes`` run after the built-in cleanup; ``check_io`` runs the result in the
     target's engine and raises if it differs from PyTorch; ``verify_ir`` checks the IR
     after every pass and ``dump_ir`` writes it to a folder after each change.
 
     ``dynamic_axes={"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol ``S``
     (tract only; also accepted as ``TractNNEF(dynamic_axes=...)``); every size computed
-    from it stays in the graph. ``custom_extensions`` adds ``extension`` lines such as
-    ``"tract_assert S + P <= 4096"``. Sizes baked into the trace that should follow a
-    symbol give a ``t2n.BakedSizeWarning`` naming the op and module path, or a
-    ``DynamicAxesError`` with ``strict_dynamic_axes=True``.
+    from it stays in the graph. The list form ``{"inp": [1]}`` (as in ONNX export) names
+    the symbol ``inp_dim1`` (``inp_dim_minus1`` for axis -1). Axes are ints: ``{"1": "S"}``
+    is refused, as are unknown input names and axes out of range. ``custom_extensions``
+    adds ``extension`` lines such as ``"tract_assert S + P <= 4096"`` (one line each,
+    without ``;``, ``#`` or line breaks). Sizes baked into the trace that should follow
+    a symbol give a ``t2n.BakedSizeWarning`` naming the op and module path, or a
+    ``DynamicAxesError`` with ``strict_dynamic_axes=True``. Every option is checked
+    before the model is traced (:mod:`t2n.options`): a typo in ``tolerance`` does not
+    wait for the trace or the engine.
 
     A ``torch.jit.ScriptModule`` (scripted, or loaded with ``torch.jit.load``) is hardened
     for the example inputs first (``auto_harden_jit``; see ``t2n.harden_jit_for_export``),
@@ -244,11 +261,14 @@ def compile(
     weights ever being in memory (it then has no PyTorch reference outputs; check it
     with ``artifact.check(inputs=..., expected=...)``).
     """
-    if log_level is not None:
-        logging.getLogger("t2n").setLevel(log_level)
-    target = target if target is not None else TractNNEF()
-    if not isinstance(target, Target):
-        raise InvalidArgumentError(f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}")
+    target = check_target(target)
+    opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
+                                 tolerance=tolerance, log_level=log_level, dynamic_axes=dynamic_axes,
+                                 custom_extensions=custom_extensions, kwargs=kwargs, flags=dict(
+                                     check_io=check_io, verify_ir=verify_ir, fold_batch_norm=fold_batch_norm,
+                                     strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit))
+    if opts.log_level is not None:
+        logging.getLogger("t2n").setLevel(opts.log_level)
     if not isinstance(model, (torch.nn.Module, HardenedGraph)):
         raise InvalidArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     timings: dict[str, float] = {}
@@ -264,15 +284,17 @@ def compile(
     else:
         traced = _trace_module_with_weights(model, pos_args, dict(kwargs or {}), weights_from)
     timings["trace"] = time.perf_counter() - t0
-    ins = check_names(input_names, input_names_from_paths(traced.input_paths), traced.input_paths, "input")
+    ins, outs = io_names(input_names, output_names, traced.input_paths, traced.output_paths,
+                         tract=target.name == "tract")
     axes = normalize_dynamic_axes(
-        merge_dynamic_axes(target, dynamic_axes),
+        merge_dynamic_axes(target, opts.dynamic_axes),
         {n: t.dim() for n, t in zip(ins, traced.example_inputs)},
     )
-    outs = check_names(output_names, output_names_from_paths(traced.output_paths), traced.output_paths, "output")
+    check_symbols_apart(axes, [*ins, *outs])
 
     t0 = time.perf_counter()
     graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes)
+    graph.metadata["io_names"] = (ins, outs)
     graph.metadata["properties"] = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
     timings["lowering"] = time.perf_counter() - t0
     if verify_ir:
@@ -288,11 +310,12 @@ def compile(
     graph = result.graph
     timings["passes"] = time.perf_counter() - t0
 
-    if custom_extensions:
+    if opts.custom_extensions:
         graph.metadata["custom_extensions"] = [*graph.metadata.get("custom_extensions", []),
-                                               *custom_extensions]
+                                               *opts.custom_extensions]
     t0 = time.perf_counter()
     rendered = target.renderer().render(graph)
+    confirm_rendered_names(rendered.input_ids, rendered.output_ids, ins, outs)
     if isinstance(model, torch.nn.Module):
         rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, parameter_paths(model))))
     timings["emission"] = time.perf_counter() - t0
@@ -308,7 +331,7 @@ def compile(
         stats={"timings": timings, "pass_stats": dict(result.stats)},
     )
     if check_io:
-        artifact.check(tolerance)
+        artifact.check(opts.tolerance)
     return artifact
 
 
@@ -374,9 +397,8 @@ def export(
     interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
     target's engine and raises if it differs from PyTorch.
     """
-    target = target if target is not None else TractNNEF()
-    if not isinstance(target, Target):
-        raise InvalidArgumentError(f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}")
+    target = check_export_options(target, tolerance, options, path=path, progress=progress,
+                                  flags=dict(sync=sync, overlap=overlap, check_io=check_io))
     p = Path(path)
     t_start = time.perf_counter()
     writer = open_writer(p, compression_level, sync=sync)

@@ -121,10 +121,14 @@ class Artifact:
         used; pass ``inputs`` and ``expected`` to check other values. Raises
         :class:`CheckMismatchError` (with a debug bundle) when outputs differ.
         """
-        ins = [np.asarray(x) for x in (inputs if inputs is not None else self.example_inputs)]
-        refs = [np.asarray(x) for x in (expected if expected is not None else self.reference_outputs)]
         if (inputs is None) != (expected is None):
             raise InvalidArgumentError("check(): give both inputs and expected, or neither")
+        tolerance = Tolerance.parse(tolerance)
+        if inputs is not None and expected is not None:
+            _check_arrays(self.input_names, inputs, "input", "inputs")
+            _check_arrays(self.output_names, expected, "output", "expected")
+        ins = [np.asarray(x) for x in (inputs if inputs is not None else self.example_inputs)]
+        refs = [np.asarray(x) for x in (expected if expected is not None else self.reference_outputs)]
         if not refs and self.output_names:
             raise InvalidArgumentError(
                 "check(): no PyTorch reference outputs (the model was traced on the meta "
@@ -179,6 +183,19 @@ class Artifact:
         (root / "ir.txt").write_text(print_graph(self.ir, with_locs=True))
         (root / "report.txt").write_text(str(report) + "\n")
         return str(root)
+
+
+def _check_arrays(names: Sequence[str], given: object, what: str, argument: str) -> None:
+    """``inputs=``/``expected=`` of ``check`` hold one array per model input/output."""
+    if isinstance(given, (str, bytes, Mapping, np.ndarray)) or not isinstance(given, Sequence):
+        raise InvalidArgumentError(
+            f"check(): {argument} must be a list of arrays (one per model {what}), got {type(given).__name__}"
+        )
+    if len(given) != len(names):
+        raise InvalidArgumentError(
+            f"check(): {argument} has {len(given)} arrays but the model has {len(names)} "
+            f"{what}s ({', '.join(names) or 'none'}); give one array per {what}, in that order"
+        )
 
 
 def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:

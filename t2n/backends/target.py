@@ -15,10 +15,22 @@ if TYPE_CHECKING:
     from t2n.backends.nnef.renderer import NNEFRenderer
 
 
-def parse_version(text: str) -> tuple[int, ...]:
-    m = re.match(r"^v?(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?\Z")
+
+
+def parse_version(text: object, what: str = "version") -> tuple[int, ...]:
+    """``"0.23.9"`` → ``(0, 23, 9)``; ``"0.21"`` → ``(0, 21, 0)``. Anything else (a float,
+    trailing text, a negative or empty version) is an :class:`InvalidArgumentError`:
+    a float cannot say ``0.20`` from ``0.2``, and ``"0.21.x"`` has no meaning to gate on."""
+    if not isinstance(text, str):
+        hint = f" (write it as the string {str(text)!r}" + (", since 0.20 and 0.2 are the same float)" if isinstance(text, float) else ")")
+        raise InvalidArgumentError(f"{what} must be a string such as '0.23.9', got {type(text).__name__} {text!r}{hint}")
+    m = _VERSION.match(text.strip())
     if not m:
-        raise InvalidArgumentError(f"cannot read version {text!r}; write it like '0.23.9'")
+        raise InvalidArgumentError(
+            f"cannot read {what} {text!r}: write it as MAJOR.MINOR or MAJOR.MINOR.PATCH with "
+            "non-negative integers, like '0.23.9'"
+        )
     return tuple(int(g) for g in m.groups(default="0"))
 
 
@@ -54,10 +66,16 @@ class Target:
         return f"{type(self).__name__}({self.version!r})"
 
 
-def _axes(value: Mapping[str, Mapping[int, str]] | None) -> Mapping[str, Mapping[int, str]] | None:
-    if value is None:
-        return None
-    return {str(k): {int(a): str(s) for a, s in v.items()} for k, v in value.items()}
+def _axes(value: object) -> Mapping[str, Mapping[int, str]] | None:
+    from t2n.passes.dynamic_axes import dynamic_axes_form
+
+    return dynamic_axes_form(value, "TractNNEF(dynamic_axes=...)") or None
+
+
+def _extensions(value: object) -> tuple[str, ...]:
+    from t2n.backends.nnef.extensions import check_custom_extensions
+
+    return check_custom_extensions(value, tract=True, where="TractNNEF(custom_extensions=...)")
 
 
 @attrs.frozen
@@ -71,19 +89,23 @@ class TractNNEF(Target):
     version: str = "0.23.9"
     bf16_as: DType = attrs.field(default=DType.F16, converter=_bf16)
     dynamic_axes: Mapping[str, Mapping[int, str]] | None = attrs.field(default=None, converter=_axes)
-    custom_extensions: Sequence[str] = attrs.field(default=(), converter=tuple)
+    custom_extensions: Sequence[str] = attrs.field(default=(), converter=_extensions)
 
     name: ClassVar[str] = "tract"
     supports_symbols: ClassVar[bool] = True
 
     def __attrs_post_init__(self) -> None:
-        if self.version_tuple < (0, 19, 0):
+        if parse_version(self.version, "TractNNEF version") < (0, 19, 0):
             raise InvalidArgumentError(f"t2n emits for tract 0.19 and newer, not {self.version}")
 
     def renderer(self) -> NNEFRenderer:
         from t2n.backends.nnef.renderer import tract_renderer
 
         return tract_renderer(self)
+
+
+KHRONOS_VERSIONS = ((1, 0, 5),)
+"""The NNEF versions KhronosNNEF emits: t2n uses 1.0.5's operations."""
 
 
 @attrs.frozen
@@ -96,8 +118,11 @@ class KhronosNNEF(Target):
     name: ClassVar[str] = "khronos"
 
     def __attrs_post_init__(self) -> None:
-        if self.version_tuple[:2] != (1, 0):
-            raise InvalidArgumentError(f"KhronosNNEF supports NNEF 1.0.x, not {self.version}")
+        if parse_version(self.version, "KhronosNNEF version") not in KHRONOS_VERSIONS:
+            raise InvalidArgumentError(
+                f"KhronosNNEF supports NNEF 1.0.5 (the version the Khronos parser and "
+                f"nnef-tools implement), not {self.version!r}; use KhronosNNEF('1.0.5')"
+            )
 
     def renderer(self) -> NNEFRenderer:
         from t2n.backends.nnef.renderer import khronos_renderer

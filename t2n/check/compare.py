@@ -28,8 +28,20 @@ class Tolerance(enum.Enum):
         }[self]
 
     @classmethod
-    def parse(cls, value: str | Tolerance) -> Tolerance:
-        return value if isinstance(value, Tolerance) else cls(value)
+    def parse(cls, value: object) -> Tolerance:
+        """A Tolerance, or its name in any case (``"loose"``, ``"VERY_LOOSE"``)."""
+        if isinstance(value, Tolerance):
+            return value
+        if isinstance(value, str):
+            for t in cls:
+                if value.strip().lower() in (t.value, t.name.lower()):
+                    return t
+        from t2n.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"tolerance must be a t2n.Tolerance or one of {', '.join(repr(t.value) for t in cls)}; "
+            f"got {value!r}"
+        )
 
 
 @attrs.frozen

@@ -9,6 +9,8 @@ user gives names.
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +18,9 @@ import attrs
 import torch
 
 from t2n.errors import InvalidArgumentError
+from t2n.ir.identifiers import identifier_problem, make_identifier
+
+log = logging.getLogger("t2n")
 
 
 @attrs.frozen
@@ -118,18 +123,86 @@ def output_names_from_paths(paths: Sequence[str]) -> list[str]:
     return out
 
 
-def check_names(given: Sequence[str] | None, default: list[str], paths: Sequence[str], what: str) -> list[str]:
-    if given is None:
-        return default
-    names = list(given)
-    if len(names) != len(default):
+def io_names(
+    input_names: Sequence[str] | None,
+    output_names: Sequence[str] | None,
+    input_paths: Sequence[str],
+    output_paths: Sequence[str],
+    *,
+    tract: bool,
+) -> tuple[list[str], list[str]]:
+    """The names of the graph's inputs and outputs, exactly as graph.nnef will have them.
+
+    Names the caller gives are kept as given or refused (:class:`InvalidArgumentError`
+    naming the name and the rule): each must be a string that is an identifier on the
+    target (see :mod:`t2n.ir.identifiers`), and all input and output names together
+    must be distinct. Names t2n derives from argument positions and dict keys are made
+    valid and distinct instead (``my key`` → ``my_key``, ``graph`` → ``graph_``, a
+    second ``x`` → ``x_1``), and each such change is logged as a warning.
+    """
+    ins = (_derived(input_names_from_paths(input_paths), input_paths, "input", set(), tract)
+           if input_names is None else _given(input_names, len(input_paths), "input",
+                                               input_names_from_paths(input_paths), tract))
+    outs = (_derived(output_names_from_paths(output_paths), output_paths, "output", set(ins), tract)
+            if output_names is None else _given(output_names, len(output_paths), "output",
+                                                 output_names_from_paths(output_paths), tract))
+    if output_names is not None:
+        clash = [n for n in outs if n in ins]
+        if clash:
+            raise InvalidArgumentError(
+                f"output name {clash[0]!r} is also an input name: graph.nnef needs distinct "
+                "names for inputs and outputs (an output that returns an input unchanged is "
+                "written as a copy, under its own name); choose another output name"
+            )
+    return ins, outs
+
+
+def check_given_names(given: object, what: str, *, tract: bool) -> list[str]:
+    """``input_names``/``output_names`` as the caller gave them, or an
+    :class:`InvalidArgumentError` naming the first bad name and the rule it breaks."""
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
         raise InvalidArgumentError(
-            f"{len(names)} {what} names given but the model has {len(default)} {what} tensors "
+            f"{what}_names must be a list of strings, got {type(given).__name__} {given!r}"
+        )
+    names = list(given)
+    for i, name in enumerate(names):
+        problem = identifier_problem(name, tract=tract)
+        if problem:
+            raise InvalidArgumentError(
+                f"{what}_names[{i}] = {name!r} {problem}; graph.nnef refers to {what}s by "
+                "these names, so t2n does not change them: choose names made of ASCII "
+                "letters, digits and '_', not starting with a digit"
+            )
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise InvalidArgumentError(f"{what} names must be unique, but {dup!r} is given twice in {names}")
+    return names
+
+
+def _given(given: Sequence[str], count: int, what: str, default: Sequence[str], tract: bool) -> list[str]:
+    names = check_given_names(given, what, tract=tract)
+    if len(names) != count:
+        raise InvalidArgumentError(
+            f"{len(names)} {what} names given but the model has {count} {what} tensors "
             f"(in order: {', '.join(default) or 'none'})"
         )
-    if len(set(names)) != len(names):
-        raise InvalidArgumentError(f"{what} names must be unique, got {names}")
     return names
+
+
+def _derived(names: Sequence[str], paths: Sequence[str], what: str, taken: set[str],
+             tract: bool) -> list[str]:
+    out: list[str] = []
+    for name, path in zip(names, paths):
+        final = make_identifier(name, tract=tract, fallback=what, taken=lambda n: n in taken)
+        taken.add(final)
+        out.append(final)
+        if final != name or not _PLAIN_PATH.match(path):
+            log.warning("%s %r is named %r in the artifact (names must be distinct identifiers "
+                        "on the target); pass %s_names=[...] to choose", what, path, final, what)
+    return out
+
+
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_.]*\Z")
 
 
 class FlatModule(torch.nn.Module):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -25,48 +25,89 @@ import numpy as np
 from t2n.errors import DynamicAxesError
 from t2n.ir import Graph, Op, Sym, TensorType, Value
 from t2n.ir.dims import Dim, SymbolicComparisonError, valid_symbol_name
+from t2n.ir.identifiers import identifier_problem
 from t2n.ir.schema import InferContext
 from t2n.ir.types import Shape
 from t2n.passes.base import Pass, PassResult
 
 log = logging.getLogger("t2n.passes")
 
-RESERVED = frozenset(
-    ["version", "extension", "fragment", "graph", "tensor", "integer", "scalar", "logical", "string", "true", "false", "for", "in", "if", "else", "yield", "length_of", "shape_of", "range_of"]
-)
-
-
 class BakedSizeWarning(UserWarning):
     """A size that depends on a dynamic axis was fixed at its traced value."""
 
 
-def normalize_dynamic_axes(
-    spec: Mapping[str, Mapping[int, str]] | None,
-    inputs: Mapping[str, int],
-) -> dict[str, dict[int, str]]:
-    """Validate ``{input_name: {axis: symbol}}`` against the graph's inputs (name → rank)."""
-    if not spec:
+def list_form_symbol(name: str, axis: int) -> str:
+    """The symbol given to axis ``axis`` of input ``name`` in the list form
+    ``{name: [axes]}``: ``x_dim1`` for axis 1, ``x_dim_minus1`` for axis -1."""
+    return f"{name}_dim{axis}" if axis >= 0 else f"{name}_dim_minus{-axis}"
+
+
+def dynamic_axes_form(spec: object, where: str = "dynamic_axes") -> dict[str, dict[int, str]]:
+    """``spec`` as ``{input_name: {axis: symbol}}``, checked for form only (no model needed).
+
+    Accepted: ``{name: {axis: symbol}}``, and ``{name: [axes]}`` (as in ONNX export),
+    whose symbols are named by :func:`list_form_symbol`. Axes are Python ints (a string
+    such as ``"1"`` is refused rather than guessed at, and so is a bool); symbols are
+    names tract accepts. Input names and axis ranges are checked against the model by
+    :func:`normalize_dynamic_axes`.
+    """
+    if spec is None:
         return {}
+    if not isinstance(spec, Mapping):
+        raise DynamicAxesError(f"{where} must be a dict {{input_name: {{axis: symbol}}}}, got {spec!r}")
     out: dict[str, dict[int, str]] = {}
     for name, axes in spec.items():
+        if not isinstance(name, str):
+            raise DynamicAxesError(f"{where}: keys are input names (strings), got {name!r}")
+        if isinstance(axes, (list, tuple)):
+            axes = {a: list_form_symbol(name, a) if _is_axis(a) else "" for a in axes}
+        if not isinstance(axes, Mapping):
+            raise DynamicAxesError(
+                f"{where}[{name!r}] must map axis → symbol name ({{1: 'S'}}) or list axes ([1]), got {axes!r}"
+            )
+        for axis, sym in axes.items():
+            if not _is_axis(axis):
+                hint = f"; write it as the integer {int(axis)}" if isinstance(axis, str) and axis.lstrip("-").isdigit() else ""
+                raise DynamicAxesError(f"{where}[{name!r}]: axis {axis!r} is not an int{hint}")
+            problem = identifier_problem(sym, tract=True) if isinstance(sym, str) else "is not a string"
+            if problem or not valid_symbol_name(sym):
+                raise DynamicAxesError(
+                    f"{where}[{name!r}][{axis}]: {sym!r} is not a symbol name tract accepts "
+                    f"(it {problem or 'is not one'}); use letters, digits and _, not starting "
+                    "with a digit, not an NNEF keyword"
+                )
+            out.setdefault(name, {})[axis] = sym
+    return out
+
+
+def _is_axis(axis: object) -> bool:
+    return isinstance(axis, (int, np.integer)) and not isinstance(axis, (bool, np.bool_))
+
+
+def normalize_dynamic_axes(
+    spec: Mapping[str, Mapping[int, str] | Sequence[int]] | None,
+    inputs: Mapping[str, int],
+) -> dict[str, dict[int, str]]:
+    """Validate ``{input_name: {axis: symbol}}`` (or ``{input_name: [axes]}``, see
+    :func:`dynamic_axes_form`) against the graph's inputs (name → rank)."""
+    out: dict[str, dict[int, str]] = {}
+    for name, axes in dynamic_axes_form(spec).items():
         if name not in inputs:
             raise DynamicAxesError(
                 f"dynamic_axes names input {name!r}, but the inputs are: {', '.join(inputs)}"
             )
         rank = inputs[name]
-        if not isinstance(axes, Mapping):
-            raise DynamicAxesError(f"dynamic_axes[{name!r}] must map axis → symbol name, got {axes!r}")
         for axis, sym in axes.items():
-            if not isinstance(axis, int) or not -rank <= axis < rank:
+            if not -rank <= axis < rank:
                 raise DynamicAxesError(
                     f"dynamic_axes[{name!r}]: axis {axis!r} is out of range for a rank-{rank} input"
                 )
-            if not isinstance(sym, str) or not valid_symbol_name(sym) or sym in RESERVED:
+            if out.get(name, {}).get(axis % rank, sym) != sym:
                 raise DynamicAxesError(
-                    f"dynamic_axes[{name!r}][{axis}]: {sym!r} is not a symbol name tract accepts "
-                    "(letters, digits and _, not starting with a digit, not an NNEF keyword)"
+                    f"dynamic_axes[{name!r}]: axis {axis % rank} is given twice, as "
+                    f"{out[name][axis % rank]!r} and {sym!r}"
                 )
-            out.setdefault(name, {})[axis % rank] = sym
+            out.setdefault(name, {})[int(axis) % rank] = sym
     return out
 
 

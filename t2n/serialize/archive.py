@@ -40,19 +40,33 @@ BLOCK = 512
 def artifact_form(path: str | os.PathLike[str], compression_level: int | None = None) -> tuple[str, int]:
     """Decide (form, level) from the path suffix, or from ``compression_level``.
 
-    ``compression_level=None`` goes by suffix (``.tgz``/``.tar.gz`` → tgz at level 6,
-    ``.tar`` → tar, anything else → directory); ``0`` forces an uncompressed tar and
-    ``1..9`` a gzip-compressed tar at that level.
+    ``compression_level=None`` goes by suffix: ``.tgz``/``.tar.gz`` → tgz at level 6,
+    ``.tar`` → tar, no suffix or ``.nnef`` → directory. Any other suffix made of letters
+    (``model.zip``, ``model.onnx``, ``model.nnef.gz``, ``model.tar.bz2``) is refused
+    rather than written as a directory of that name. ``0`` forces an uncompressed tar
+    and ``1..9`` a gzip-compressed tar at that level, whatever the suffix.
     """
     name = str(path)
     if compression_level is not None:
-        if not 0 <= compression_level <= 9:
-            raise InvalidArgumentError(f"compression_level must be None or 0..9, got {compression_level}")
+        if not isinstance(compression_level, int) or isinstance(compression_level, bool) or \
+                not 0 <= compression_level <= 9:
+            raise InvalidArgumentError(
+                f"compression_level must be None (form chosen by suffix), 0 (.tar) or an int "
+                f"1..9 (.tgz at that level), got {type(compression_level).__name__} {compression_level!r}"
+            )
         return ("tar", 0) if compression_level == 0 else ("tgz", compression_level)
     if name.endswith((".tgz", ".tar.gz")):
         return "tgz", 6
     if name.endswith(".tar"):
         return "tar", 0
+    suffix = Path(name).suffix.lower()
+    if suffix != ".nnef" and (suffix[1:].isalpha() or suffix in (".bz2", ".lz4", ".7z", ".tbz2")):
+        raise InvalidArgumentError(
+            f"cannot tell what to write at {name!r}: its suffix {suffix!r} is not an artifact "
+            "form. A directory has no suffix or ends in '.nnef', an uncompressed archive "
+            "ends in '.tar', a gzip-compressed one in '.tgz' or '.tar.gz' (or pass "
+            "compression_level=0..9 to write a tar / tgz under this name)"
+        )
     return "dir", 0
 
 

@@ -252,6 +252,9 @@ def export_tensors_to_nnef(
     no file of this call is left. ``progress``: a bar on a terminal (``None``: when
     stderr is one and the write is large), and INFO log records.
     """
+    from t2n.options import check_tensor_export_args
+
+    check_tensor_export_args(name_to_tensor, bf16_as=bf16_as, progress=progress, sync=sync)
     data = {name: tensor_data(t) for name, t in name_to_tensor.items()}
     return write_tensors(data, output_dir, bf16_as=bf16_as, progress=progress, sync=sync)
 
@@ -279,6 +282,9 @@ def export_tensors_from_disk_to_nnef(
     Returns ``{name: WrittenTensor}``; names map to files as in
     :func:`export_tensors_to_nnef`.
     """
+    from t2n.options import check_tensor_export_args
+
+    check_tensor_export_args(bf16_as=bf16_as, progress=progress, sync=sync, filter_key=filter_key)
     bf16_target(bf16_as)
     source = open_checkpoint(path, map_location)
     names = _select(source, filter_key)

@@ -13,13 +13,10 @@ import numpy as np
 from t2n.errors import OpProblem
 from t2n.ir import ArrayData, DType, Graph, Op, Sym, TensorData, Trait, Value
 from t2n.ir.graph import sanitize_name
+from t2n.ir.identifiers import NNEF_KEYWORDS, TRACT_LITERAL_PREFIXES, identifier_problem
 
 if TYPE_CHECKING:
     from t2n.backends.target import Target
-
-NNEF_KEYWORDS = frozenset(
-    ["version", "extension", "fragment", "graph", "tensor", "integer", "scalar", "logical", "string", "true", "false", "for", "in", "if", "else", "yield", "length_of", "shape_of", "range_of"]
-)
 
 
 @attrs.frozen
@@ -110,8 +107,8 @@ class EmitContext:
         base = sanitize_name(hint)
         if base in NNEF_KEYWORDS:
             base += "_"
-        if base.startswith("inf"):
-            base = "_" + base  # tract reads `info` or `inf_x` as the literal inf
+        if self.target.name == "tract" and base.startswith(TRACT_LITERAL_PREFIXES):
+            base = "_" + base  # tract reads `info`, `inf_x` or `true_divide` as a literal
         name, i = base, 1
         while name in self._used:
             name = f"{base}_{i}"
@@ -130,8 +127,10 @@ class EmitContext:
         return self._ids[v]
 
     def reserve(self, v: Value, name: str) -> str:
-        """Give ``v`` exactly ``name`` (graph inputs and outputs keep the user's names)."""
-        if (name in self._used and self._ids.get(v) != name) or name.startswith("inf"):
+        """Give ``v`` exactly ``name`` (graph inputs and outputs keep the user's names,
+        which the frontend has checked; anything else gets a fresh name)."""
+        if (name in self._used and self._ids.get(v) != name) or \
+                identifier_problem(name, tract=self.target.name == "tract"):
             name = self.fresh(name)
         self._used.add(name)
         self._ids[v] = name

@@ -112,13 +112,17 @@ class NNEFRenderer:
 
         ctx = EmitContext(self.target, graph)
         ctx.reserve_names(self.symbols(graph))
-        input_ids = [ctx.reserve(v, v.name) for v in graph.inputs]
+        # The names the artifact reports (compile checked them); else the values' own.
+        in_names, out_names = graph.metadata.get(
+            "io_names", ([v.name for v in graph.inputs], [v.name for v in graph.outputs]))
+        input_ids = [ctx.reserve(v, n) for v, n in zip(graph.inputs, in_names)]
         produced_outputs = {
             v for v in graph.outputs if v.producer is not None and v.producer.kind not in ("const",)
         }
-        for v in graph.outputs:
+        for v, n in zip(graph.outputs, out_names):
             if v in produced_outputs and v not in ctx._ids:
-                ctx.reserve(v, v.name)
+                ctx.reserve(v, n)
+        ctx.reserve_names([n for n in out_names if n not in ctx._ids.values()])
         for v in graph.inputs:
             ctx.assign(ctx.id(v), self.external(ctx, v))
         for op in graph.ops():
@@ -128,12 +132,15 @@ class NNEFRenderer:
             self.emitters[op.kind](ctx, op)
         ctx.op = None
         output_ids: list[str] = []
-        for v in graph.outputs:
+        for v, wanted in zip(graph.outputs, out_names):
             data = ctx.const_data(v)
             # A scalar literal has no dtype (tract reads `copy(3)` as a TDim it cannot
             # hand back): constant outputs are written as typed tensors.
             name = ctx.materialize(v, data) if data is not None else ctx.arg(v)
-            if name in output_ids or name in input_ids or not name.isidentifier():
+            if name != wanted and wanted not in ctx._ids.values():
+                ctx.assign(wanted, ctx.call("copy", Raw(name)))
+                name = wanted
+            elif name in output_ids or name in input_ids or not name.isidentifier():
                 name = ctx.emit(v.name, "copy", Raw(name))
             output_ids.append(name)
         if ctx.problems:

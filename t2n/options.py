@@ -1,0 +1,196 @@
+"""Checking the arguments of ``compile`` and ``export`` before any work is done.
+
+A wrong option is reported as an :class:`~t2n.errors.InvalidArgumentError` (or a
+:class:`~t2n.errors.DynamicAxesError` for ``dynamic_axes``) that names the argument,
+before the model is traced and before any engine runs: a typo in ``tolerance`` or
+``log_level`` does not wait for a long trace, nor for ``check_io``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from t2n.backends.nnef.extensions import check_custom_extensions
+from t2n.backends.target import Target
+from t2n.check.compare import Tolerance
+from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
+from t2n.frontend.io import check_given_names
+from t2n.ir import DType
+from t2n.passes.base import Pass
+from t2n.passes.dynamic_axes import dynamic_axes_form
+
+
+@attrs.frozen
+class CompileOptions:
+    """The checked form of the options ``compile`` acts on."""
+
+    tolerance: Tolerance
+    log_level: int | None
+    dynamic_axes: dict[str, dict[int, str]]
+    custom_extensions: tuple[str, ...]
+
+
+def check_target(target: object) -> Target:
+    from t2n.backends.target import TractNNEF
+
+    target = target if target is not None else TractNNEF()
+    if not isinstance(target, Target):
+        raise InvalidArgumentError(
+            f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}"
+        )
+    return target
+
+
+def check_compile_options(
+    target: Target, *, input_names: object, output_names: object, passes: object,
+    tolerance: object, log_level: object, dynamic_axes: object, custom_extensions: object,
+    flags: Mapping[str, object] | None = None, kwargs: object = None,
+) -> CompileOptions:
+    """Every option of ``compile`` that can be checked without the model (``flags``:
+    the options that must be True or False, by name)."""
+    tract = target.name == "tract"
+    check_flags(flags or {})
+    if kwargs is not None and (not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)):
+        raise InvalidArgumentError(f"kwargs must be a dict of keyword arguments (name → value), got {kwargs!r}")
+    for what, given in (("input", input_names), ("output", output_names)):
+        if given is not None:
+            check_given_names(given, what, tract=tract)
+    _check_passes(passes)
+    axes = dynamic_axes_form(dynamic_axes)
+    if axes and not target.supports_symbols:
+        raise DynamicAxesError(
+            f"{target} has no symbolic dimensions, so dynamic_axes cannot be honoured; export "
+            "to TractNNEF for inputs of any size, or drop dynamic_axes to export at the traced size"
+        )
+    return CompileOptions(
+        tolerance=Tolerance.parse(tolerance),
+        log_level=check_log_level(log_level),
+        dynamic_axes=axes,
+        custom_extensions=check_custom_extensions(custom_extensions, tract=tract),
+    )
+
+
+def check_flags(flags: Mapping[str, object]) -> None:
+    """Options that are True or False (a string such as ``"false"`` would count as true)."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
+
+
+def check_log_level(level: object) -> int | None:
+    """``None``, a ``logging`` level number, or a level name in any case (``"debug"``)."""
+    if level is None:
+        return None
+    if isinstance(level, int) and not isinstance(level, bool) and level >= 0:
+        return level
+    if isinstance(level, str):
+        number = logging.getLevelNamesMapping().get(level.strip().upper())
+        if number is not None:
+            return number
+    levels = logging.getLevelNamesMapping()
+    names = ", ".join(sorted(levels, key=lambda n: levels[n]))
+    raise InvalidArgumentError(f"log_level must be None, a logging level number or one of {names}; got {level!r}")
+
+
+def _check_passes(passes: object) -> None:
+    if isinstance(passes, Pass):
+        raise InvalidArgumentError(f"passes must be a list of t2n.Pass objects; write passes=[{passes!r}]")
+    if isinstance(passes, (str, bytes, Mapping)) or not isinstance(passes, Sequence):
+        raise InvalidArgumentError(f"passes must be a list of t2n.Pass objects, got {passes!r}")
+    for i, p in enumerate(passes):
+        if not isinstance(p, Pass):
+            kind = "a Pass class, not an instance (add '()')" if isinstance(p, type) and issubclass(p, Pass) \
+                else f"a {type(p).__name__}, not a t2n.Pass"
+            raise InvalidArgumentError(f"passes[{i}] = {p!r} is {kind}")
+
+
+def check_symbols_apart(axes: Mapping[str, Mapping[int, str]], names: Sequence[str]) -> None:
+    """A dynamic-axes symbol and an input or output cannot share a name in graph.nnef."""
+    for inp, by_axis in axes.items():
+        for axis, sym in by_axis.items():
+            if sym in names:
+                raise DynamicAxesError(
+                    f"dynamic_axes[{inp!r}][{axis}]: symbol {sym!r} is also the name of an "
+                    "input or output; graph.nnef needs them apart, so rename one of them"
+                )
+
+
+
+_CHECKED_DEFAULTS: dict[str, Any] = {
+    "input_names": None, "output_names": None, "passes": (), "log_level": None,
+    "dynamic_axes": None, "custom_extensions": (),
+}
+
+
+_FLAGS = ("verify_ir", "strict_dynamic_axes", "auto_harden_jit", "fold_batch_norm")
+
+
+def check_export_options(target: object, tolerance: object, options: Mapping[str, Any], *,
+                         path: object, flags: Mapping[str, object], progress: object = None) -> Target:
+    """``export``'s own arguments and the ``compile`` options it passes on, checked
+    before the destination is touched."""
+    import inspect
+
+    from t2n import api
+
+    params = inspect.signature(api.compile).parameters
+    keywords = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+    unknown = sorted(set(options) - set(keywords))
+    if unknown and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        raise InvalidArgumentError(
+            f"export() got unknown option(s) {', '.join(map(repr, unknown))}; the options it "
+            f"passes to compile are: {', '.join(keywords)}"
+        )
+    if progress is not None and not isinstance(progress, bool):
+        raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"path must be a str or a path, got {type(path).__name__} {path!r}")
+    checked = check_target(target)
+    own = {**flags, **{n: options[n] for n in _FLAGS if n in options}}
+    check_compile_options(checked, tolerance=tolerance, flags=own, kwargs=options.get("kwargs"),
+                          **{n: options.get(n, default) for n, default in _CHECKED_DEFAULTS.items()})
+    return checked
+
+
+def check_tensor_export_args(
+    tensors: object = None, *, bf16_as: object, progress: object, sync: object, filter_key: object = None,
+) -> None:
+    """The arguments of ``export_tensors_to_nnef`` / ``export_tensors_from_disk_to_nnef``,
+    checked before anything is read or written."""
+    if tensors is not None:
+        if not isinstance(tensors, Mapping):
+            raise InvalidArgumentError(
+                f"name_to_tensor must be a mapping name → tensor (such as model.state_dict()), "
+                f"got {type(tensors).__name__}"
+            )
+        bad = next((k for k in tensors if not isinstance(k, str)), None)
+        if bad is not None:
+            raise InvalidArgumentError(f"name_to_tensor keys must be strings (tensor names), got {bad!r}")
+    if not (isinstance(bf16_as, str) and bf16_as.lower() in ("f16", "f32")) and \
+            bf16_as not in (DType.F16, DType.F32):
+        raise InvalidArgumentError(f"bf16_as must be 'f16' or 'f32' (what bf16 tensors are written as), got {bf16_as!r}")
+    if progress is not None and not isinstance(progress, bool):
+        raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
+    if not isinstance(sync, bool):
+        raise InvalidArgumentError(f"sync must be True or False, got {sync!r}")
+    if filter_key is not None and not callable(filter_key):
+        raise InvalidArgumentError(
+            f"filter_key must be a function of the tensor name returning a bool, got {filter_key!r}"
+        )
+
+
+def confirm_rendered_names(input_ids: Sequence[str], output_ids: Sequence[str],
+                           input_names: Sequence[str], output_names: Sequence[str]) -> None:
+    """The last guard of the naming rule: graph.nnef names its inputs and outputs exactly
+    as the artifact reports them (a difference is a t2n bug, never silently shipped)."""
+    if list(input_ids) != list(input_names) or list(output_ids) != list(output_names):
+        raise T2NError(
+            f"internal error: graph.nnef names the inputs {list(input_ids)} and outputs "
+            f"{list(output_ids)}, but the artifact would report {list(input_names)} and "
+            f"{list(output_names)}; please report this with the model"
+        )
