@@ -359,6 +359,7 @@ def export(
     overlap: bool = True,
     check_io: bool = False,
     tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    overwrite: bool = False,
     **options: Any,
 ) -> Artifact:
     """``compile(model, args, target, **options).save(path, ...)`` in one call, writing
@@ -372,14 +373,16 @@ def export(
     ``.tgz`` archives are compressed after compiling (compression is CPU work, like
     compiling). Atomic like :meth:`Artifact.save`: if the compile fails or the export is
     interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
-    target's engine and raises if it differs from PyTorch.
+    target's engine and raises if it differs from PyTorch. ``overwrite=True`` replaces
+    what is at ``path`` even if t2n did not write it (by default that is refused before
+    anything is compiled or written; see :meth:`Artifact.save`).
     """
     target = target if target is not None else TractNNEF()
     if not isinstance(target, Target):
         raise InvalidArgumentError(f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}")
     p = Path(path)
     t_start = time.perf_counter()
-    writer = open_writer(p, compression_level, sync=sync)
+    writer = open_writer(p, compression_level, sync=sync, overwrite=overwrite)
     early: EarlyWriter | None = None
     try:
         planned: list[PlannedTensor] = []
