@@ -6,8 +6,8 @@ unwritable folder, a name too long, a file-size limit) becomes an
 :class:`~t2n.errors.ArtifactWriteError` naming the destination, what was being
 written, the cause and what to do, with the ``OSError`` as ``__cause__`` (and its
 ``errno``). Errors raised while *reading* what is written (the chunk iterator of a
-member, or opening a source file for a file-to-file copy) are not write faults: they
-pass through unchanged, for the reader to type.
+member, opening a source file for a file-to-file copy, or memory that cannot be read)
+are not write faults: they pass through unchanged, for the reader to type.
 
 Cleanup after a failure runs every step even when one fails; a step that fails is
 logged and added as a note to the error in flight, which stays the one raised.
@@ -36,8 +36,6 @@ _ADVICE = {
     errno.EPERM: "this process may not write there: save elsewhere or change the folder's permissions",
     errno.ENAMETOOLONG: "a name is too long for the file system: choose a shorter path",
     errno.EFBIG: "the file is larger than the file system or the process's file-size limit allows",
-    errno.EFAULT: "the bytes to write could not be read: was a memory-mapped weight file truncated "
-                  "or changed while saving?",
 }
 
 
@@ -67,8 +65,10 @@ def _under(path: Path, roots: Sequence[Path]) -> bool:
 
 
 def is_write_fault(exc: OSError, roots: Sequence[Path]) -> bool:
-    """Whether ``exc`` is about t2n's own files: no file name, or one under ``roots``."""
-    if isinstance(exc, T2NError):
+    """Whether ``exc`` is about t2n's own files: no file name, or one under ``roots``.
+    ``EFAULT`` (the memory to write could not be read, e.g. a mapped weight file that
+    shrank) is a fault of the source, left for the reader to type."""
+    if isinstance(exc, T2NError) or exc.errno == errno.EFAULT:
         return False
     names = [f for f in (exc.filename, getattr(exc, "filename2", None)) if f is not None]
     return not names or any(_under(Path(os.fsdecode(f)), roots) for f in names)
