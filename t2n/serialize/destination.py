@@ -45,6 +45,8 @@ def _is_tensor_file(path: str) -> bool:
     try:
         with open(path, "rb") as f:
             return f.read(2) == DAT_MAGIC
+    except FileNotFoundError:  # gone meanwhile (another save replaced the folder): nothing to lose
+        return True
     except OSError:
         return False
 
@@ -54,6 +56,8 @@ def foreign_entry(folder: Path, top: bool = True) -> str | None:
     directory artifact t2n wrote, or None when every entry is one t2n writes."""
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except FileNotFoundError:  # gone meanwhile: nothing to lose
+        return None
     except OSError as exc:
         return f"its entries cannot be listed ({exc.strerror})"
     for entry in entries:
@@ -76,10 +80,13 @@ def foreign_entry(folder: Path, top: bool = True) -> str | None:
 
 def first_tar_member(path: Path) -> str | None:
     """The name of the first member of the tar (or gzip-compressed tar) at ``path`` when
-    it is a regular file, else None (not an archive, empty, unreadable)."""
+    it is a regular file, else None (not an archive, empty, unreadable). Raises
+    ``FileNotFoundError`` when the file is gone."""
     try:
         with tarfile.open(path, "r|*") as tar:
             member = tar.next()
+    except FileNotFoundError:  # gone meanwhile: the caller looks again
+        raise
     except (tarfile.TarError, EOFError, OSError, zlib.error):
         return None
     return member.name if member is not None and member.isfile() else None

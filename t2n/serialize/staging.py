@@ -210,8 +210,10 @@ def _move_aside_and_rename(tmp: Path, path: Path) -> bool:
     try:
         os.rename(tmp, path)
     except OSError:
-        with contextlib.suppress(OSError):
+        try:
             os.rename(aside, path)  # put it back where it was when nothing took its place
+        except OSError:
+            _remove_replaced(aside)  # another save's artifact took its place: it is superseded
         raise
     _remove_replaced(aside)
     return True

@@ -372,3 +372,35 @@ def test_concurrent_saves_from_processes(tmp_path, name):
     got = read_artifact(tmp_path / name)
     assert got["graph.nnef"] in {b"version %d;" % i for i in range(3)}
     assert _stray(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["m", "m.tar"])
+def test_a_user_folder_that_appears_during_the_save_is_kept(tmp_path, name):
+    """What is at the path is looked at again just before the move into place."""
+    with pytest.raises(OverwriteRefusedError, match="left it untouched"), open_writer(tmp_path / name) as w:
+        w.add_bytes("w.dat", DAT)
+        _user_folder(tmp_path / name)
+    assert sorted(os.listdir(tmp_path / name)) == ["graph.nnef", "notes.txt"]
+    assert _stray(tmp_path) == []
+
+
+@pytest.fixture
+def without_renameat2(monkeypatch):
+    """Systems without renameat2 (not Linux, old C libraries): the old artifact is
+    renamed aside, then the new one moved in."""
+    import t2n.serialize.staging as staging
+
+    monkeypatch.setattr(staging, "_renameat2", None)
+
+
+@pytest.mark.parametrize("name", ["m", "m.tar"])
+def test_without_renameat2_concurrent_saves_and_overwrite(tmp_path, without_renameat2, name):
+    test_concurrent_saves_from_threads_leave_one_complete_artifact(tmp_path, name)
+    other = tmp_path / f"user-{name}"
+    _user_folder(other)
+    with pytest.raises(OverwriteRefusedError):
+        open_writer(other)
+    with open_writer(other, overwrite=True) as w:
+        w.add_bytes("graph.nnef", b"version 1.0;")
+    assert read_artifact(other) == {"graph.nnef": b"version 1.0;"}
+    assert _stray(tmp_path) == []
