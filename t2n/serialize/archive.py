@@ -7,6 +7,12 @@ archive (no staging copy) with fixed metadata (mtime 0, uid/gid 0, no user names
 the same model gives the same bytes on every run. ``sync=True`` flushes every file to
 the disk (fsync) before the rename, so a completed save survives a crash.
 
+What is at the destination is replaced only if t2n wrote it, unless ``overwrite=True``
+(:mod:`t2n.serialize.destination`); temporary names, the removal of what crashed saves
+left and the final move: :mod:`t2n.serialize.staging`; SIGTERM is handled like Ctrl-C
+(:mod:`t2n.serialize.signals`); a full disk, a read-only folder or a name too long
+raise ``ArtifactWriteError`` (:mod:`t2n.serialize.write_faults`).
+
 ``.tgz`` compression uses ISA-L (the ``isal`` package, ``pip install t2n[fast]``) when
 installed, on one thread per CPU (at most 8), else zlib; both write standard gzip (one
 member). On float weights ISA-L level 1 gives the same ratio as zlib level 6 (about
@@ -18,7 +24,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import errno
 import functools
 import logging
 import os
@@ -33,19 +38,19 @@ from t2n.errors import (
     CorruptArchiveError,
     CorruptTensorFileError,
     InvalidArgumentError,
-    OverwriteRefusedError,
     SerializationError,
 )
 from t2n.ir.tensor_data import FileRegion, chunk_nbytes
 from t2n.serialize import signals
-from t2n.serialize.destination import check_destination, check_member_target, check_name_length
+from t2n.serialize.destination import check_destination, check_member_target, prepare_destination
 from t2n.serialize.staging import (
     find_stale_temps,
     install,
+    make_folders,
     new_temp_dir,
     new_temp_file,
+    remove_if_empty,
     remove_paths,
-    remove_stale_temps,
     temp_stem,
 )
 from t2n.serialize.write_faults import SourceChunks, mapped_faults, run_cleanup
@@ -226,14 +231,6 @@ class ArtifactWriter(abc.ABC):
             self.abort()
 
 
-def _prepare(path: Path, overwrite: bool) -> None:
-    """Before writing to ``path``: a name the file system takes, nothing there that t2n
-    did not write (unless ``overwrite``), and no leftovers of crashed saves to it."""
-    check_name_length(path)
-    check_destination(path, overwrite)
-    remove_stale_temps(path.parent, path.name)
-
-
 def _install(tmp: Path, path: Path, overwrite: bool, sync: bool = False) -> None:
     """Move the complete ``tmp`` onto ``path`` (see :func:`staging.install`), with
     SIGTERM and Ctrl-C held back until it is done."""
@@ -402,7 +399,7 @@ class DirWriter(ArtifactWriter):
         self._files: list[tuple[Path, int]] = []
         try:
             with mapped_faults(path, "creating a temporary folder beside it", [path.parent]):
-                _prepare(path, overwrite)
+                prepare_destination(path, overwrite)
                 self._tmp = new_temp_dir(path.parent, path.name)
         except BaseException:
             self._release()
@@ -462,28 +459,10 @@ class IntoDirWriter(ArtifactWriter):
         self._stale: dict[Path, dict[str, list[Path]]] = {}
         try:
             with self._faults("creating the folder"):
-                self._make_folders(path)
+                self._made += make_folders(path)
         except BaseException:
             self.abort()
             raise
-
-    def _make_folders(self, folder: Path) -> None:
-        missing = []
-        while not folder.is_dir():
-            if os.path.lexists(folder):
-                raise OverwriteRefusedError(
-                    f"{folder} is not a folder; tensor files are written into a folder: remove it or "
-                    "choose another folder")
-            missing.append(folder)
-            folder = folder.parent
-        for m in reversed(missing):
-            try:
-                m.mkdir()
-            except FileExistsError:
-                if not m.is_dir():
-                    raise
-                continue
-            self._made.append(m)
 
     def _remove_stale(self, final: Path) -> None:
         """Leftovers of crashed writes of ``final``, found with one listing per folder."""
@@ -498,7 +477,7 @@ class IntoDirWriter(ArtifactWriter):
             raise SerializationError(f"member {name!r} added twice")
         source = SourceChunks(chunks)
         with self._faults(f"writing {name}", source):
-            self._make_folders(final.parent)
+            self._made += make_folders(final.parent)
             check_member_target(final)
             self._remove_stale(final)
             tmp, f = new_temp_file(final.parent, final.name)
@@ -520,17 +499,8 @@ class IntoDirWriter(ArtifactWriter):
     def _cleanup(self) -> None:
         steps: list[Callable[[], object]] = [
             functools.partial(tmp.unlink, missing_ok=True) for tmp, _ in self._pending]
-        steps += [functools.partial(_remove_if_empty, m) for m in reversed(self._made)]
+        steps += [functools.partial(remove_if_empty, m) for m in reversed(self._made)]
         run_cleanup(steps, str(self.path))
-
-
-def _remove_if_empty(folder: Path) -> None:
-    """Remove ``folder`` if it is empty (files someone else put there keep it)."""
-    try:
-        os.rmdir(folder)
-    except OSError as exc:
-        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
-            raise
 
 
 class TarWriter(ArtifactWriter):
@@ -546,7 +516,7 @@ class TarWriter(ArtifactWriter):
             if level and compressor not in ("auto", "zlib"):
                 raise InvalidArgumentError(f"gzip compressor must be 'auto' or 'zlib', got {compressor!r}")
             with mapped_faults(path, "creating a temporary file beside it", [path.parent]):
-                _prepare(path, overwrite)
+                prepare_destination(path, overwrite)
                 self._tmp, self._raw = new_temp_file(path.parent, path.name)
         except BaseException:
             self._release()

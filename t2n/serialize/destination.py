@@ -35,6 +35,7 @@ import zlib
 from pathlib import Path
 
 from t2n.errors import ArtifactWriteError, OverwriteRefusedError
+from t2n.serialize.staging import remove_stale_temps
 
 GRAPH_FILES = frozenset({"graph.nnef", "graph.quant"})
 DAT_MAGIC = b"\x4e\xef"
@@ -169,7 +170,15 @@ def check_name_length(path: Path) -> None:
             f"system takes at most {limit} ({cause.strerror}); choose a shorter name", cause) from cause
 
 
+def prepare_destination(path: Path, overwrite: bool) -> None:
+    """Before writing to ``path``: a name the file system takes, nothing there that t2n
+    did not write (unless ``overwrite``), and no leftovers of crashed saves to it."""
+    check_name_length(path)
+    check_destination(path, overwrite)
+    remove_stale_temps(path.parent, path.name)
+
+
 __all__ = [
     "check_destination", "check_member_target", "check_name_length", "first_tar_member",
-    "foreign_entry", "is_artifact_archive", "name_max", "why_not_artifact",
+    "foreign_entry", "is_artifact_archive", "name_max", "prepare_destination", "why_not_artifact",
 ]

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from t2n.errors import ArtifactWriteError
+from t2n.errors import ArtifactWriteError, OverwriteRefusedError
 
 log = logging.getLogger("t2n")
 
@@ -187,6 +187,38 @@ def install(tmp: Path, path: Path, check: Callable[[], bool]) -> None:
         f"it is kept as {tmp}")
 
 
+def make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; returns those this call created (to
+    remove on abort only if empty again). Refuses an entry that is not a folder."""
+    missing = []
+    while not folder.is_dir():
+        if os.path.lexists(folder):
+            raise OverwriteRefusedError(
+                f"{folder} is not a folder; tensor files are written into a folder: remove it or "
+                "choose another folder")
+        missing.append(folder)
+        folder = folder.parent
+    made = []
+    for m in reversed(missing):
+        try:
+            m.mkdir()
+        except FileExistsError:  # another writer made it meanwhile
+            if not m.is_dir():
+                raise
+            continue
+        made.append(m)
+    return made
+
+
+def remove_if_empty(folder: Path) -> None:
+    """Remove ``folder`` if it is empty: files someone else put there keep it."""
+    try:
+        os.rmdir(folder)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+            raise
+
+
 def _rename_fallback(tmp: Path, path: Path) -> None:
     """Move ``tmp`` to a ``path`` found empty, without renameat2: a folder cannot land
     on a non-empty folder, and a file is linked (which fails if a file appeared)."""
@@ -229,7 +261,6 @@ def _remove_replaced(old: Path) -> None:
 
 
 __all__ = [
-    "find_stale_temps", "install", "new_temp_dir", "new_temp_file", "pid_alive", "remove_path", "remove_paths",
-    "remove_stale_temps",
-    "temp_name", "temp_stem",
+    "find_stale_temps", "install", "make_folders", "new_temp_dir", "new_temp_file", "pid_alive",
+    "remove_if_empty", "remove_path", "remove_paths", "remove_stale_temps", "temp_name", "temp_stem",
 ]
