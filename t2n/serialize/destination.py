@@ -5,8 +5,8 @@ t2n wrote* is:
 
 - a **directory** (not a link) that holds only ``graph.nnef``, ``graph.quant`` and NNEF
   tensor files (names ending in ``.dat`` that start with the ``.dat`` magic bytes
-  ``4e ef``), the tensor files possibly in nested folders of tensor files only. An
-  empty directory qualifies too: nothing in it can be lost.
+  ``4e ef``), the tensor files possibly in nested folders of tensor files only, and
+  t2n's own temporary names. An empty directory qualifies too: nothing in it can be lost.
 - a **regular file** (not a link) that is a tar archive, plain or gzip-compressed,
   whose first member is a regular file named ``graph.nnef``, ``graph.quant`` or
   ``*.dat`` (t2n writes the tensors first, then the graph). Only the first header is
@@ -35,7 +35,7 @@ import zlib
 from pathlib import Path
 
 from t2n.errors import ArtifactWriteError, OverwriteRefusedError
-from t2n.serialize.staging import remove_stale_temps
+from t2n.serialize.staging import is_temp_name, remove_stale_temps
 
 GRAPH_FILES = frozenset({"graph.nnef", "graph.quant"})
 DAT_MAGIC = b"\x4e\xef"
@@ -62,6 +62,8 @@ def foreign_entry(folder: Path, top: bool = True) -> str | None:
     except OSError as exc:
         return f"its entries cannot be listed ({exc.strerror})"
     for entry in entries:
+        if is_temp_name(entry.name):  # what a crashed tensor export left: t2n's too
+            continue
         if entry.is_symlink():
             return f"{entry.name} is a link"
         if entry.is_dir(follow_symlinks=False):

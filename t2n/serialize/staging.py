@@ -56,6 +56,11 @@ def temp_name(name: str, kind: str = "tmp") -> str:
     return f".{temp_stem(name)}.t2n-{kind}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is one of t2n's temporary names (of any destination)."""
+    return _TEMP.match(name) is not None
+
+
 def new_temp_dir(parent: Path, name: str) -> Path:
     """A new empty folder with a unique temporary name for destination ``parent/name``."""
     while True:
@@ -261,6 +266,6 @@ def _remove_replaced(old: Path) -> None:
 
 
 __all__ = [
-    "find_stale_temps", "install", "make_folders", "new_temp_dir", "new_temp_file", "pid_alive",
+    "find_stale_temps", "install", "is_temp_name", "make_folders", "new_temp_dir", "new_temp_file", "pid_alive",
     "remove_if_empty", "remove_path", "remove_paths", "remove_stale_temps", "temp_name", "temp_stem",
 ]

@@ -196,6 +196,13 @@ def test_an_artifact_t2n_wrote_is_replaced(tmp_path, artifact, name, first, seco
     artifact.check()
 
 
+def test_an_artifact_folder_with_leftovers_of_a_crashed_tensor_export_is_replaced(tmp_path, artifact):
+    artifact.save(tmp_path / "m")
+    (tmp_path / "m" / ".fc.weight.dat.t2n-tmp-999999999-0badcafe").write_bytes(b"partial")
+    artifact.save(tmp_path / "m")
+    assert sorted(os.listdir(tmp_path / "m")) == sorted(["graph.nnef", *artifact.tensor_files])
+
+
 def test_an_empty_folder_is_used(tmp_path, artifact):
     (tmp_path / "out").mkdir()
     artifact.save(tmp_path / "out")
