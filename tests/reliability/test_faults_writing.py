@@ -322,10 +322,17 @@ def test_sigterm_during_export_while_weights_are_written(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_sigterm_handler_only_during_a_main_thread_write(tmp_path):
+@pytest.fixture
+def default_sigterm():
+    """SIGTERM with its default action, whatever the test runner installed."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+def test_sigterm_handler_only_during_a_main_thread_write(tmp_path, default_sigterm):
     import threading
 
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     seen = []
     with open_writer(tmp_path / "m") as w:
         seen.append(signal.getsignal(signal.SIGTERM))
