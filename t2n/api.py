@@ -382,6 +382,7 @@ def export(
     overlap: bool = True,
     check_io: bool = False,
     tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    overwrite: bool = False,
     **options: Any,
 ) -> Artifact:
     """``compile(model, args, target, **options).save(path, ...)`` in one call, writing
@@ -395,13 +396,15 @@ def export(
     ``.tgz`` archives are compressed after compiling (compression is CPU work, like
     compiling). Atomic like :meth:`Artifact.save`: if the compile fails or the export is
     interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
-    target's engine and raises if it differs from PyTorch.
+    target's engine and raises if it differs from PyTorch. ``overwrite=True`` replaces
+    what is at ``path`` even if t2n did not write it (by default that is refused before
+    anything is compiled or written; see :meth:`Artifact.save`).
     """
     target = check_export_options(target, tolerance, options, path=path, progress=progress,
                                   flags=dict(sync=sync, overlap=overlap, check_io=check_io))
     p = Path(path)
     t_start = time.perf_counter()
-    writer = open_writer(p, compression_level, sync=sync)
+    writer = open_writer(p, compression_level, sync=sync, overwrite=overwrite)
     early: EarlyWriter | None = None
     try:
         planned: list[PlannedTensor] = []

@@ -79,6 +79,7 @@ class Artifact:
         *,
         progress: bool | None = None,
         sync: bool = False,
+        overwrite: bool = False,
     ) -> Path:
         """Write the artifact as a directory, ``.tar`` or ``.tgz`` (by suffix, or
         ``compression_level``: 0 → tar, 1..9 → tgz). Atomic: on failure (an error, a
@@ -88,13 +89,20 @@ class Artifact:
         ``progress``: a progress bar on stderr (``None``: only when it is a terminal and
         the weights are large; progress is also logged at INFO level either way).
         ``sync=True`` flushes the files to the disk before the artifact is renamed into place.
+
+        What is at ``path`` is replaced only if t2n wrote it (an artifact folder, ``.tar``
+        or ``.tgz``; see :mod:`t2n.serialize.destination`); anything else (a folder with
+        other files, another file, a link) raises ``OverwriteRefusedError`` and is left
+        untouched, unless ``overwrite=True``. A full disk, a read-only folder or a name
+        too long raise ``ArtifactWriteError`` (an ``OSError`` too). SIGTERM while saving
+        is handled like Ctrl-C: the temporary files are removed first.
         """
         p = Path(path)
         members = list(self.members())
         total = sum(size for _, size, _ in members)
         t0 = time.perf_counter()
         with Progress(total, f"writing {p.name}", bar=progress) as bar, \
-                open_writer(p, compression_level, sync=sync) as w:
+                open_writer(p, compression_level, sync=sync, overwrite=overwrite) as w:
             for name, size, chunks in members:
                 w.add_stream(name, size, bar.track(chunks))
         self.saved_path = p

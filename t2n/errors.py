@@ -128,3 +128,27 @@ class CheckMismatchError(CheckError):
         if bundle:
             message += f"\nDebug bundle written to {bundle}"
         super().__init__(message)
+
+
+# -- writing artifacts: what may be replaced, and file-system faults while writing
+
+
+class OverwriteRefusedError(SerializationError, InvalidArgumentError):
+    """The destination holds something t2n did not write (a user's folder or file, a
+    link); it is left untouched unless the caller passes ``overwrite=True``."""
+
+
+class ArtifactWriteError(SerializationError, OSError):
+    """The file system refused a write (disk full, read-only, name too long...).
+
+    Also an ``OSError`` with the ``errno`` of the failure, so ``except OSError`` clauses
+    keep working; the original ``OSError`` is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, cause: OSError | None = None) -> None:
+        super().__init__(message)
+        if cause is not None:
+            self.errno, self.strerror, self.filename = cause.errno, cause.strerror, cause.filename
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -7,6 +7,12 @@ archive (no staging copy) with fixed metadata (mtime 0, uid/gid 0, no user names
 the same model gives the same bytes on every run. ``sync=True`` flushes every file to
 the disk (fsync) before the rename, so a completed save survives a crash.
 
+What is at the destination is replaced only if t2n wrote it, unless ``overwrite=True``
+(:mod:`t2n.serialize.destination`); temporary names, the removal of what crashed saves
+left and the final move: :mod:`t2n.serialize.staging`; SIGTERM is handled like Ctrl-C
+(:mod:`t2n.serialize.signals`); a full disk, a read-only folder or a name too long
+raise ``ArtifactWriteError`` (:mod:`t2n.serialize.write_faults`).
+
 ``.tgz`` compression uses ISA-L (the ``isal`` package, ``pip install t2n[fast]``) when
 installed, on one thread per CPU (at most 8), else zlib; both write standard gzip (one
 member). On float weights ISA-L level 1 gives the same ratio as zlib level 6 (about
@@ -18,11 +24,13 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
+import logging
 import os
 import shutil
 import tarfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, Protocol
 
@@ -33,6 +41,21 @@ from t2n.errors import (
     SerializationError,
 )
 from t2n.ir.tensor_data import FileRegion, chunk_nbytes
+from t2n.serialize import signals
+from t2n.serialize.destination import check_destination, check_member_target, prepare_destination
+from t2n.serialize.staging import (
+    find_stale_temps,
+    install,
+    make_folders,
+    new_temp_dir,
+    new_temp_file,
+    remove_if_empty,
+    remove_paths,
+    temp_stem,
+)
+from t2n.serialize.write_faults import SourceChunks, mapped_faults, run_cleanup
+
+log = logging.getLogger("t2n")
 
 BLOCK = 512
 
@@ -136,7 +159,14 @@ def gzip_compressor(level: int, prefer: str = "auto") -> tuple[Compressor, str]:
 
 
 class ArtifactWriter(abc.ABC):
-    """Writes named members, then :meth:`commit` renames into place or :meth:`abort` cleans up."""
+    """Writes named members, then :meth:`commit` moves them into place or :meth:`abort`
+    removes every temporary file.
+
+    A file-system fault while writing (full disk, read-only folder, name too long)
+    raises :class:`~t2n.errors.ArtifactWriteError` (:mod:`t2n.serialize.write_faults`);
+    SIGTERM while a writer is open in the main thread is handled like Ctrl-C
+    (:mod:`t2n.serialize.signals`).
+    """
 
     def __init__(self, path: Path, sync: bool = False) -> None:
         self.path = path
@@ -145,6 +175,9 @@ class ArtifactWriter(abc.ABC):
         self._done = False
         self.compressor_name = ""
         self._members = 0
+        self._roots: list[Path] = [path]
+        """Where this writer's own files are: OSErrors about them are write faults."""
+        self._counted = signals.writer_opened()
 
     @abc.abstractmethod
     def add_stream(self, name: str, size: int, chunks: Iterable[Any]) -> None:
@@ -170,20 +203,37 @@ class ArtifactWriter(abc.ABC):
     def _finish(self) -> None: ...
 
     @abc.abstractmethod
-    def _cleanup(self) -> None: ...
+    def _cleanup(self) -> None:
+        """Remove every temporary file (through :func:`run_cleanup`: never raises OSError)."""
+
+    def _faults(self, doing: str, source: SourceChunks | None = None) -> contextlib.AbstractContextManager[None]:
+        return mapped_faults(self.path, doing, self._roots, source)
 
     def commit(self) -> None:
         try:
-            self._finish()
+            with self._faults("finishing it and moving it into place"):
+                self._finish()
         except BaseException:
             self.abort()
             raise
         self._done = True
+        self._release()
 
     def abort(self) -> None:
-        if not self._done:
-            self._done = True
-            self._cleanup()
+        """Remove the temporary files; the error in flight stays the one raised."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            with signals.held():
+                self._cleanup()
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._counted:
+            self._counted = False
+            signals.writer_closed()
 
     def __enter__(self) -> ArtifactWriter:
         return self
@@ -195,19 +245,11 @@ class ArtifactWriter(abc.ABC):
             self.abort()
 
 
-def _tmp_name(path: Path) -> Path:
-    return path.parent / f".{path.name}.t2n-tmp-{os.getpid()}-{id(path):x}"
-
-
-def _replace(tmp: Path, path: Path, sync: bool = False) -> None:
-    """Move ``tmp`` onto ``path``, replacing what was there only once ``tmp`` is complete."""
-    if path.is_dir() and not path.is_symlink():
-        old = path.parent / f".{path.name}.t2n-old-{os.getpid()}"
-        os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, path)
+def _install(tmp: Path, path: Path, overwrite: bool, sync: bool = False) -> None:
+    """Move the complete ``tmp`` onto ``path`` (see :func:`staging.install`), with
+    SIGTERM and Ctrl-C held back until it is done."""
+    with signals.held():
+        install(tmp, path, lambda: check_destination(path, overwrite))
     if sync:
         _fsync_dir(path.parent)
 
@@ -333,20 +375,19 @@ def _ends_early(region: FileRegion) -> CorruptTensorFileError:
         f"{region.path}: ends before the {region.nbytes} bytes at offset {region.offset} (truncated?)")
 
 
-def _write_file(target: Path, name: str, size: int, chunks: Iterable[Any], sync: bool) -> int:
-    """Write one member file. With ``sync``, its writeback is started now and waited for
-    by :func:`_fsync_files` at commit: an fsync after each file would leave the disk idle
-    while the next one is written (2-3x slower for a model's worth of files here)."""
+def _write_file(f: BinaryIO, name: str, size: int, chunks: Iterable[Any], sync: bool) -> int:
+    """Write one member file into ``f``. With ``sync``, its writeback is started now and
+    waited for by :func:`_fsync_files` at commit: an fsync after each file would leave the
+    disk idle while the next one is written (2-3x slower for a model's worth of files here)."""
     n = 0
-    with open(target, "wb") as f:
-        for c in chunks:
-            n += copy_region(c, f) if isinstance(c, FileRegion) else f.write(c)
-        if n != size:
-            raise SerializationError(f"{name}: wrote {n} bytes, expected {size}")
-        if sync:
-            f.flush()
-            if not _start_writeback(f):
-                os.fsync(f.fileno())  # cannot start it early: wait for it now
+    for c in chunks:
+        n += copy_region(c, f) if isinstance(c, FileRegion) else f.write(c)
+    if n != size:
+        raise SerializationError(f"{name}: wrote {n} bytes, expected {size}")
+    if sync:
+        f.flush()
+        if not _start_writeback(f):
+            os.fsync(f.fileno())  # cannot start it early: wait for it now
     return n
 
 
@@ -361,25 +402,36 @@ def _fsync_files(paths: Iterable[Path]) -> None:
 
 
 class DirWriter(ArtifactWriter):
-    """A new folder, built under a temporary name and renamed into place (replacing a
-    previous artifact of the same name only when complete)."""
+    """A new folder, built under a unique temporary name and moved into place when
+    complete, replacing what was there only if t2n wrote it (or ``overwrite``; see
+    :mod:`t2n.serialize.destination`)."""
 
-    def __init__(self, path: Path, sync: bool = False) -> None:
+    def __init__(self, path: Path, sync: bool = False, *, overwrite: bool = False) -> None:
         super().__init__(path, sync)
-        self._tmp = _tmp_name(path)
-        shutil.rmtree(self._tmp, ignore_errors=True)
-        self._tmp.mkdir(parents=True)
-        self._folders: set[Path] = {self._tmp}
+        self.overwrite = overwrite
+        self._folders: set[Path] = set()
         self._files: list[tuple[Path, int]] = []
+        try:
+            with mapped_faults(path, "creating a temporary folder beside it", [path.parent]):
+                prepare_destination(path, overwrite)
+                self._tmp = new_temp_dir(path.parent, path.name)
+        except BaseException:
+            self._release()
+            raise
+        self._folders.add(self._tmp)
+        self._roots.append(self._tmp)
 
     def add_stream(self, name: str, size: int, chunks: Iterable[Any]) -> None:
         target = self._tmp / check_member_name(name)
-        if target.parent not in self._folders:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._folders.add(target.parent)
-        self._files.append((target, size))  # before writing: a partial file is taken back too
-        self._members += 1
-        self.bytes_written += _write_file(target, name, size, chunks, self.sync)
+        source = SourceChunks(chunks)
+        with self._faults(f"writing {name}", source):
+            if target.parent not in self._folders:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                self._folders.add(target.parent)
+            self._files.append((target, size))  # before writing: a partial file is taken back too
+            self._members += 1
+            with open(target, "wb") as f:
+                self.bytes_written += _write_file(f, name, size, source, self.sync)
 
     @property
     def can_rollback(self) -> bool:
@@ -397,76 +449,102 @@ class DirWriter(ArtifactWriter):
             _fsync_files(target for target, _ in self._files)
             for folder in self._folders:
                 _fsync_dir(folder)
-        _replace(self._tmp, self.path, self.sync)
+        _install(self._tmp, self.path, self.overwrite, self.sync)
 
     def _cleanup(self) -> None:
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        run_cleanup([functools.partial(shutil.rmtree, self._tmp)], str(self.path))
 
 
 class IntoDirWriter(ArtifactWriter):
     """Members added to a folder that may already hold other files (tensor exports).
 
     Each member is written to a hidden temporary file beside its final name; all are
-    renamed into place at :meth:`commit` (replacing files of the same name), and all
-    are deleted on :meth:`abort`, together with the folder if this writer created it.
+    moved into place at :meth:`commit`. Only regular ``.dat`` files of the same names
+    are replaced; any other entry in the way is refused before anything is written
+    (see :mod:`t2n.serialize.destination`). :meth:`abort` deletes this writer's
+    temporary files and the folders it created if they are empty again: never a file
+    it did not write, even one another process put there meanwhile.
     """
 
     def __init__(self, path: Path, sync: bool = False) -> None:
         super().__init__(path, sync)
-        self._created = not path.exists()
-        path.mkdir(parents=True, exist_ok=True)
         self._pending: list[tuple[Path, Path]] = []
         self._made: list[Path] = []
+        self._stale: dict[Path, dict[str, list[Path]]] = {}
+        try:
+            with self._faults("creating the folder"):
+                self._made += make_folders(path)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _remove_stale(self, final: Path) -> None:
+        """Leftovers of crashed writes of ``final``, found with one listing per folder."""
+        stale = self._stale.get(final.parent)
+        if stale is None:
+            stale = self._stale[final.parent] = find_stale_temps(final.parent)
+        remove_paths(stale.pop(temp_stem(final.name), []))
 
     def add_stream(self, name: str, size: int, chunks: Iterable[Any]) -> None:
         final = self.path / check_member_name(name)
         if any(f == final for _, f in self._pending):
             raise SerializationError(f"member {name!r} added twice")
-        folder = final.parent
-        missing = []
-        while folder != self.path and not folder.exists():
-            missing.append(folder)
-            folder = folder.parent
-        for m in reversed(missing):
-            m.mkdir()
-            self._made.append(m)
-        tmp = final.parent / f".{final.name}.t2n-tmp-{os.getpid()}"
-        self._pending.append((tmp, final))
-        self.bytes_written += _write_file(tmp, name, size, chunks, self.sync)
+        source = SourceChunks(chunks)
+        with self._faults(f"writing {name}", source):
+            self._made += make_folders(final.parent)
+            check_member_target(final)
+            self._remove_stale(final)
+            tmp, f = new_temp_file(final.parent, final.name)
+            self._pending.append((tmp, final))
+            with f:
+                self.bytes_written += _write_file(f, name, size, source, self.sync)
 
     def _finish(self) -> None:
         if self.sync:
             _fsync_files(tmp for tmp, _ in self._pending)
-        for tmp, final in self._pending:
-            os.replace(tmp, final)
+        with signals.held():
+            for tmp, final in self._pending:
+                check_member_target(final)
+                os.replace(tmp, final)
         if self.sync:
             for folder in {final.parent for _, final in self._pending}:
                 _fsync_dir(folder)
 
     def _cleanup(self) -> None:
-        for tmp, _ in self._pending:
-            tmp.unlink(missing_ok=True)
-        for folder in reversed(self._made):
-            shutil.rmtree(folder, ignore_errors=True)
-        if self._created:
-            shutil.rmtree(self.path, ignore_errors=True)
+        steps: list[Callable[[], object]] = [
+            functools.partial(tmp.unlink, missing_ok=True) for tmp, _ in self._pending]
+        steps += [functools.partial(remove_if_empty, m) for m in reversed(self._made)]
+        run_cleanup(steps, str(self.path))
 
 
 class TarWriter(ArtifactWriter):
-    """A tar stream, optionally gzip-compressed on the fly, into a temporary file."""
+    """A tar stream, optionally gzip-compressed on the fly, into a unique temporary file
+    moved into place when complete (replacing only what t2n wrote, or ``overwrite``)."""
 
-    def __init__(self, path: Path, level: int = 0, sync: bool = False, compressor: str = "auto") -> None:
+    def __init__(self, path: Path, level: int = 0, sync: bool = False, compressor: str = "auto",
+                 *, overwrite: bool = False) -> None:
         super().__init__(path, sync)
-        self._tmp = _tmp_name(path)
+        self.overwrite = overwrite
         self._z: Compressor | None = None
-        if level and compressor not in ("auto", "zlib"):
-            raise InvalidArgumentError(f"gzip compressor must be 'auto' or 'zlib', got {compressor!r}")
-        self._raw: BinaryIO = open(self._tmp, "wb")  # noqa: SIM115 - closed in finish/cleanup
+        try:
+            if level and compressor not in ("auto", "zlib"):
+                raise InvalidArgumentError(f"gzip compressor must be 'auto' or 'zlib', got {compressor!r}")
+            with mapped_faults(path, "creating a temporary file beside it", [path.parent]):
+                prepare_destination(path, overwrite)
+                self._tmp, self._raw = new_temp_file(path.parent, path.name)
+        except BaseException:
+            self._release()
+            raise
+        self._roots.append(self._tmp)
         self._file: BinaryIO = self._raw
         self._starts: list[tuple[int, int]] = []  # (offset, size) of each member (no gzip)
         self._kick = WritebackKick(self._raw, sync and not level)  # gzip threads write to _raw themselves
         if level:
-            threaded = threaded_gzip(self._raw, level) if compressor == "auto" else None
+            try:
+                threaded = threaded_gzip(self._raw, level) if compressor == "auto" else None
+            except BaseException:
+                self.abort()
+                raise
             if threaded is not None:
                 self._file, self.compressor_name = threaded
             else:
@@ -489,25 +567,27 @@ class TarWriter(ArtifactWriter):
         self._kick.after_write()
 
     def add_stream(self, name: str, size: int, chunks: Iterable[Any]) -> None:
-        if self.can_rollback:
-            self._starts.append((self._raw.tell(), size))
-        self._members += 1
         info = tarfile.TarInfo(check_member_name(name))
-        info.size = size
-        info.mtime = 0
-        info.mode = 0o644
-        info.uid = info.gid = 0
-        info.uname = info.gname = ""
-        self._write(info.tobuf(format=tarfile.PAX_FORMAT))
-        n = 0
-        for c in chunks:
-            self._write(c)
-            n += chunk_nbytes(c)
-        if n != size:
-            raise SerializationError(f"{name}: streamed {n} bytes, expected {size}")
-        pad = (-size) % BLOCK
-        if pad:
-            self._write(bytes(pad))
+        source = SourceChunks(chunks)
+        with self._faults(f"writing {name}", source):
+            if self.can_rollback:
+                self._starts.append((self._raw.tell(), size))
+            self._members += 1
+            info.size = size
+            info.mtime = 0
+            info.mode = 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            self._write(info.tobuf(format=tarfile.PAX_FORMAT))
+            n = 0
+            for c in source:
+                self._write(c)
+                n += chunk_nbytes(c)
+            if n != size:
+                raise SerializationError(f"{name}: streamed {n} bytes, expected {size}")
+            pad = (-size) % BLOCK
+            if pad:
+                self._write(bytes(pad))
         self.bytes_written += size
 
     @property
@@ -539,16 +619,18 @@ class TarWriter(ArtifactWriter):
             self._raw.flush()
             os.fsync(self._raw.fileno())
         self._raw.close()
-        _replace(self._tmp, self.path, self.sync)
+        _install(self._tmp, self.path, self.overwrite, self.sync)
+
+    def _close_stream(self) -> None:
+        try:
+            self._file.close()
+        except Exception as exc:  # a gzip stream that failed may fail again on closing
+            log.debug("closing the failed gzip stream of %s: %s", self.path, exc)
 
     def _cleanup(self) -> None:
-        try:
-            if self._file is not self._raw:
-                with contextlib.suppress(Exception):  # a failed stream may fail to close
-                    self._file.close()
-            self._raw.close()
-        finally:
-            self._tmp.unlink(missing_ok=True)
+        steps: list[Callable[[], object]] = [self._close_stream] if self._file is not self._raw else []
+        steps += [self._raw.close, functools.partial(self._tmp.unlink, missing_ok=True)]
+        run_cleanup(steps, str(self.path))
 
 
 def open_writer(
@@ -557,19 +639,22 @@ def open_writer(
     *,
     sync: bool = False,
     compressor: str = "auto",
+    overwrite: bool = False,
 ) -> ArtifactWriter:
     """A writer for ``path`` in the form its suffix (or ``compression_level``) selects.
 
     ``sync=True`` fsyncs every file before it is renamed into place; ``compressor``
-    (``"auto"`` or ``"zlib"``) picks the gzip implementation of ``.tgz``.
+    (``"auto"`` or ``"zlib"``) picks the gzip implementation of ``.tgz``. What is at
+    ``path`` is replaced only if t2n wrote it, unless ``overwrite=True`` (see
+    :mod:`t2n.serialize.destination`).
     """
     p = Path(path)
     form, level = artifact_form(p, compression_level)
     if not p.parent.exists():
         raise InvalidArgumentError(f"folder {p.parent} does not exist")
     if form == "dir":
-        return DirWriter(p, sync)
-    return TarWriter(p, level if form == "tgz" else 0, sync, compressor)
+        return DirWriter(p, sync, overwrite=overwrite)
+    return TarWriter(p, level if form == "tgz" else 0, sync, compressor, overwrite=overwrite)
 
 
 # -- reading ------------------------------------------------------------------------
