@@ -34,6 +34,7 @@ from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.specialization import report as report_specializations
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
+from t2n.frontend.weight_guard import guarded_tensors
 from t2n.ir import DType, Graph, TensorData, print_graph, verify
 from t2n.ir.tensor_data import converted
 from t2n.passes.base import Pass
@@ -310,6 +311,7 @@ def compile(
     rendered = target.renderer().render(graph)
     if isinstance(model, torch.nn.Module):
         rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, parameter_paths(model))))
+    rendered = attrs.evolve(rendered, tensors=tuple(guarded_tensors(rendered.tensors, traced.state_read)))
     timings["emission"] = time.perf_counter() - t0
 
     artifact = Artifact(

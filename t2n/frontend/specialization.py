@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import linecache
 import os
-import sys
 import warnings
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 import attrs
 import torch
 
 from t2n.errors import SpecializedTraceError
+
+_TRACER: Any = torch._C  # the tracer's value map is not in torch's stubs
 
 
 class SpecializedTraceWarning(UserWarning):
@@ -87,7 +89,7 @@ class InputDependence:
         if not isinstance(t, torch.Tensor) or torch._C._get_tracing_state() is None:
             return False
         try:
-            value = torch._C._get_value_trace(t)
+            value = _TRACER._get_value_trace(t)
         except RuntimeError:
             return False
         return self(value)
@@ -103,12 +105,6 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
             return frame
         frame = frame.f_back
     return None
-
-
-def caller_source() -> tuple[str, int]:
-    """(file, line) of the model code running now, or ("", 0)."""
-    frame = user_frame(sys._getframe(1))
-    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("", 0)
 
 
 @attrs.frozen
@@ -185,6 +181,6 @@ def report(found: Sequence[Specialization], *, strict: bool) -> list[str]:
 
 
 __all__ = [
-    "ADVICE", "InputDependence", "Specialization", "SpecializedTraceWarning", "caller_source",
+    "ADVICE", "InputDependence", "Specialization", "SpecializedTraceWarning",
     "grouped", "report", "user_frame",
 ]

@@ -32,6 +32,8 @@ from t2n.frontend.specialization import Specialization, user_frame
 if TYPE_CHECKING:
     from t2n.frontend.trace_watch import TraceWatch
 
+_TRACER: Any = torch._C  # the tracer's value map is not in torch's stubs
+
 
 def storage_key(t: torch.Tensor) -> int | None:
     """The address of the memory a tensor lives in (shared by its views), None where
@@ -147,18 +149,18 @@ class StateWrites:
 def _untraced_copy(t: torch.Tensor) -> torch.Tensor:
     """A copy of ``t`` that the trace does not record."""
     state = torch._C._get_tracing_state()
-    torch._C._set_tracing_state(None)
+    _TRACER._set_tracing_state(None)
     try:
         return t.detach().clone()
     finally:
-        torch._C._set_tracing_state(state)
+        _TRACER._set_tracing_state(state)
 
 
 def _read_so_far(t: torch.Tensor) -> bool:
     if torch._C._get_tracing_state() is None:
         return False
     try:
-        return bool(torch._C._get_value_trace(t).uses())
+        return bool(_TRACER._get_value_trace(t).uses())
     except RuntimeError:
         return False
 
