@@ -28,6 +28,7 @@ import torch
 from t2n.errors import StateMutationError
 from t2n.frontend.context import source_of
 from t2n.frontend.specialization import Specialization, user_frame
+from t2n.frontend.weight_guard import unchanged_check
 
 if TYPE_CHECKING:
     from t2n.frontend.trace_watch import TraceWatch
@@ -79,6 +80,9 @@ class StateWrites:
                 self.by_storage.setdefault(key, []).append((name, t))
         self.snapshots: dict[str, torch.Tensor] = {}
         self.events: list[WriteEvent] = []
+        self.unchanged = {id(t): unchanged_check(t) for _, t in self.state}
+        """Version counter and sampled contents: kernels that write a tensor without
+        moving its counter (batch norm's running statistics) still show."""
 
     def before_write(self, target: torch.Tensor, op: str, watch: TraceWatch) -> list[WriteEvent]:
         """Called just before ``op`` writes into ``target``: copies the state tensors it
@@ -119,7 +123,10 @@ class StateWrites:
                 continue
             events = by_name.get(name, [])
             moved = t._version != self.versions[id(t)]
-            problem = _problem(name, events, moved, inputs.get(name))
+            check = self.unchanged[id(t)]
+            silent = not moved and not events and check is not None and not check()
+            problem = _silent_problem(name, inputs.get(name)) if silent else \
+                _problem(name, events, moved, inputs.get(name))
             if problem:
                 problems.append(problem)
             elif moved:
@@ -176,9 +183,28 @@ def _problem(name: str, events: list[WriteEvent], moved: bool, value: torch._C.V
     if moved and not events:
         ops = _writers_of(value) if value is not None else ""
         return (f"'{name}' was changed by the call but no write into it was seen (written "
-                f"inside an op{': ' + ops if ops else ''}); e.g. batch norm in training mode "
-                "updating its running statistics")
+                f"inside an op{': ' + ops if ops else ''})")
     return ""
+
+
+STATISTICS_UPDATERS = frozenset({"aten::batch_norm", "aten::instance_norm", "aten::native_batch_norm",
+                                 "aten::_native_batch_norm_legit"})
+"""Ops that update running statistics they do not compute their output from (in
+training mode): the value after the call is what the artifact should hold."""
+
+
+def _silent_problem(name: str, value: torch._C.Value | None) -> str:
+    """Why a tensor changed inside an op without its version counter moving cannot be
+    exported ("" if only running-statistics updates read it)."""
+    users = [use.user for use in value.uses()] if value is not None else []
+    updaters = [u for u in users if u.kind() in STATISTICS_UPDATERS]
+    early = [u for u in users if u not in updaters and not all(u.isAfter(w) for w in updaters)]
+    if updaters and not early:
+        return ""  # every other read comes after the update: the value after the call
+    ops = "; ".join(dict.fromkeys(f"{u.kind()} at {source_of(u) or 'an unknown source line'}"
+                                  for u in early or users))
+    return (f"'{name}' was changed inside an op without its version counter moving, so the "
+            f"trace cannot tell which reads saw the old value{': read by ' + ops if ops else ''}")
 
 
 def _writers_of(value: torch._C.Value) -> str:

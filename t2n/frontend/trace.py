@@ -24,7 +24,7 @@ from t2n.errors import InvalidArgumentError, TraceError
 from t2n.frontend.io import FlatModule, Spec, flatten
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.state_guard import StateWrites
-from t2n.frontend.trace_watch import TraceWatch
+from t2n.frontend.trace_watch import TraceWatch, fast_paths_unwatched
 
 log = logging.getLogger("t2n.frontend")
 
@@ -225,7 +225,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         warnings.filterwarnings("ignore", category=FutureWarning)
         warnings.showwarning = watch.recorder(wlist, TracerWarning)
         try:
-            with watch:
+            with watch, fast_paths_unwatched(flat):
                 graph = _direct_trace(flat, tensors, state)
         except Exception as exc:
             raise TraceError(f"torch.jit.trace failed on the model: {type(exc).__name__}: {exc}") from exc

@@ -14,6 +14,10 @@ PyTorch meanwhile are not affected) active during the trace. It sees every torch
 The tracer's own ``TracerWarning``s come through :meth:`TraceWatch.on_warning`; those
 raised inside a call the watch already judged are dropped, the others (conversions
 inside torch's own Python functions) are judged by the last op the trace recorded.
+
+PyTorch's attention and transformer layers take their fused fast path only when no
+torch-function handler is active; inside them the watch is off
+(:func:`fast_paths_unwatched`), so the trace records the same ops as without it.
 """
 
 from __future__ import annotations
@@ -62,16 +66,51 @@ def _tensors_in(data: Any) -> Iterator[torch.Tensor]:
             yield from _tensors_in(item)
 
 
-def written_tensor(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor | None:
-    """The tensor a call writes into: ``self`` of an in-place method or operator, or ``out=``."""
+def written_tensors(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    """The tensors a call writes into: ``self`` of an in-place method or operator (for
+    ``torch.ops`` overloads, the arguments their schema marks as written), or ``out=``."""
     out = kwargs.get("out")
     if isinstance(out, torch.Tensor):
-        return out
-    if not args or not isinstance(args[0], torch.Tensor):
-        return None
+        return [out]
+    schema = getattr(func, "_schema", None)
+    if schema is not None:
+        written = [a for a, arg in zip(args, schema.arguments)
+                   if arg.alias_info is not None and arg.alias_info.is_write]
+        return list(_tensors_in(written))
+    if not args:
+        return []
     if name in _IN_PLACE_DUNDERS or (name.endswith("_") and not name.endswith("__")):
-        return args[0]
-    return None
+        return list(_tensors_in(args[0]))
+    return []
+
+
+FAST_PATH_MODULES: tuple[type[torch.nn.Module], ...] = (
+    torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer, torch.nn.TransformerEncoder,
+)
+"""Layers whose fused fast path is skipped while any torch-function handler is active."""
+
+
+@contextlib.contextmanager
+def fast_paths_unwatched(model: torch.nn.Module) -> Iterator[None]:
+    """Turn torch-function handling off while ``model``'s fast-path layers run (their
+    ``forward`` wrapped on the instance for the duration: hooks would also turn the
+    fast path off)."""
+
+    def unwatched(forward: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with torch._C.DisableTorchFunction():
+                return forward(*args, **kwargs)
+
+        return call
+
+    wrapped = [m for m in model.modules() if isinstance(m, FAST_PATH_MODULES) and "forward" not in vars(m)]
+    for m in wrapped:
+        m.forward = unwatched(m.forward)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for m in wrapped:
+            del m.forward
 
 
 class TraceWatch(TorchFunctionMode):
@@ -103,10 +142,10 @@ class TraceWatch(TorchFunctionMode):
         if name in _QUIET or name in _FACTORIES:
             with self._judging():
                 return func(*args, **kwargs)
-        target = written_tensor(name, args, kwargs)
-        if target is None:
+        targets = written_tensors(func, name, args, kwargs)
+        if not targets:
             return func(*args, **kwargs)
-        events = self.writes.before_write(target, name, self)
+        events = [e for t in targets for e in self.writes.before_write(t, name, self)]
         result = func(*args, **kwargs)
         if events:
             self.writes.after_write(events)
@@ -163,4 +202,4 @@ class TraceWatch(TorchFunctionMode):
             self.note(f"{text[0].lower() + text[1:] if text else 'a value'} (reported by the tracer)")
 
 
-__all__ = ["TraceWatch", "written_tensor"]
+__all__ = ["FAST_PATH_MODULES", "TraceWatch", "fast_paths_unwatched", "written_tensors"]

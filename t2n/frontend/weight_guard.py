@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from t2n.backends.nnef.context import TensorFile
+from t2n.errors import InvalidArgumentError
 from t2n.frontend.context import array_data
 from t2n.ir import ArrayData, TensorData
 from t2n.ir.tensor_data import ConvertedData
@@ -32,9 +33,12 @@ def _unchanged(t: torch.Tensor, view: np.ndarray, version: int, sample: bytes) -
 def unchanged_check(t: torch.Tensor) -> Check | None:
     """A check that ``t`` still holds what it holds now (None for tensors without data
     in memory, e.g. on the meta device)."""
-    if t.is_meta or t.device.type != "cpu" or t.layout != torch.strided:
+    if t.is_meta or t.device.type != "cpu" or t.layout != torch.strided or t.is_quantized:
         return None
-    view = array_data(t).array
+    try:
+        view = array_data(t).array
+    except InvalidArgumentError:  # a dtype with no NNEF form: nothing of it is written
+        return None
     return functools.partial(_unchanged, t, view, t._version, fingerprint(view))
 
 

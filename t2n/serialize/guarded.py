@@ -57,7 +57,7 @@ class WeightGuards:
         if names:
             shown = ", ".join(f"'{n}'" for n in names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
             raise WeightsChangedError(
-                f"{len(names)} parameter(s)/buffer(s) of the model changed after compile() "
+                f"{len(names)} parameter(s)/buffer(s) of the model were written after compile() "
                 f"({shown}); the artifact would mix the compiled weights with the changed ones, "
                 "so nothing was written. What to do: compile again after changing the model "
                 "(or save before changing it).",
