@@ -49,6 +49,11 @@ LIKE_KINDS = frozenset({
 })
 """Ops that take only the shape and type of their first input (the rest may be data)."""
 
+OUTPUT_SOURCES: dict[tuple[str, int], tuple[int, ...]] = {
+    ("aten::_pack_padded_sequence", 1): (1,),  # batch sizes: from the lengths only
+}
+"""(op, output) → the only inputs that output is computed from, where not all are."""
+
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _T2N_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WARNINGS = warnings.__file__
@@ -80,6 +85,9 @@ class InputDependence:
             if kind in SIZE_ONLY_KINDS:
                 continue
             inputs = list(node.inputs())
+            only = OUTPUT_SOURCES.get((kind, v.offset()))
+            if only is not None:
+                inputs = [inputs[i] for i in only]
             stack.extend(inputs[1:] if kind in LIKE_KINDS else inputs)
         self._clean |= seen
         return False

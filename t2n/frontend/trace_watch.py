@@ -51,6 +51,8 @@ _QUIET = frozenset({"__format__", "__repr__", "__str__", "__iter__", "__len__", 
                     "__contains__", "__hash__", "__deepcopy__", "__reduce_ex__"})
 """Calls whose conversions are for display or follow sizes only (iterating a tensor
 bakes its length, a size): the tracer's warnings inside them are not reported."""
+_CONVERSION_WARNINGS = ("Converting a tensor to a Python", "Converting a tensor to a NumPy")
+"""The tracer's warnings about a value taken from a tensor (others are about sizes)."""
 _IN_PLACE_DUNDERS = frozenset({
     "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
     "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__",
@@ -190,15 +192,16 @@ class TraceWatch(TorchFunctionMode):
 
     def on_warning(self, message: Warning | str) -> None:
         """A ``TracerWarning``: judged here unless raised inside a call already judged."""
-        if self._judged:
-            return
+        text = str(message)
+        if self._judged or not text.startswith(_CONVERSION_WARNINGS):
+            return  # judged already, or about sizes (iterating a tensor bakes its length)
         state = torch._C._get_tracing_state()
         if state is None:
             return
-        last = state.graph().return_node().prev()
+        last = state.graph().insertPoint().prev()  # the last op recorded, in the current module
         outs = list(last.outputs()) if last.kind() != "prim::Param" else []
         if outs and self.dependence(outs[0]):
-            text = str(message).split(" might ")[0].split(". ")[0]
+            text = text.split(" might ")[0].split(". ")[0]
             self.note(f"{text[0].lower() + text[1:] if text else 'a value'} (reported by the tracer)")
 
 

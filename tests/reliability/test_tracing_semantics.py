@@ -83,6 +83,14 @@ class TensorOfTensors(nn.Module):
         return x + torch.tensor([x[0, 0], x[0, 1], x[0, 2]])
 
 
+class SplitBy(nn.Module):
+    """The conversion happens inside torch's own Python code (``Tensor.split``)."""
+
+    def forward(self, x):
+        n = (x[0, 0] > 0.5).long() + 1
+        return x.split(n, dim=1)[0]
+
+
 class Outer(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -99,6 +107,7 @@ CASES = [
     (FloatScale(), "float(x.abs().sum())", "float(tensor)", ""),
     (ToList(), "x[0].tolist()", ".tolist()", ""),
     (TensorOfTensors(), "torch.tensor([x[0, 0]", "torch.tensor", ""),
+    (SplitBy(), "x.split(n, dim=1)", "Python integer", ""),
     (Outer(), "if x.sum() > 0", "Python bool", "block.1"),
 ]
 
