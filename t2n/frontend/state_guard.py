@@ -108,18 +108,17 @@ class StateWrites:
         for e in events:
             e.tracked = owners[e.name]._version != e.version_before
 
-    def resolve(self, inputs: Mapping[str, torch._C.Value], skip: set[str]) -> dict[str, torch.Tensor]:
+    def resolve(self, inputs: Mapping[str, torch._C.Value]) -> dict[str, torch.Tensor]:
         """After the trace: name → the value to export for each parameter or buffer the
         call wrote (its value before the call); raises for writes that cannot be
-        exported exactly. ``inputs``: the graph input of each name; ``skip``: names
-        whose data comes from elsewhere (``weights_from``)."""
+        exported exactly. ``inputs``: the graph input of each name."""
         problems: list[str] = []
         start: dict[str, torch.Tensor] = {}
         by_name: dict[str, list[WriteEvent]] = {}
         for e in self.events:
             by_name.setdefault(e.name, []).append(e)
         for name, t in self.state:
-            if name in skip or t.is_meta:  # no data: weights_from supplies its value before the call
+            if t.is_meta:  # no data: weights_from supplies its value before the call
                 continue
             events = by_name.get(name, [])
             moved = t._version != self.versions[id(t)]

@@ -235,7 +235,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
             if issubclass(w.category, TracerWarning):
                 caught.append(f"{w.filename}:{w.lineno}: {w.message}")
     graph_state = list(graph.inputs())[len(tensors):]
-    start = writes.resolve({name: v for (name, _), v in zip(state, graph_state)}, skip=set())
+    start = writes.resolve({name: v for (name, _), v in zip(state, graph_state)})
     torch._C._jit_pass_dce(graph)
     jit_passes: Any = torch._C
     jit_passes._jit_pass_constant_pooling(graph)  # the tracer records a constant per use

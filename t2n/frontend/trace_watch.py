@@ -51,6 +51,8 @@ _QUIET = frozenset({"__format__", "__repr__", "__str__", "__iter__", "__len__", 
                     "__contains__", "__hash__", "__deepcopy__", "__reduce_ex__"})
 """Calls whose conversions are for display or follow sizes only (iterating a tensor
 bakes its length, a size): the tracer's warnings inside them are not reported."""
+_NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
+"""Methods named like in-place ops that leave the tensor's values alone."""
 _CONVERSION_WARNINGS = ("Converting a tensor to a Python", "Converting a tensor to a NumPy")
 """The tracer's warnings about a value taken from a tensor (others are about sizes)."""
 _IN_PLACE_DUNDERS = frozenset({
@@ -81,7 +83,7 @@ def written_tensors(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[st
         return list(_tensors_in(written))
     if not args:
         return []
-    if name in _IN_PLACE_DUNDERS or (name.endswith("_") and not name.endswith("__")):
+    if name in _IN_PLACE_DUNDERS or (name.endswith("_") and not name.endswith("__") and name not in _NOT_WRITES):
         return list(_tensors_in(args[0]))
     return []
 
