@@ -450,3 +450,13 @@ def test_export_after_compile_and_change_is_refused(tmp_path):
         art.save(tmp_path / "m.nnef.tgz")
     t2n.export(model, (torch.rand(1, 3, 8, 8),), tmp_path / "again.nnef.tar").check()
     assert [p.name for p in tmp_path.iterdir()] == ["again.nnef.tar"]
+
+
+def test_a_script_module_changed_after_compile_is_refused_too(tmp_path):
+    model = torch.jit.script(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Conv2d(4, 2, 1)).eval())
+    art = t2n.compile(model, (torch.rand(1, 3, 8, 8),))
+    with torch.no_grad():
+        model[2].weight.mul_(2)
+    with pytest.raises(WeightsChangedError, match="'2.weight'"):
+        art.save(tmp_path / "m.nnef.tar")
+    assert list(tmp_path.iterdir()) == []
