@@ -33,6 +33,7 @@ _LAZY = {
     "iter_torch_tensors_from_disk": "t2n.serialize.torch_io",
     "harden_jit_for_export": "t2n.frontend.jit",
     "BakedSizeWarning": "t2n.passes.dynamic_axes",
+    "SpecializedTraceWarning": "t2n.frontend.specialization",
 }
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from t2n.frontend.context import LoweringContext
     from t2n.frontend.jit import harden_jit_for_export
     from t2n.frontend.registry import LoweringRegistry, RuleSet
+    from t2n.frontend.specialization import SpecializedTraceWarning
     from t2n.passes.base import Pass, PassResult
     from t2n.passes.dynamic_axes import BakedSizeWarning
     from t2n.passes.manager import PassManager
@@ -67,7 +69,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Artifact", "BakedSizeWarning", "CheckReport", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
-    "PassManager", "PassResult", "RuleSet", "Target", "Tolerance", "TractNNEF", "__version__",
+    "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",
 ]

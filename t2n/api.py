@@ -27,7 +27,9 @@ from t2n.frontend.io import io_names, normalize_args
 from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
+from t2n.frontend.specialization import report as report_specializations
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
+from t2n.frontend.weight_guard import guarded_tensors
 from t2n.ir import DType, Graph, TensorData, print_graph, verify
 from t2n.ir.tensor_data import converted
 from t2n.options import (
@@ -216,6 +218,7 @@ def compile(
     jit_diagnostics: dict[str, Any] | None = None,
     fold_batch_norm: bool = True,
     weights_from: Any = None,
+    strict: bool = False,
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
@@ -260,13 +263,25 @@ def compile(
     the artifact is saved: a model built on the meta device is exported without its
     weights ever being in memory (it then has no PyTorch reference outputs; check it
     with ``artifact.check(inputs=..., expected=...)``).
+
+    Where ``forward`` turns a tensor computed from the inputs' data into a Python value
+    (``if x.sum() > 0:``, ``.item()``, ``int(t)``, ``t.tolist()``, ``torch.tensor`` of
+    tensors), the trace keeps the value the example inputs gave: the artifact is
+    specialised to them. Each such place gives a ``t2n.SpecializedTraceWarning`` naming
+    its source line and module; ``strict=True`` raises ``SpecializedTraceError`` listing
+    all of them instead. Sizes, constants and parameters are not reported. A forward
+    that writes its own parameters or buffers is exported as PyTorch ran that call (the
+    writes start from the values before it), or refused with ``StateMutationError``.
+    The artifact keeps references to the model's weights: changing them after
+    ``compile`` makes ``save``/``check`` raise ``WeightsChangedError`` (compile again).
     """
     target = check_target(target)
     opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
                                  tolerance=tolerance, log_level=log_level, dynamic_axes=dynamic_axes,
                                  custom_extensions=custom_extensions, kwargs=kwargs, flags=dict(
                                      check_io=check_io, verify_ir=verify_ir, fold_batch_norm=fold_batch_norm,
-                                     strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit))
+                                     strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit,
+                                     strict=strict))
     if opts.log_level is not None:
         logging.getLogger("t2n").setLevel(opts.log_level)
     if not isinstance(model, (torch.nn.Module, HardenedGraph)):
@@ -283,6 +298,7 @@ def compile(
         traced = script_graph(model, pos_args, harden=auto_harden_jit, diagnostics=jit_diagnostics)
     else:
         traced = _trace_module_with_weights(model, pos_args, dict(kwargs or {}), weights_from)
+    specialized = report_specializations(traced.specializations, strict=strict)
     timings["trace"] = time.perf_counter() - t0
     ins, outs = io_names(input_names, output_names, traced.input_paths, traced.output_paths,
                          tract=target.name == "tract")
@@ -295,6 +311,7 @@ def compile(
     t0 = time.perf_counter()
     graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes)
     graph.metadata["io_names"] = (ins, outs)
+    graph.metadata["specializations"] = specialized
     graph.metadata["properties"] = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
     timings["lowering"] = time.perf_counter() - t0
     if verify_ir:
@@ -318,6 +335,7 @@ def compile(
     confirm_rendered_names(rendered.input_ids, rendered.output_ids, ins, outs)
     if isinstance(model, torch.nn.Module):
         rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, parameter_paths(model))))
+    rendered = attrs.evolve(rendered, tensors=tuple(guarded_tensors(rendered.tensors, traced.state_read)))
     timings["emission"] = time.perf_counter() - t0
 
     artifact = Artifact(

@@ -152,3 +152,29 @@ class ArtifactWriteError(SerializationError, OSError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+# -- tracing semantics: what the trace specialised, state the forward wrote, weights changed
+
+
+class SpecializedTraceError(TraceError):
+    """``compile(..., strict=True)``: the trace took values from the example inputs' data
+    (Python control flow on tensors, ``.item()``...); every such place is listed."""
+
+    def __init__(self, message: str, places: Sequence[str] = ()) -> None:
+        self.places = list(places)
+        super().__init__(message)
+
+
+class StateMutationError(TraceError):
+    """The forward writes a parameter or buffer in a way whose effect on the traced call
+    cannot be exported exactly (named with its module path, aten op and source line)."""
+
+
+class WeightsChangedError(SerializationError):
+    """Parameters or buffers the artifact was compiled from changed after ``compile``
+    (in place, through ``.data`` or ``load_state_dict``); nothing is written."""
+
+    def __init__(self, message: str, names: Sequence[str] = ()) -> None:
+        self.names = list(names)
+        super().__init__(message)

@@ -127,7 +127,7 @@ _CHECKED_DEFAULTS: dict[str, Any] = {
 }
 
 
-_FLAGS = ("verify_ir", "strict_dynamic_axes", "auto_harden_jit", "fold_batch_norm")
+_FLAGS = ("verify_ir", "strict_dynamic_axes", "auto_harden_jit", "fold_batch_norm", "strict")
 
 
 def check_export_options(target: object, tolerance: object, options: Mapping[str, Any], *,

@@ -140,7 +140,11 @@ class Lowering:
 
             name = self.traced.name_of(t, path.removeprefix(self.scope_prefix))
             data = self.traced.weights.get(name)
-            data = array_data(t) if data is None else data
+            if data is None:
+                start = self.traced.start_values.get(name)  # written by the traced call
+                data = array_data(t if start is None else start)
+                if start is None:
+                    self.traced.state_read[name] = t
             self.params[key] = Builder(self.graph).variable(data, name)
             self._keepalive.append(t)
         return self.params[key]

@@ -22,6 +22,9 @@ import torch
 
 from t2n.errors import InvalidArgumentError, TraceError
 from t2n.frontend.io import FlatModule, Spec, flatten
+from t2n.frontend.specialization import Specialization
+from t2n.frontend.state_guard import StateWrites
+from t2n.frontend.trace_watch import TraceWatch, fast_paths_unwatched
 
 log = logging.getLogger("t2n.frontend")
 
@@ -50,6 +53,13 @@ class TracedModel:
     tensor_names_by_ptr: dict[tuple[int, tuple[int, ...], str], str] = attrs.field(factory=dict)
     weights: dict[str, Any] = attrs.field(factory=dict)
     """Parameter name → IR tensor data read from elsewhere (``compile(weights_from=...)``)."""
+    specializations: list[Specialization] = attrs.field(factory=list)
+    """Places where the trace took a value from the inputs' data."""
+    start_values: dict[str, torch.Tensor] = attrs.field(factory=dict)
+    """Parameters and buffers the traced call wrote: their values before the call, which
+    the artifact starts from (the graph replays the writes)."""
+    state_read: dict[str, torch.Tensor] = attrs.field(factory=dict)
+    """The model's tensors whose memory the lowered graph holds (filled while lowering)."""
 
     def name_of(self, t: torch.Tensor, path: str) -> str:
         return self.tensor_names.get(id(t), path)
@@ -204,6 +214,8 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     # tracing runs the model, which may write into its inputs: keep the values it saw
     originals = [t.detach().clone() for t in tensors]
     state = module_state(flat, "model.")
+    writes = StateWrites(state)
+    watch = TraceWatch(len(tensors), writes, "model.")
     hook = flat.register_forward_hook(keep_outputs)
     caught: list[str] = []
     with eval_mode(model), torch.no_grad(), autograd_functions_inlined(), \
@@ -211,8 +223,10 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         warnings.simplefilter("always", TracerWarning)
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", category=FutureWarning)
+        warnings.showwarning = watch.recorder(wlist, TracerWarning)
         try:
-            graph = _direct_trace(flat, tensors, state)
+            with watch, fast_paths_unwatched(flat):
+                graph = _direct_trace(flat, tensors, state)
         except Exception as exc:
             raise TraceError(f"torch.jit.trace failed on the model: {type(exc).__name__}: {exc}") from exc
         finally:
@@ -220,6 +234,8 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         for w in wlist:
             if issubclass(w.category, TracerWarning):
                 caught.append(f"{w.filename}:{w.lineno}: {w.message}")
+    graph_state = list(graph.inputs())[len(tensors):]
+    start = writes.resolve({name: v for (name, _), v in zip(state, graph_state)})
     torch._C._jit_pass_dce(graph)
     jit_passes: Any = torch._C
     jit_passes._jit_pass_constant_pooling(graph)  # the tracer records a constant per use
@@ -235,6 +251,8 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         tensor_names=canonical_tensor_names(flat, "model."),
         tracer_warnings=caught,
         parameter_inputs=state,
+        specializations=watch.found,
+        start_values=start,
     )
 
 

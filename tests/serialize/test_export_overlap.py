@@ -96,15 +96,15 @@ def test_weight_modified_during_compile_is_rewritten(tmp_path, monkeypatch):
     import t2n.api
 
     model = Mlp().eval()
-    compile_ = t2n.api.compile
+    lower_ = t2n.api.lower
 
-    def compile_then_edit(*args, **kwargs):
-        art = compile_(*args, **kwargs)
+    def lower_then_edit(*args, **kwargs):
+        graph = lower_(*args, **kwargs)
         with torch.no_grad():
             model.up.weight.mul_(2.0)
-        return art
+        return graph
 
-    monkeypatch.setattr(t2n.api, "compile", compile_then_edit)
+    monkeypatch.setattr(t2n.api, "lower", lower_then_edit)
     art = t2n.export(model, (X,), tmp_path / "e.tar")
     assert art.stats["overlap"]["kept"] == 0 and art.stats["overlap"]["written_early"] == 6
     members = dict(_members(tmp_path / "e.tar"))

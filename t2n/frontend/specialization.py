@@ -1,0 +1,194 @@
+"""Values the trace took from the example inputs' data, reported instead of swallowed.
+
+``torch.jit.trace`` records tensor operations only: where ``forward`` turns a tensor
+into a Python value (``if t.sum() > 0:``, ``.item()``, ``int(t)``, ``t.tolist()``,
+``torch.tensor([t[0], t[1]])``), the value it had for the example inputs is baked into
+the graph. When that value depends on the inputs' *data*, the artifact is specialised
+to the example: other inputs may take another branch in PyTorch but not in the
+artifact. Values computed only from sizes (static in an export without dynamic axes;
+see ``BakedSizeWarning`` otherwise), from constants or from parameters and buffers
+(the artifact holds them anyway) are not reported.
+
+Each place becomes a :class:`SpecializedTraceWarning` naming the source line and the
+module, or, with ``compile(..., strict=True)``, one :class:`SpecializedTraceError`
+listing all of them.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import warnings
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+import attrs
+import torch
+
+from t2n.errors import SpecializedTraceError
+
+_TRACER: Any = torch._C  # the tracer's value map is not in torch's stubs
+
+
+class SpecializedTraceWarning(UserWarning):
+    """The trace took a value from the example inputs' data: the artifact is specialised
+    to them (see ``compile(..., strict=True)``)."""
+
+
+SIZE_ONLY_KINDS = frozenset({
+    "aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::sym_numel", "aten::len",
+    "prim::shape", "prim::device", "prim::dtype", "aten::is_floating_point",
+})
+"""Ops whose result depends on their input's shape or type, never its data."""
+
+LIKE_KINDS = frozenset({
+    "aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like",
+    "aten::rand_like", "aten::randn_like", "aten::randint_like", "aten::new_zeros",
+    "aten::new_ones", "aten::new_empty", "aten::new_full", "aten::new_empty_strided",
+})
+"""Ops that take only the shape and type of their first input (the rest may be data)."""
+
+OUTPUT_SOURCES: dict[tuple[str, int], tuple[int, ...]] = {
+    ("aten::_pack_padded_sequence", 1): (1,),  # batch sizes: from the lengths only
+}
+"""(op, output) → the only inputs that output is computed from, where not all are."""
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+_T2N_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_WARNINGS = warnings.__file__
+
+
+class InputDependence:
+    """Whether a value of the graph being traced is computed from the data of the
+    model's inputs (the first ``n_inputs`` graph inputs), not only from their sizes,
+    from constants, or from parameters and buffers."""
+
+    def __init__(self, n_inputs: int) -> None:
+        self.n_inputs = n_inputs
+        self._clean: set[int] = set()
+
+    def __call__(self, value: torch._C.Value) -> bool:
+        stack, seen = [value], set()
+        while stack:
+            v = stack.pop()
+            u = v.unique()
+            if u in seen or u in self._clean:
+                continue
+            seen.add(u)
+            node = v.node()
+            kind = node.kind()
+            if kind == "prim::Param":
+                if v.offset() < self.n_inputs:
+                    return True
+                continue
+            if kind in SIZE_ONLY_KINDS:
+                continue
+            inputs = list(node.inputs())
+            only = OUTPUT_SOURCES.get((kind, v.offset()))
+            if only is not None:
+                inputs = [inputs[i] for i in only]
+            stack.extend(inputs[1:] if kind in LIKE_KINDS else inputs)
+        self._clean |= seen
+        return False
+
+    def of_tensor(self, t: object) -> bool:
+        """For a tensor the tracer knows (anything else is a constant to it)."""
+        if not isinstance(t, torch.Tensor) or torch._C._get_tracing_state() is None:
+            return False
+        try:
+            value = _TRACER._get_value_trace(t)
+        except RuntimeError:
+            return False
+        return self(value)
+
+
+def user_frame(frame: FrameType | None) -> FrameType | None:
+    """The innermost frame of the model's own code (not torch, t2n, or transformers'
+    decorators) on the stack from ``frame`` outwards."""
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith((_TORCH_DIR, _T2N_DIR, _WARNINGS)) and "/transformers/utils/" not in path \
+                and not path.startswith("<"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+@attrs.frozen
+class Specialization:
+    """One place where the trace baked a value taken from the inputs' data."""
+
+    what: str
+    """What was turned into a constant, e.g. "a tensor converted to a Python bool"."""
+    filename: str
+    lineno: int
+    module: str = ""
+    value: str = ""
+    """The value the example inputs gave, when short (e.g. ``True``)."""
+
+    @property
+    def where(self) -> str:
+        if not self.filename:
+            return "an unknown source line"
+        code = linecache.getline(self.filename, self.lineno).strip()
+        return f"{self.filename}:{self.lineno}" + (f" (`{code[:80]}`)" if code else "")
+
+    def describe(self) -> str:
+        mod = f"module '{self.module}'" if self.module else "the top-level module"
+        took = f"; the example inputs gave {self.value}" if self.value else ""
+        return f"{self.where}, in {mod}: {self.what}{took}"
+
+
+ADVICE = (
+    "The artifact is specialised to the example inputs: for other inputs PyTorch may "
+    "compute something else (another branch, another number) while the artifact repeats "
+    "what the example gave. What to do: compute it with tensor ops (torch.where, masks, "
+    "clamp, tensor arithmetic instead of Python if/int/float/.item()/.tolist()), or, if "
+    "the value never changes for your inputs, accept it (filter t2n.SpecializedTraceWarning); "
+    "compile(..., strict=True) makes this an error."
+)
+
+
+def grouped(found: Sequence[Specialization]) -> dict[Specialization, int]:
+    """Each place once (a loop or a repeated layer hits one line many times), with its
+    count; the value is dropped when the occurrences disagree."""
+    counts: dict[Specialization, int] = {}
+    values: dict[Specialization, set[str]] = {}
+    for s in found:
+        key = attrs.evolve(s, value="")
+        counts[key] = counts.get(key, 0) + 1
+        values.setdefault(key, set()).add(s.value)
+    out: dict[Specialization, int] = {}
+    for key, n in counts.items():
+        vals = values[key]
+        out[attrs.evolve(key, value=vals.pop()) if len(vals) == 1 else key] = n
+    return out
+
+
+def report(found: Sequence[Specialization], *, strict: bool) -> list[str]:
+    """Warn once per place (at the model's source line), or raise with every place at
+    once when ``strict``. Returns the descriptions (kept in the IR's metadata)."""
+    places = grouped(found)
+    lines = [s.describe() + (f" ({n} times)" if n > 1 else "") for s, n in places.items()]
+    if not lines:
+        return []
+    if strict:
+        listing = "\n".join(f"  - {line}" for line in lines)
+        raise SpecializedTraceError(
+            f"{len(lines)} place(s) of the trace took values from the example inputs' data "
+            f"(compile(..., strict=True)); nothing was written:\n{listing}\n{ADVICE}",
+            lines,
+        )
+    for s, line in zip(places, lines):
+        warnings.warn_explicit(
+            f"{line}. {ADVICE}", SpecializedTraceWarning,
+            s.filename or "<model>", s.lineno or 0,
+        )
+    return lines
+
+
+__all__ = [
+    "ADVICE", "InputDependence", "Specialization", "SpecializedTraceWarning",
+    "grouped", "report", "user_frame",
+]
