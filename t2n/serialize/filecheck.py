@@ -177,8 +177,8 @@ def mapped_guard(arr: np.ndarray, what: str = "") -> Callable[[], None] | None:
         size = _mapped_size(m, own)
         if size is not None and size < needed:
             name = what or _tensor_at(m.path, m.offset + (lo - m.start))
-            raise changed_error(m.path, name, f"it was truncated to {size} bytes (the tensor's "
-                                               f"bytes end at {needed}) while it was mapped in memory")
+            raise changed_error(m.path, name, f"it was truncated to {size} bytes (the mapped "
+                                               f"tensor's bytes end at byte {needed})")
 
     return check
 
