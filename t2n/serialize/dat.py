@@ -34,7 +34,7 @@ from t2n.ir.tensor_data import (
     FileRegion,
     convert_raw,
 )
-from t2n.serialize.filecheck import bad_address_error, is_bad_address, mapped_guard
+from t2n.serialize.filecheck import array_guard, bad_address_error, is_bad_address
 
 HEADER_SIZE = 128
 MAGIC = b"\x4e\xef"
@@ -146,14 +146,14 @@ def _conversion_chain(data: TensorData, out: DType) -> tuple[TensorData, list[DT
 def _source_chunks(data: TensorData, chunk_bytes: int, name: str) -> Iterator[np.ndarray]:
     """Chunks of ``data``; an array viewing a memory-mapped file is checked before each
     one is touched (see :mod:`t2n.serialize.filecheck`)."""
-    guard = mapped_guard(data.array, f"tensor {name!r}" if name else "") \
+    guard = array_guard(data.array, f"tensor {name!r}" if name else "") \
         if isinstance(data, ArrayData) else None
     if guard is None:
         yield from data.iter_chunks(chunk_bytes)
         return
-    guard()
+    guard(None)  # a non-contiguous source is checked before its first copy
     for chunk in data.iter_chunks(chunk_bytes):
-        guard()
+        guard(chunk)
         yield chunk
 
 

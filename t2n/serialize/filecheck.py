@@ -21,6 +21,7 @@ file and the tensor, and the archive writers remove what was written.
 from __future__ import annotations
 
 import bisect
+import ctypes
 import errno
 import json
 import mmap
@@ -140,8 +141,9 @@ _INDEX = _MappingIndex()
 
 
 def may_be_mapped(arr: np.ndarray) -> bool:
-    """False when ``arr``'s memory surely belongs to no file mapping (it owns its memory,
-    or views bytes, or a tensor of PyTorch's own allocator); True otherwise."""
+    """True when ``arr`` views a ``numpy.memmap``/``mmap`` or memory of an unknown owner,
+    whose file mapping is worth looking up; False for arrays owning their memory, views
+    of bytes, and PyTorch tensors (which do not tell whether they are mapped)."""
     obj: object = arr
     for _ in range(64):
         if isinstance(obj, np.ndarray):
@@ -150,12 +152,8 @@ def may_be_mapped(arr: np.ndarray) -> bool:
             obj = obj.base
         elif isinstance(obj, mmap.mmap):
             return True
-        elif isinstance(obj, (bytes, bytearray)):
-            return False
-        elif hasattr(obj, "untyped_storage"):  # a torch.Tensor: growable storage is torch's own
-            return not obj.untyped_storage().resizable()
-        else:
-            return True
+        else:  # bytes; a torch.Tensor does not tell whether it is mapped (array_guard's page check covers it)
+            return not isinstance(obj, (bytes, bytearray)) and not hasattr(obj, "untyped_storage")
     return True
 
 
@@ -181,6 +179,83 @@ def mapped_guard(arr: np.ndarray, what: str = "") -> Callable[[], None] | None:
                                                f"tensor's bytes end at byte {needed})")
 
     return check
+
+
+_MADV_POPULATE_READ = 22
+_populate_works = sys.platform == "linux"
+
+
+def _populate(lo: int, hi: int) -> bool | None:
+    """Fault in the pages of [lo, hi) for reading through the kernel
+    (``madvise(MADV_POPULATE_READ)``, Linux 5.14+), which answers EFAULT where a plain
+    read would raise SIGBUS (a mapped page past its file's end). True when readable,
+    False on EFAULT, None where the call is not available."""
+    global _populate_works
+    if not _populate_works:
+        return None
+    page = mmap.PAGESIZE
+    start, stop = lo // page * page, -(-hi // page) * page
+    libc = _libc()
+    if libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(stop - start), ctypes.c_int(_MADV_POPULATE_READ)) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.EFAULT:
+        return False
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EPERM):
+        _populate_works = False
+    return None
+
+
+_LIBC: list[ctypes.CDLL] = []
+
+
+def _libc() -> ctypes.CDLL:
+    if not _LIBC:
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
+
+
+def array_guard(arr: np.ndarray, what: str = "") -> Callable[[np.ndarray | None], None] | None:
+    """A check to call before the first chunk of ``arr`` (with None) and with each
+    chunk before the chunk is read: it raises
+    :class:`CorruptTensorFileError` instead of letting a read of a mapped page past its
+    file's end kill the process. Pages are faulted in through the kernel (a few tenths
+    of a millisecond per GiB of memory already in place); arrays that may view a file
+    (e.g. ``numpy.memmap``) also have their file's size checked against their last byte,
+    which catches a file cut in the middle of their last page too. None for arrays that
+    hold no bytes."""
+    if arr.size == 0 or arr.dtype == object:
+        return None
+    lo, hi = _byte_bounds(arr)
+    exact = mapped_guard(arr, what) if may_be_mapped(arr) else None
+    whole = not arr.flags.c_contiguous  # chunks are copies: check the source at once
+
+    def check(chunk: np.ndarray | None = None) -> None:
+        """``chunk=None`` before the first chunk."""
+        if exact is not None:
+            exact()
+        if (chunk is None) != whole:
+            return
+        c_lo, c_hi = (lo, hi) if chunk is None else _byte_bounds(chunk)
+        if lo <= c_lo <= c_hi <= hi and _populate(c_lo, c_hi) is False:
+            raise _unreadable(c_lo, c_hi, what)
+
+    return check
+
+
+def _unreadable(lo: int, hi: int, what: str) -> CorruptTensorFileError:
+    """The error for memory that cannot be read: the file mapped there, if found, shrank."""
+    for m in read_mappings():
+        if m.start <= lo < m.end:
+            try:
+                size = f"{os.stat(m.path).st_size} bytes"
+            except OSError:
+                size = "nothing (it is gone)"
+            name = what or _tensor_at(m.path, m.offset + (lo - m.start))
+            return changed_error(m.path, name, f"it was truncated to {size} (the mapped tensor's "
+                                               f"bytes reach byte {m.offset + hi - m.start})")
+    return CorruptTensorFileError(f"{what or 'a tensor'}: its memory cannot be read (a memory-mapped "
+                                  f"file under it was truncated?); {_ADVICE}")
 
 
 def _byte_bounds(arr: np.ndarray) -> tuple[int, int]:
@@ -225,6 +300,6 @@ def _tensor_at(path: str, offset: int) -> str:
 
 
 __all__ = [
-    "bad_address_error", "changed_error", "check_stamp", "is_bad_address", "mapped_guard",
+    "array_guard", "bad_address_error", "changed_error", "check_stamp", "is_bad_address", "mapped_guard",
     "may_be_mapped", "read_mappings", "stamp_of",
 ]

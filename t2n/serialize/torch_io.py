@@ -252,9 +252,9 @@ def _float8_as_exported(tensors: dict[str, torch.Tensor]) -> dict[str, TensorDat
 def open_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> dict[str, TensorData]:
     """Every tensor of a checkpoint as lazy (safetensors) or mapped (.pt) data, by name.
     A mapped file is refused once it changes (see :mod:`t2n.serialize.filecheck`)."""
-    if is_safetensors(path):
-        return dict(open_weights(path))
     p = Path(path)
+    if is_safetensors(p) and p.suffix not in (".pt", ".pth", ".bin"):
+        return dict(open_weights(p))
     opened = _OpenCheckpoint(p) if p.is_file() else None
     tensors, mapped = load_torch_checkpoint(path, map_location)
     if opened is not None:
