@@ -219,8 +219,8 @@ def array_guard(arr: np.ndarray, what: str = "") -> Callable[[np.ndarray | None]
     """A check to call before the first chunk of ``arr`` (with None) and with each
     chunk before the chunk is read: it raises
     :class:`CorruptTensorFileError` instead of letting a read of a mapped page past its
-    file's end kill the process. Pages are faulted in through the kernel (a few tenths
-    of a millisecond per GiB of memory already in place); arrays that may view a file
+    file's end kill the process. The chunk's last page is faulted in through the kernel
+    (one system call per chunk); arrays that may view a file
     (e.g. ``numpy.memmap``) also have their file's size checked against their last byte,
     which catches a file cut in the middle of their last page too. None for arrays that
     hold no bytes."""
@@ -237,7 +237,9 @@ def array_guard(arr: np.ndarray, what: str = "") -> Callable[[np.ndarray | None]
         if (chunk is None) != whole:
             return
         c_lo, c_hi = (lo, hi) if chunk is None else _byte_bounds(chunk)
-        if lo <= c_lo <= c_hi <= hi and _populate(c_lo, c_hi) is False:
+        # A mapping shows its file in address order and a truncation cuts off a suffix of
+        # it: when the chunk's last page is readable, all of the chunk is.
+        if lo <= c_lo <= c_hi <= hi and _populate(c_hi - 1, c_hi) is False:
             raise _unreadable(c_lo, c_hi, what)
 
     return check
