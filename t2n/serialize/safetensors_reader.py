@@ -257,11 +257,15 @@ def safetensors_files(path: str | os.PathLike[str]) -> list[Path]:
         return files
     if p.name.endswith(".index.json"):
         try:
-            index = json.loads(p.read_text())
+            index = json.loads(p.read_text(), object_pairs_hook=_no_duplicates(p))
             weight_map = index["weight_map"]
             shards = sorted(set(weight_map.values()))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptTensorFileError(f"{p}: not a safetensors index ({exc})") from None
+        missing = [s for s in shards if not (p.parent / s).is_file()]
+        if missing:
+            raise CorruptTensorFileError(f"{p}: names shard(s) that are not files beside it: "
+                                         f"{', '.join(map(repr, missing[:5]))}")
         return [p.parent / s for s in shards]
     if not p.exists():
         raise FileNotFoundError(p)

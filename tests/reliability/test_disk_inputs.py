@@ -104,6 +104,21 @@ def test_safetensors_path_that_is_a_folder(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("weight_map, message", [
+    ('{"a": "s1.safetensors", "a": "s2.safetensors"}', "'a' twice"),
+    ('{"a": "s1.safetensors", "b": "gone.safetensors"}', "'gone.safetensors'"),
+], ids=["duplicate tensor in the index", "shard missing"])
+def test_bad_sharded_index(tmp_path, weight_map, message):
+    save_file({"a": torch.ones(2)}, tmp_path / "s1.safetensors")
+    save_file({"a": torch.zeros(2)}, tmp_path / "s2.safetensors")
+    index = tmp_path / "m.safetensors.index.json"
+    index.write_text('{"metadata": {}, "weight_map": ' + weight_map + "}")
+    with pytest.raises(CorruptTensorFileError, match=message) as info:
+        export_tensors_from_disk_to_nnef(index, tmp_path / "out")
+    assert str(index) in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
 # -- tar artifacts ------------------------------------------------------------------------
 
 

@@ -105,6 +105,13 @@ SCRIPT = textwrap.dedent(r'''
         shrink(path, 1024)
         return path, lambda: export_tensors_to_nnef({"proj.weight": arr}, tmp / dest)
 
+    def memmap_cut_in_last_page(dest):
+        path = tmp / "v.npy"
+        np.save(path, np.random.rand(1000).astype(np.float32))  # header 128 bytes: ends at 4128
+        arr = np.load(path, mmap_mode="r")
+        shrink(path, 4100)  # inside the last page: no SIGBUS, but its last bytes would read 0
+        return path, lambda: export_tensors_to_nnef({"v": arr}, tmp / dest)
+
     SCENARIOS = {
         "mapped model f32 -> dir": lambda: model_mapped("a"),
         "mapped model f32 -> tar": lambda: model_mapped("a.tar"),
@@ -121,6 +128,7 @@ SCRIPT = textwrap.dedent(r'''
         ".pt from disk truncated after opening": lambda: pt_from_disk("h"),
         ".pt mapped by torch.load(mmap=True) -> tgz": lambda: pt_mapped_model("i.tgz"),
         "numpy memmap state dict": lambda: memmap_state_dict("j"),
+        "numpy memmap cut inside its last page": lambda: memmap_cut_in_last_page("j2"),
     }
 
     for label, make in SCENARIOS.items():
@@ -148,8 +156,9 @@ LABELS = [
     "weights_from replaced (os.replace) -> dir", "weights_from rewritten in place -> tar",
     "weights_from mapping of mapped tensors -> dir", ".pt from disk truncated after opening",
     ".pt mapped by torch.load(mmap=True) -> tgz", "numpy memmap state dict",
+    "numpy memmap cut inside its last page",
 ]
-"""15 faults: each a weight file changed between the moment t2n (or the user) opened it
+"""16 faults: each a weight file changed between the moment t2n (or the user) opened it
 and the moment the save reads it."""
 
 
