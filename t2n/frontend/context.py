@@ -13,7 +13,7 @@ import attrs
 import numpy as np
 import torch
 
-from t2n.frontend.dtypes import promote, to_ir
+from t2n.frontend.dtypes import float8_data, promote, to_ir
 from t2n.ir import ArrayData, Builder, Dim, DType, SourceLoc, Sym, Trait, Value
 
 if TYPE_CHECKING:
@@ -286,11 +286,13 @@ def known_dims_of(v: Value) -> list[Dim] | None:
     return list(np.asarray(v.known).reshape(-1).tolist())
 
 
-def array_data(t: torch.Tensor) -> ArrayData:
-    """A zero-copy numpy view of a CPU tensor (bf16 as its raw bits)."""
+def array_data(t: torch.Tensor, name: str = "") -> ArrayData:
+    """A zero-copy numpy view of a CPU tensor (bf16 as its raw bits; float8 converted)."""
     t = t.detach()
     if t.device.type != "cpu":
         t = t.cpu()
+    if (f8 := float8_data(t, name)) is not None:
+        return f8
     if t.dtype == torch.bfloat16:
         return ArrayData(t.view(torch.int16).numpy().view(np.uint16), DType.BF16)
     return ArrayData(t.numpy(), to_ir(t.dtype))

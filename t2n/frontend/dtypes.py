@@ -1,11 +1,25 @@
-"""torch dtype <-> IR DType, and PyTorch's type promotion on IR operands."""
+"""torch dtype <-> IR DType, and PyTorch's type promotion on IR operands.
+
+8-bit floats (``torch.float8_*``) have no NNEF or tract type. Tensors stored in them
+(parameters, buffers, constants) are exported as the type holding each of their values
+exactly (f16; f32 for e8m0, see :mod:`t2n.ir.float8`), with a warning naming the
+tensor. Moving them around (transpose, reshape, slicing, ...) and casting them to
+another type is exact in that type too; computing in float8 (PyTorch rounds results
+to float8) or casting to float8 is refused with the op and its source line.
+"""
 
 from __future__ import annotations
 
+import logging
+
+import numpy as np
 import torch
 
 from t2n.errors import InvalidArgumentError
-from t2n.ir import DType
+from t2n.ir import ArrayData, DType
+from t2n.ir.float8 import FLOAT8_FORMATS, Float8Format, decode_float8
+
+log = logging.getLogger("t2n")
 
 TORCH_TO_IR: dict[torch.dtype, DType] = {
     torch.bool: DType.BOOL, torch.uint8: DType.U8, torch.int8: DType.I8,
@@ -21,6 +35,15 @@ SCALAR_TYPE_CODES: dict[int, torch.dtype] = {
     0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64,
     5: torch.float16, 6: torch.float32, 7: torch.float64, 11: torch.bool, 15: torch.bfloat16,
 }
+for _code, _name in ((23, "float8_e5m2"), (24, "float8_e4m3fn"), (25, "float8_e5m2fnuz"),
+                     (26, "float8_e4m3fnuz"), (44, "float8_e8m0fnu")):
+    if hasattr(torch, _name):
+        SCALAR_TYPE_CODES[_code] = getattr(torch, _name)
+
+FLOAT8_DTYPES: dict[torch.dtype, Float8Format] = {
+    getattr(torch, name): fmt for name, fmt in FLOAT8_FORMATS.items() if hasattr(torch, name)
+}
+"""The 8-bit float dtypes of this PyTorch, and their bit layouts."""
 
 
 def to_ir(dtype: torch.dtype | int) -> DType:
@@ -28,10 +51,66 @@ def to_ir(dtype: torch.dtype | int) -> DType:
         if dtype not in SCALAR_TYPE_CODES:
             raise InvalidArgumentError(f"unsupported scalar type code {dtype}")
         dtype = SCALAR_TYPE_CODES[dtype]
+    if dtype in FLOAT8_DTYPES:
+        from t2n.frontend.context import UnsupportedHere
+
+        raise UnsupportedHere(f"{_FLOAT8_COMPUTE.format(dtype=str(dtype).removeprefix('torch.'))}")
     try:
         return TORCH_TO_IR[dtype]
     except KeyError:
         raise InvalidArgumentError(f"dtype {dtype} has no NNEF equivalent") from None
+
+
+_FLOAT8_COMPUTE = ("{dtype} values cannot be computed in NNEF or tract (they have no 8-bit "
+                   "float); compute in f16/f32 (e.g. w.to(x.dtype) before using a float8 weight). "
+                   "float8 parameters, buffers and constants themselves are exported as f16")
+
+
+def exported_dtype(dtype: torch.dtype) -> DType:
+    """The IR dtype a tensor of ``dtype`` is written as (8-bit floats: see the module doc)."""
+    fmt = FLOAT8_DTYPES.get(dtype)
+    return fmt.exported_as if fmt is not None else to_ir(dtype)
+
+
+def float8_data(t: torch.Tensor, name: str = "") -> ArrayData | None:
+    """A CPU float8 tensor as the exact values it is exported as (a new array), with a
+    warning naming it; None for any other dtype."""
+    fmt = FLOAT8_DTYPES.get(t.dtype)
+    if fmt is None:
+        return None
+    codes = t.detach().cpu().contiguous().view(torch.uint8).numpy()
+    log.warning("%s %s of shape %s: NNEF and tract have no 8-bit floats, so it is exported as "
+                "%s, which holds each of its values exactly", f"tensor {name!r}" if name else "a tensor",
+                fmt.name, list(t.shape), fmt.exported_as)
+    return ArrayData(np.ascontiguousarray(decode_float8(codes, fmt)), fmt.exported_as)
+
+
+_MOVES_DATA = frozenset({
+    "aten::t", "aten::transpose", "aten::permute", "aten::reshape", "aten::view", "aten::flatten",
+    "aten::squeeze", "aten::unsqueeze", "aten::select", "aten::slice", "aten::index", "aten::narrow",
+    "aten::contiguous", "aten::clone", "aten::detach", "aten::expand", "aten::expand_as",
+    "aten::cat", "aten::stack", "aten::chunk", "aten::split", "aten::unbind", "aten::flip",
+    "aten::repeat", "aten::movedim", "aten::unflatten", "aten::alias", "aten::numpy_T",
+})
+"""Ops that only move elements: exact on the f16 values a float8 tensor is exported as."""
+
+
+def float8_problem(node: torch._C.Node) -> str | None:
+    """Why ``node`` cannot be exported if it makes float8 values other than by moving
+    them (PyTorch rounds every result to float8: an f16 graph would differ), else None."""
+    kind = node.kind()
+    if kind.startswith("prim::") or kind in _MOVES_DATA:
+        return None
+    # One output in almost every node: read it without building the list (a third of
+    # the time, which counts on graphs of tens of thousands of nodes).
+    outs = [node.output()] if node.outputsSize() == 1 else list(node.outputs())
+    for out in outs:
+        t = out.type()
+        if isinstance(t, torch._C.TensorType):
+            name = t.scalarType()
+            if name is not None and name.startswith("Float8"):
+                return _FLOAT8_COMPUTE.format(dtype=name)
+    return None
 
 
 def to_torch(dtype: DType) -> torch.dtype:

@@ -23,7 +23,7 @@ from t2n.frontend.context import (
     module_path,
     source_of,
 )
-from t2n.frontend.dtypes import to_ir
+from t2n.frontend.dtypes import float8_problem, to_ir
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.scalars import SCALAR_OPS, is_python_value
 from t2n.frontend.trace import TracedModel
@@ -86,6 +86,8 @@ class Lowering:
             kind = node.kind()
             if kind not in self.registry and kind not in STRUCTURAL and kind not in SCALAR_OPS:
                 self.problem(node, "no lowering rule")
+            elif (why := float8_problem(node)) is not None:
+                self.problem(node, why)
             for sub in node.blocks():
                 self.precheck(sub)
 
@@ -142,7 +144,7 @@ class Lowering:
             data = self.traced.weights.get(name)
             if data is None:
                 start = self.traced.start_values.get(name)  # written by the traced call
-                data = array_data(t if start is None else start)
+                data = array_data(t if start is None else start, name)
                 if start is None:
                     self.traced.state_read[name] = t
             self.params[key] = Builder(self.graph).variable(data, name)

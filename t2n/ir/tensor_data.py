@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import math
+import os
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -126,15 +127,41 @@ class ArrayData(TensorData):
         return f"ArrayData({self.dtype}{list(self.shape)})"
 
 
+class FileStamp:
+    """Which file, at which size and modification time: taken when a weight file is
+    opened, compared before its bytes are read, so that a file truncated, rewritten or
+    replaced (another inode) in between is refused instead of read as it is now."""
+
+    __slots__ = ("dev", "ino", "mtime_ns", "size")
+
+    def __init__(self, st: os.stat_result) -> None:
+        self.dev, self.ino, self.size, self.mtime_ns = st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+    def change(self, st: os.stat_result) -> str | None:
+        """What differs in ``st`` (a stat of the file now), or None."""
+        if (st.st_dev, st.st_ino) != (self.dev, self.ino):
+            return "it was replaced by another file"
+        if st.st_size < self.size:
+            return f"it was truncated from {self.size} to {st.st_size} bytes"
+        if st.st_size != self.size:
+            return f"it grew from {self.size} to {st.st_size} bytes"
+        if st.st_mtime_ns != self.mtime_ns:
+            return "it was rewritten (its modification time changed)"
+        return None
+
+
 class FileRegion:
     """``nbytes`` bytes of the file at ``path`` from ``offset``: a tensor's little-endian
     bytes as they lie in a checkpoint, which writers copy file to file (in the kernel,
-    where it can) instead of reading them into memory and writing them out again."""
+    where it can) instead of reading them into memory and writing them out again.
+    ``stamp`` is the file as it was when opened; readers refuse it once it differs."""
 
-    __slots__ = ("nbytes", "offset", "path")
+    __slots__ = ("name", "nbytes", "offset", "path", "stamp")
 
-    def __init__(self, path: str, offset: int, nbytes: int) -> None:
+    def __init__(self, path: str, offset: int, nbytes: int, stamp: FileStamp | None = None,
+                 name: str = "") -> None:
         self.path, self.offset, self.nbytes = path, offset, nbytes
+        self.stamp, self.name = stamp, name
 
     def __repr__(self) -> str:
         return f"FileRegion({self.path!r}, {self.offset}, {self.nbytes})"

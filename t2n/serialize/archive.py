@@ -42,6 +42,7 @@ from t2n.errors import (
 )
 from t2n.ir.tensor_data import FileRegion, chunk_nbytes
 from t2n.serialize import signals
+from t2n.serialize.filecheck import check_stamp
 from t2n.serialize.destination import check_destination, check_member_target, prepare_destination
 from t2n.serialize.staging import (
     find_stale_temps,
@@ -341,6 +342,7 @@ def copy_region(region: FileRegion, f: BinaryIO, after_piece: Any = None) -> int
     if hasattr(os, "copy_file_range"):
         with open(region.path, "rb", buffering=0) as src, contextlib.suppress(OSError):
             while done < region.nbytes:
+                _check_region(src.fileno(), region)
                 n = os.copy_file_range(src.fileno(), dst, min(REGION_STEP, region.nbytes - done),
                                        region.offset + done, start + done)
                 if n == 0:
@@ -363,6 +365,7 @@ def read_region(region: FileRegion, step: int = 8 << 20, skip: int = 0) -> Itera
     with open(region.path, "rb", buffering=0) as src:
         done = skip
         while done < region.nbytes:
+            _check_region(src.fileno(), region)
             data = os.pread(src.fileno(), min(step, region.nbytes - done), region.offset + done)
             if not data:
                 raise _ends_early(region)
@@ -370,9 +373,15 @@ def read_region(region: FileRegion, step: int = 8 << 20, skip: int = 0) -> Itera
             yield data
 
 
+def _check_region(fd: int, region: FileRegion) -> None:
+    """Refuse the source of ``region`` once it is not the file it was when opened."""
+    check_stamp(fd, region.stamp, region.path, f"tensor {region.name!r}" if region.name else "")
+
+
 def _ends_early(region: FileRegion) -> CorruptTensorFileError:
+    tensor = f" (tensor {region.name!r})" if region.name else ""
     return CorruptTensorFileError(
-        f"{region.path}: ends before the {region.nbytes} bytes at offset {region.offset} (truncated?)")
+        f"{region.path}{tensor}: ends before the {region.nbytes} bytes at offset {region.offset} (truncated?)")
 
 
 def _write_file(f: BinaryIO, name: str, size: int, chunks: Iterable[Any], sync: bool) -> int:
@@ -675,6 +684,10 @@ def read_artifact(path: str | os.PathLike[str]) -> dict[str, bytes]:
 
 
 def iter_tar_members(path: Path) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) of each file in a tar/tgz artifact, refusing members that escape the
+    folder, links, special files, truncated members and names given twice (tar keeps
+    both, and which one a reader takes is up to the reader)."""
+    seen: set[str] = set()
     try:
         with tarfile.open(path, "r:*") as tar:
             for m in tar:
@@ -688,6 +701,12 @@ def iter_tar_members(path: Path) -> Iterator[tuple[str, bytes]]:
                     continue
                 if not m.isfile():
                     raise CorruptArchiveError(f"{path}: member {m.name!r} is not a regular file")
+                key = pp.as_posix()
+                if key in seen:
+                    raise CorruptArchiveError(
+                        f"{path}: member {m.name!r} appears twice (which copy is meant is ambiguous); "
+                        "write the artifact again")
+                seen.add(key)
                 f = tar.extractfile(m)
                 assert f is not None
                 data = f.read()

@@ -34,6 +34,7 @@ from t2n.ir.tensor_data import (
     FileRegion,
     convert_raw,
 )
+from t2n.serialize.filecheck import array_guard, bad_address_error, is_bad_address
 
 HEADER_SIZE = 128
 MAGIC = b"\x4e\xef"
@@ -125,28 +126,67 @@ def chunk_converter() -> Converter:
     return convert_raw
 
 
+def _conversion_chain(data: TensorData, out: DType) -> tuple[TensorData, list[DType]]:
+    """The data under any :class:`ConvertedData` layers, and the dtypes it goes through
+    on its way to ``out`` (its own first), so conversions run on chunks read once."""
+    steps = [out]
+    while isinstance(data, ConvertedData):
+        if data.dtype is not steps[-1]:
+            steps.append(data.dtype)
+        data = data.source
+    if data.dtype is not steps[-1]:
+        steps.append(data.dtype)
+    steps.reverse()
+    # bf16 → f32 is exact: bf16 → f32 → f16 is bf16 → f16 in one (fast) step.
+    if len(steps) == 3 and steps[0] is DType.BF16 and steps[1] is DType.F32:
+        steps.pop(1)
+    return data, steps
+
+
+def _source_chunks(data: TensorData, chunk_bytes: int, name: str) -> Iterator[np.ndarray]:
+    """Chunks of ``data``; an array viewing a memory-mapped file is checked before each
+    one is touched (see :mod:`t2n.serialize.filecheck`)."""
+    guard = array_guard(data.array, f"tensor {name!r}" if name else "") \
+        if isinstance(data, ArrayData) else None
+    if guard is None:
+        yield from data.iter_chunks(chunk_bytes)
+        return
+    guard(None)  # a non-contiguous source is checked before its first copy
+    for chunk in data.iter_chunks(chunk_bytes):
+        guard(chunk)
+        yield chunk
+
+
 def iter_payload(
-    data: TensorData, dtype: DType | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    data: TensorData, dtype: DType | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    *, name: str = "",
 ) -> Iterator[memoryview]:
     """Payload bytes of ``data`` written as ``dtype`` (default: its own), in chunks.
 
     Contiguous data in its own dtype yields views of its memory (no copy); a
     conversion (bf16 → f16, …) is done on small chunks, so no converted copy of the
-    whole tensor exists. A :class:`ConvertedData` is unwrapped and converted here.
+    whole tensor exists. :class:`ConvertedData` layers are unwrapped and converted here,
+    on chunks of the data they wrap. ``name`` names the tensor in errors.
     """
     out = data.dtype if dtype is None else dtype
-    if isinstance(data, ConvertedData) and out is data.dtype:
-        data = data.source
-    src = data.dtype
-    convert = chunk_converter() if src is not out else None
+    data, steps = _conversion_chain(data, out)
+    convert = chunk_converter() if len(steps) > 1 else None
     if convert is not None:
-        widest = max(src.itemsize, out.itemsize)
-        chunk_bytes = max(1, min(chunk_bytes, CONVERT_CHUNK_BYTES) * src.itemsize // widest)
+        widest = max(d.itemsize for d in steps)
+        chunk_bytes = max(1, min(chunk_bytes, CONVERT_CHUNK_BYTES) * data.dtype.itemsize // widest)
+
+    def converted(chunk: np.ndarray) -> np.ndarray:
+        if convert is not None:
+            for src, dst in zip(steps, steps[1:]):
+                chunk = convert(chunk, src, dst)
+        return chunk
+
+    chunks = _source_chunks(data, chunk_bytes, name)
     if out is DType.BOOL:
         # Pack 8 elements per byte: keep chunk lengths multiples of 8 until the last.
         pending = np.zeros(0, dtype=bool)
-        for chunk in data.iter_chunks(chunk_bytes):
-            bits = (chunk if convert is None else convert(chunk, src, out)).astype(bool, copy=False)
+        for chunk in chunks:
+            bits = converted(chunk).astype(bool, copy=False)
             if pending.size:
                 bits = np.concatenate([pending, bits])
             cut = bits.size - bits.size % 8
@@ -156,9 +196,8 @@ def iter_payload(
         if pending.size:
             yield np.packbits(pending).data
         return
-    for chunk in data.iter_chunks(chunk_bytes):
-        conv = _as_le(chunk if convert is None else convert(chunk, src, out))
-        yield np.ascontiguousarray(conv).data.cast("B")
+    for chunk in chunks:
+        yield np.ascontiguousarray(_as_le(converted(chunk))).data.cast("B")
 
 
 def write_dat(
@@ -194,14 +233,15 @@ def dat_size(data: TensorData, dtype: DType | None = None) -> int:
 
 def iter_dat(data: TensorData, dtype: DType | None = None,
              chunk_bytes: int = DEFAULT_CHUNK_BYTES, *,
-             regions: bool = False) -> Iterator[bytes | memoryview | FileRegion]:
+             regions: bool = False, name: str = "") -> Iterator[bytes | memoryview | FileRegion]:
     """The whole ``.dat`` file as chunks: the header, then the payload (for archives).
 
     The header is made now, so a tensor the format cannot hold is refused when this is
     called, before any byte is produced. With ``regions``, a payload that lies as it is
     in a file (a safetensors tensor written in its own dtype) is one
     :class:`~t2n.ir.tensor_data.FileRegion` chunk, which the archive writers copy file to
-    file; only consumers that handle those ask for them.
+    file; only consumers that handle those ask for them. ``name`` names the tensor in
+    errors (e.g. its weight file changed under it).
     """
     out = data.dtype if dtype is None else dtype
     header = make_header(out, data.shape)
@@ -209,13 +249,18 @@ def iter_dat(data: TensorData, dtype: DType | None = None,
     if regions and region is not None and out is data.dtype and out is not DType.BOOL \
             and region.nbytes == payload_size(out, data.shape):
         return iter([header, region])
-    return itertools.chain([header], iter_payload(data, dtype, chunk_bytes))
+    return itertools.chain([header], iter_payload(data, dtype, chunk_bytes, name=name))
 
 
 def _write_to(f: BinaryIO, header: bytes, src: TensorData, out: DType, chunk_bytes: int) -> int:
     n = f.write(header)
     for chunk in iter_payload(src, out, chunk_bytes):
-        n += f.write(chunk)
+        try:
+            n += f.write(chunk)
+        except OSError as exc:
+            if is_bad_address(exc):
+                raise bad_address_error(exc, "a tensor") from exc
+            raise
     return n
 
 

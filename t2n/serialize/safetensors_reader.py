@@ -15,6 +15,7 @@ Sharded checkpoints are read through their ``*.safetensors.index.json`` (as writ
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from collections.abc import Iterator
@@ -26,7 +27,11 @@ import numpy as np
 
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError
 from t2n.ir import DType, LazyData
-from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileRegion
+from t2n.ir.float8 import FLOAT8_FORMATS, Float8Format, decode_float8
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileRegion, FileStamp
+from t2n.serialize.filecheck import check_stamp
+
+log = logging.getLogger("t2n")
 
 MAX_HEADER_BYTES = 100 << 20
 """A header longer than this is taken as corruption (the reference reader's limit)."""
@@ -36,7 +41,15 @@ SAFETENSORS_DTYPES: dict[str, DType] = {
     "U32": DType.U32, "I32": DType.I32, "U64": DType.U64, "I64": DType.I64,
     "F16": DType.F16, "BF16": DType.BF16, "F32": DType.F32, "F64": DType.F64,
 }
-"""safetensors dtype names t2n reads. The 8-bit float types have no NNEF or tract form."""
+"""safetensors dtype names t2n reads as they are."""
+
+SAFETENSORS_FLOAT8: dict[str, Float8Format] = {
+    "F8_E4M3": FLOAT8_FORMATS["float8_e4m3fn"], "F8_E5M2": FLOAT8_FORMATS["float8_e5m2"],
+    "F8_E4M3FNUZ": FLOAT8_FORMATS["float8_e4m3fnuz"], "F8_E5M2FNUZ": FLOAT8_FORMATS["float8_e5m2fnuz"],
+    "F8_E8M0": FLOAT8_FORMATS["float8_e8m0fnu"],
+}
+"""8-bit float dtype names: NNEF and tract have no 8-bit float, so these tensors are read
+as the type that holds each of their values exactly (see :mod:`t2n.ir.float8`)."""
 
 
 @attrs.frozen
@@ -49,26 +62,69 @@ class SafetensorsEntry:
     offset: int
     nbytes: int
     path: Path
+    stamp: FileStamp | None = None
+    """The file when its header was read: reading refuses it once it differs."""
+    float8: Float8Format | None = None
+    """The 8-bit float format of the stored bytes (``dtype`` is then what they become)."""
 
 
 def _corrupt(path: Path, why: str) -> CorruptTensorFileError:
     return CorruptTensorFileError(f"{path}: not a valid safetensors file: {why}")
 
 
+def _no_duplicates(path: Path) -> Any:
+    """A ``json.loads`` hook that refuses repeated keys (plain ``json`` keeps the last)."""
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise _corrupt(path, f"the header names {key!r} twice (which one holds the data "
+                                     "is ambiguous; the safetensors library refuses such files too)")
+            out[key] = value
+        return out
+    return hook
+
+
+def _read_header_bytes(p: Path) -> tuple[bytes, os.stat_result]:
+    """The JSON header of ``p`` and the file's stat, with its length checked."""
+    try:
+        with open(p, "rb") as f:
+            st = os.fstat(f.fileno())
+            head = f.read(8)
+            if len(head) < 8:
+                raise _corrupt(p, f"{st.st_size} bytes is shorter than the 8-byte header length"
+                                  + (" (the file is empty)" if st.st_size == 0 else ""))
+            n = int.from_bytes(head, "little")
+            if n > MAX_HEADER_BYTES or 8 + n > st.st_size:
+                raise _corrupt(p, f"header length {n} does not fit in a file of {st.st_size} bytes")
+            return f.read(n), st
+    except IsADirectoryError:
+        raise _corrupt(p, "it is a folder (give the folder itself, or its .safetensors.index.json, "
+                          "for a sharded checkpoint)") from None
+
+
+def _dtype_of(p: Path, name: str, dt_name: object) -> tuple[DType, Float8Format | None]:
+    if not isinstance(dt_name, str):
+        raise _corrupt(p, f"entry {name!r} has no dtype")
+    f8 = SAFETENSORS_FLOAT8.get(dt_name)
+    if f8 is not None:
+        return f8.exported_as, f8
+    dtype = SAFETENSORS_DTYPES.get(dt_name)
+    if dtype is None:
+        readable = [*SAFETENSORS_DTYPES, *SAFETENSORS_FLOAT8]
+        raise CorruptTensorFileError(
+            f"{p}: tensor {name!r} has dtype {dt_name}, which t2n cannot export to NNEF or tract "
+            f"(readable: {', '.join(readable)})"
+        )
+    return dtype, None
+
+
 def read_safetensors_header(path: str | os.PathLike[str]) -> tuple[dict[str, SafetensorsEntry], dict[str, str]]:
     """The entries (in file order) and the ``__metadata__`` of a safetensors file, validated."""
     p = Path(path)
-    size = p.stat().st_size
-    with open(p, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise _corrupt(p, f"{size} bytes is shorter than the 8-byte header length")
-        n = int.from_bytes(head, "little")
-        if n > MAX_HEADER_BYTES or 8 + n > size:
-            raise _corrupt(p, f"header length {n} does not fit in a file of {size} bytes")
-        raw = f.read(n)
+    raw, st = _read_header_bytes(p)
     try:
-        header = json.loads(raw)
+        header = json.loads(raw, object_pairs_hook=_no_duplicates(p))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _corrupt(p, f"header is not JSON ({exc})") from None
     if not isinstance(header, dict):
@@ -76,34 +132,29 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> tuple[dict[str, Saf
     meta = header.pop("__metadata__", None) or {}
     if not isinstance(meta, dict):
         raise _corrupt(p, "__metadata__ is not an object")
-    data_start = 8 + n
-    data_size = size - data_start
+    data_start = 8 + len(raw)
+    data_size = st.st_size - data_start
+    stamp = FileStamp(st)
     entries: dict[str, SafetensorsEntry] = {}
     spans: list[tuple[int, int, str]] = []
     for name, info in header.items():
         if not isinstance(info, dict):
             raise _corrupt(p, f"entry {name!r} is not an object")
-        dt_name, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-        if not isinstance(dt_name, str):
-            raise _corrupt(p, f"entry {name!r} has no dtype")
-        dtype = SAFETENSORS_DTYPES.get(dt_name)
-        if dtype is None:
-            raise CorruptTensorFileError(
-                f"{p}: tensor {name!r} has dtype {dt_name}, which NNEF and tract cannot store "
-                f"(readable: {', '.join(SAFETENSORS_DTYPES)})"
-            )
+        dtype, f8 = _dtype_of(p, name, info.get("dtype"))
+        shape, offsets = info.get("shape"), info.get("data_offsets")
         if (not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape)
                 or not isinstance(offsets, list) or len(offsets) != 2
                 or not all(isinstance(o, int) for o in offsets)):
             raise _corrupt(p, f"entry {name!r} has a malformed shape or data_offsets")
         begin, end = offsets
-        expected = math.prod(shape) * dtype.itemsize
+        expected = math.prod(shape) * (1 if f8 is not None else dtype.itemsize)
         if not 0 <= begin <= end <= data_size:
             raise _corrupt(p, f"tensor {name!r} at bytes [{begin}, {end}) lies outside the {data_size} data bytes")
         if end - begin != expected:
-            raise _corrupt(p, f"tensor {name!r} of shape {shape} ({dt_name}) needs {expected} bytes, "
+            raise _corrupt(p, f"tensor {name!r} of shape {shape} ({info['dtype']}) needs {expected} bytes, "
                               f"its offsets give {end - begin}")
-        entries[name] = SafetensorsEntry(name, dtype, tuple(shape), data_start + begin, end - begin, p)
+        entries[name] = SafetensorsEntry(name, dtype, tuple(shape), data_start + begin, end - begin, p,
+                                         stamp, f8)
         spans.append((begin, end, name))
     spans.sort()
     for (_b0, e0, n0), (b1, _e1, n1) in zip(spans, spans[1:]):
@@ -128,27 +179,43 @@ def _read_exact(f: Any, buf: np.ndarray, entry: SafetensorsEntry) -> None:
         got += n
 
 
+def _what(entry: SafetensorsEntry) -> str:
+    return f"tensor {entry.name!r}"
+
+
+def _as_values(buf: np.ndarray, entry: SafetensorsEntry) -> np.ndarray:
+    """Raw bytes of ``entry`` as its elements (8-bit floats decoded to what they become)."""
+    if entry.float8 is not None:
+        return decode_float8(buf, entry.float8)
+    return buf.view(entry.dtype.numpy.newbyteorder("<"))
+
+
 def _load(entry: SafetensorsEntry) -> np.ndarray:
     buf = np.empty(entry.nbytes, dtype=np.uint8)
     with open(entry.path, "rb", buffering=0) as f:
+        check_stamp(f.fileno(), entry.stamp, entry.path, _what(entry))
         f.seek(entry.offset)
         _read_exact(f, buf, entry)
-    return buf.view(entry.dtype.numpy.newbyteorder("<")).reshape(entry.shape)
+        check_stamp(f.fileno(), entry.stamp, entry.path, _what(entry))
+    return _as_values(buf, entry).reshape(entry.shape)
 
 
 def _chunks(entry: SafetensorsEntry, max_bytes: int) -> Iterator[np.ndarray]:
-    item = entry.dtype.itemsize
-    budget = min(max_bytes, READ_CHUNK_BYTES)
-    step = max(item, budget - budget % item)
+    stored = 1 if entry.float8 is not None else entry.dtype.itemsize
+    grow = entry.dtype.itemsize // stored  # 8-bit floats take 2 or 4 bytes once decoded
+    budget = min(max_bytes, READ_CHUNK_BYTES) // grow
+    step = max(stored, budget - budget % stored)
     with open(entry.path, "rb", buffering=0) as f:
         f.seek(entry.offset)
         left = entry.nbytes
         while left > 0:
+            check_stamp(f.fileno(), entry.stamp, entry.path, _what(entry))
             # A fresh buffer per chunk (a consumer may keep a chunk alive), not zeroed.
             buf = np.empty(min(step, left), dtype=np.uint8)
             _read_exact(f, buf, entry)
             left -= buf.size
-            yield buf.view(entry.dtype.numpy.newbyteorder("<"))
+            yield _as_values(buf, entry)
+        check_stamp(f.fileno(), entry.stamp, entry.path, _what(entry))
 
 
 def lazy_tensor(entry: SafetensorsEntry) -> LazyData:
@@ -159,9 +226,15 @@ def lazy_tensor(entry: SafetensorsEntry) -> LazyData:
     def chunks(max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
         return _chunks(entry, max_bytes)
 
+    region = None
+    if entry.float8 is None:
+        region = FileRegion(str(entry.path), entry.offset, entry.nbytes, entry.stamp, entry.name)
+    else:
+        log.warning("%s: tensor %r is %s, which NNEF and tract cannot store: it is read as %s "
+                    "(exactly: every %s value is an %s value)", entry.path, entry.name,
+                    entry.float8.name, entry.dtype, entry.float8.name, entry.dtype)
     return LazyData(entry.dtype, entry.shape, load=load, chunks=chunks,
-                    description=f"{entry.path.name}:{entry.name}",
-                    region=FileRegion(str(entry.path), entry.offset, entry.nbytes))
+                    description=f"{entry.path.name}:{entry.name}", region=region)
 
 
 def open_safetensors(path: str | os.PathLike[str]) -> dict[str, LazyData]:
@@ -184,11 +257,15 @@ def safetensors_files(path: str | os.PathLike[str]) -> list[Path]:
         return files
     if p.name.endswith(".index.json"):
         try:
-            index = json.loads(p.read_text())
+            index = json.loads(p.read_text(), object_pairs_hook=_no_duplicates(p))
             weight_map = index["weight_map"]
             shards = sorted(set(weight_map.values()))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptTensorFileError(f"{p}: not a safetensors index ({exc})") from None
+        missing = [s for s in shards if not (p.parent / s).is_file()]
+        if missing:
+            raise CorruptTensorFileError(f"{p}: names shard(s) that are not files beside it: "
+                                         f"{', '.join(map(repr, missing[:5]))}")
         return [p.parent / s for s in shards]
     if not p.exists():
         raise FileNotFoundError(p)
@@ -207,6 +284,6 @@ def open_weights(path: str | os.PathLike[str]) -> dict[str, LazyData]:
 
 
 __all__ = [
-    "SAFETENSORS_DTYPES", "SafetensorsEntry", "lazy_tensor", "open_safetensors", "open_weights",
+    "SAFETENSORS_DTYPES", "SAFETENSORS_FLOAT8", "SafetensorsEntry", "lazy_tensor", "open_safetensors", "open_weights",
     "read_safetensors_header", "safetensors_files",
 ]

@@ -27,6 +27,7 @@ from t2n.errors import InvalidArgumentError
 from t2n.ir import DType, TensorData
 from t2n.serialize.archive import IntoDirWriter
 from t2n.serialize.dat import dat_size, iter_dat, read_dat
+from t2n.serialize.filecheck import bad_address_error, is_bad_address
 from t2n.serialize.progress import Progress
 
 _SAFE = re.compile(r"[A-Za-z0-9._-]")
@@ -117,14 +118,19 @@ def write_tensors(
             raise InvalidArgumentError(f"tensor {name!r} given twice")
         seen.add(name)
         dtype = out_bf16 if data.dtype is DType.BF16 else data.dtype
-        chunks = iter_dat(data, dtype, regions=True)  # refuses what .dat cannot hold, before any write
+        chunks = iter_dat(data, dtype, regions=True, name=name)  # refuses what .dat cannot hold, before any write
         plan.append((name, tensor_file_name(name), data, dtype, dat_size(data, dtype), chunks))
     written: dict[str, WrittenTensor] = {}
     total = sum(p[4] for p in plan)
     label = f"writing {len(plan)} tensors to {folder}"
     with Progress(total, label, bar=progress) as bar, IntoDirWriter(folder, sync) as w:
         for name, file, data, dtype, size, chunks in plan:
-            w.add_stream(file, size, bar.track(chunks))
+            try:
+                w.add_stream(file, size, bar.track(chunks))
+            except OSError as exc:
+                if is_bad_address(exc):  # a mapped source file shrank while it was written
+                    raise bad_address_error(exc, f"tensor {name!r}") from exc
+                raise
             written[name] = WrittenTensor(name, folder / file, data.shape, dtype, data.dtype, size)
     return written
 

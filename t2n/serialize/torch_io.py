@@ -22,7 +22,10 @@ import ctypes
 import logging
 import mmap
 import os
+import pickle
+import re
 import sys
+import weakref
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -31,9 +34,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from t2n.errors import InvalidArgumentError, T2NError
+from t2n.errors import CorruptTensorFileError, InvalidArgumentError
 from t2n.ir import ArrayData, DType, LazyData, TensorData
-from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, _chunks_of, convert_raw, converted
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileStamp, _chunks_of, convert_raw, converted
+from t2n.serialize.filecheck import check_stamp, read_mappings
 from t2n.serialize.safetensors_reader import open_weights, safetensors_files
 from t2n.serialize.tensors import WrittenTensor, bf16_target, write_tensors
 
@@ -132,20 +136,44 @@ def load_torch_checkpoint(
     """(name → tensor, memory-mapped?) of a ``.pt``/``.pth``/``.bin`` file.
 
     Nested containers are flattened with dotted names (``{"model": {"w": t}}`` →
-    ``model.w``); values that are not tensors are skipped. Loaded with
-    ``weights_only=True``: a checkpoint that needs arbitrary code is refused.
+    ``model.w``); values that are not tensors are skipped (a file without any tensor is
+    refused). Loaded with ``weights_only=True``: a checkpoint that needs arbitrary code
+    is refused. A file that is not a checkpoint, or a truncated one, gives a
+    :class:`~t2n.errors.CorruptTensorFileError` (torch's error is its ``__cause__``).
     """
     p = Path(path)
+    if p.is_dir():
+        raise CorruptTensorFileError(f"{p}: is a folder, not a PyTorch checkpoint file")
     if not p.is_file():
         raise FileNotFoundError(p)
+    if p.stat().st_size == 0:
+        raise CorruptTensorFileError(f"{p}: the file is empty, not a PyTorch checkpoint")
     mapped = zipfile.is_zipfile(p)
     try:
         obj = torch.load(p, map_location=map_location, mmap=mapped, weights_only=True)
     except Exception as exc:
-        raise T2NError(f"{p}: torch.load(weights_only=True) failed: {type(exc).__name__}: {exc}") from exc
+        raise _unreadable_checkpoint(p, exc) from exc
     tensors = dict(_flatten(obj, ""))
+    if not tensors:
+        raise CorruptTensorFileError(
+            f"{p}: holds no tensor (it holds a {type(obj).__name__}); expected a state dict "
+            "(torch.save(model.state_dict(), path)) or another container of tensors")
     on_cpu = all(t.device.type == "cpu" for t in tensors.values())
     return tensors, mapped and on_cpu
+
+
+def _unreadable_checkpoint(p: Path, exc: Exception) -> CorruptTensorFileError:
+    """Why ``torch.load(weights_only=True)`` failed, said without torch's advice to load
+    with ``weights_only=False`` (which runs any code the file holds)."""
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+    if isinstance(exc, pickle.UnpicklingError) and found is not None:
+        return CorruptTensorFileError(
+            f"{p}: holds a Python object of class {found.group(1)}, not only tensors and plain "
+            "containers; t2n reads tensors without running code from the file. Save the tensors "
+            "alone (torch.save(model.state_dict(), path), or a .safetensors file).")
+    return CorruptTensorFileError(
+        f"{p}: not a PyTorch checkpoint (zip or pickle) or truncated "
+        f"({type(exc).__name__} while loading it); save it again with torch.save")
 
 
 _MADV_DONTNEED = 4
@@ -153,18 +181,8 @@ _MADV_DONTNEED = 4
 
 def _file_mappings(path: Path) -> list[tuple[int, int]]:
     """Address ranges of this process mapped from ``path`` (Linux; empty elsewhere)."""
-    try:
-        target = os.path.realpath(path)
-        ranges = []
-        with open("/proc/self/maps") as f:
-            for line in f:
-                parts = line.split(maxsplit=5)
-                if len(parts) == 6 and parts[5].strip() == target:
-                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                    ranges.append((lo, hi))
-        return ranges
-    except OSError:
-        return []
+    target = os.path.realpath(path)
+    return [(m.start, m.end) for m in read_mappings() if m.path == target]
 
 
 def _release_pages(t: torch.Tensor, ranges: list[tuple[int, int]]) -> None:
@@ -183,24 +201,68 @@ def _release_pages(t: torch.Tensor, ranges: list[tuple[int, int]]) -> None:
     libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), ctypes.c_int(_MADV_DONTNEED))
 
 
-def _mapped_tensor_data(t: torch.Tensor, ranges: list[tuple[int, int]]) -> TensorData:
+class _OpenCheckpoint:
+    """The checkpoint file kept open while its mapped tensors may be written: its stamp
+    is checked before each chunk is touched (the mapping shows the file as it is now; a
+    page past a shrunk file's end gives SIGBUS)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY)
+        self.stamp = FileStamp(os.fstat(self.fd))
+        weakref.finalize(self, os.close, self.fd)
+
+    def check(self, name: str) -> None:
+        check_stamp(self.fd, self.stamp, self.path, f"tensor {name!r}")
+
+
+def _mapped_tensor_data(t: torch.Tensor, ranges: list[tuple[int, int]],
+                        source: _OpenCheckpoint | None = None, name: str = "") -> TensorData:
     """A mapped checkpoint tensor as data whose pages are released once written."""
     view = tensor_data(t)
 
+    def load() -> np.ndarray:
+        if source is not None:
+            source.check(name)
+        return view.raw()
+
     def chunks(max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
-        yield from _chunks_of(view.raw(), max_bytes)
+        for chunk in _chunks_of(view.raw(), max_bytes):
+            if source is not None:
+                source.check(name)
+            yield chunk
         _release_pages(t, ranges)
 
-    return LazyData(view.dtype, view.shape, load=view.raw, chunks=chunks, description="mapped checkpoint")
+    return LazyData(view.dtype, view.shape, load=load, chunks=chunks,
+                    description=f"{name} (mapped checkpoint)" if name else "mapped checkpoint")
+
+
+def _float8_as_exported(tensors: dict[str, torch.Tensor]) -> dict[str, TensorData]:
+    """The float8 tensors among ``tensors``, converted to what they are exported as."""
+    from t2n.frontend.dtypes import float8_data
+
+    out: dict[str, TensorData] = {}
+    for n, t in tensors.items():
+        data = float8_data(t, n)
+        if data is not None:
+            out[n] = data
+    return out
 
 
 def open_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> dict[str, TensorData]:
-    """Every tensor of a checkpoint as lazy (safetensors) or mapped (.pt) data, by name."""
-    if is_safetensors(path):
-        return dict(open_weights(path))
+    """Every tensor of a checkpoint as lazy (safetensors) or mapped (.pt) data, by name.
+    A mapped file is refused once it changes (see :mod:`t2n.serialize.filecheck`)."""
+    p = Path(path)
+    if is_safetensors(p) and p.suffix not in (".pt", ".pth", ".bin"):
+        return dict(open_weights(p))
+    opened = _OpenCheckpoint(p) if p.is_file() else None
     tensors, mapped = load_torch_checkpoint(path, map_location)
-    ranges = _file_mappings(Path(path)) if mapped else []
-    return {n: _mapped_tensor_data(t, ranges) if ranges else tensor_data(t) for n, t in tensors.items()}
+    if opened is not None:
+        opened.check("(any)")  # changed while torch loaded it
+    ranges = _file_mappings(p) if mapped else []
+    f8 = _float8_as_exported(tensors)
+    return {n: f8[n] if n in f8 else _mapped_tensor_data(t, ranges, opened, n) if ranges else tensor_data(t)
+            for n, t in tensors.items()}
 
 
 def _select(names: Iterable[str], filter_key: Callable[[str], bool] | None) -> list[str]:
@@ -255,8 +317,23 @@ def export_tensors_to_nnef(
     from t2n.options import check_tensor_export_args
 
     check_tensor_export_args(name_to_tensor, bf16_as=bf16_as, progress=progress, sync=sync)
-    data = {name: tensor_data(t) for name, t in name_to_tensor.items()}
+    data = _named_tensor_data(name_to_tensor, "name_to_tensor")
     return write_tensors(data, output_dir, bf16_as=bf16_as, progress=progress, sync=sync)
+
+
+def _named_tensor_data(tensors: Mapping[str, Any], what: str) -> dict[str, TensorData]:
+    """IR data of each named tensor (float8 ones converted, with a warning), refusing
+    values that are not tensors or arrays by name."""
+    from t2n.frontend.dtypes import float8_data
+
+    out: dict[str, TensorData] = {}
+    for name, t in tensors.items():
+        if not isinstance(t, (torch.Tensor, np.ndarray, TensorData)):
+            raise InvalidArgumentError(
+                f"{what}[{name!r}] is a {type(t).__name__}, not a tensor; give only tensors (or numpy arrays)")
+        f8 = float8_data(t, str(name)) if isinstance(t, torch.Tensor) and not t.is_meta else None
+        out[str(name)] = f8 if f8 is not None else tensor_data(t)
+    return out
 
 
 def export_tensors_from_disk_to_nnef(
@@ -310,10 +387,18 @@ def weight_source(
     if isinstance(weights_from, (str, os.PathLike)):
         return open_checkpoint(weights_from, map_location)
     if isinstance(weights_from, Mapping):
-        return {str(k): tensor_data(v) for k, v in weights_from.items()}
+        return _named_tensor_data(weights_from, "weights_from")
     raise InvalidArgumentError(
         f"weights_from must be a checkpoint path or a mapping of tensors, not {type(weights_from).__name__}"
     )
+
+
+def _exported_dtype(dtype: torch.dtype) -> DType:
+    """What a parameter of ``dtype`` is exported as (float8 as the type holding it exactly)."""
+    from t2n.frontend.dtypes import FLOAT8_DTYPES
+
+    fmt = FLOAT8_DTYPES.get(dtype)
+    return fmt.exported_as if fmt is not None else ir_dtype(dtype)
 
 
 def has_meta_tensors(module: torch.nn.Module) -> bool:
@@ -349,7 +434,7 @@ def resolve_weights(
                 missing.append(aliases[0])
             continue
         data = source[found]
-        want = ir_dtype(t.dtype)
+        want = _exported_dtype(t.dtype)
         if tuple(data.shape) != tuple(t.shape):
             wrong.append(f"{found}: shape {list(data.shape)} in the weights, {list(t.shape)} in the model")
             continue
