@@ -64,7 +64,7 @@ class Artifact:
         """
         files: list[tuple[str, int, Iterator[Any]]] = []
         for t in self.rendered.tensors if tensors is None else tensors:
-            files.append((t.path, dat_size(t.data, t.dtype), iter_dat(t.data, t.dtype, regions=True)))
+            files.append((t.path, dat_size(t.data, t.dtype), iter_dat(t.data, t.dtype, regions=True, name=t.path)))
         text = self.rendered.graph_nnef.encode()
         files.append(("graph.nnef", len(text), iter([text])))
         if self.rendered.graph_quant:

@@ -42,8 +42,8 @@ from t2n.errors import (
 )
 from t2n.ir.tensor_data import FileRegion, chunk_nbytes
 from t2n.serialize import signals
-from t2n.serialize.filecheck import check_stamp
 from t2n.serialize.destination import check_destination, check_member_target, prepare_destination
+from t2n.serialize.filecheck import check_stamp
 from t2n.serialize.staging import (
     find_stale_temps,
     install,

@@ -245,6 +245,20 @@ def array_guard(arr: np.ndarray, what: str = "") -> Callable[[np.ndarray | None]
     return check
 
 
+def ensure_readable(arr: np.ndarray, what: str = "") -> None:
+    """Raise :class:`CorruptTensorFileError` unless every byte of ``arr`` can be read now
+    (for code that reads a few elements spread over an array, e.g. a fingerprint, where a
+    page past a truncated file's end would kill the process with SIGBUS)."""
+    if arr.size == 0 or arr.dtype == object:
+        return
+    exact = mapped_guard(arr, what) if may_be_mapped(arr) else None
+    if exact is not None:
+        exact()
+    lo, hi = _byte_bounds(arr)
+    if _populate(hi - 1, hi) is False:
+        raise _unreadable(lo, hi, what)
+
+
 def _unreadable(lo: int, hi: int, what: str) -> CorruptTensorFileError:
     """The error for memory that cannot be read: the file mapped there, if found, shrank."""
     for m in read_mappings():

@@ -23,6 +23,7 @@ import numpy as np
 from t2n.errors import WeightsChangedError
 from t2n.ir import ArrayData
 from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, _chunks_of
+from t2n.serialize.filecheck import ensure_readable
 
 Check = Callable[[], bool]
 """True while a source tensor is unchanged."""
@@ -36,6 +37,7 @@ def fingerprint(arr: np.ndarray) -> bytes:
     numpy views) show up here unless they leave every sampled element as it was."""
     if arr.size == 0:
         return b""
+    ensure_readable(arr)  # a mapped file cut short is an error, not a SIGBUS
     if arr.ndim == 0:
         return arr.tobytes()
     flat = np.unique(np.linspace(0, arr.size - 1, num=min(SAMPLES, arr.size)).astype(np.int64))

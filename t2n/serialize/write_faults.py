@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from t2n.errors import ArtifactWriteError, T2NError
+from t2n.serialize.filecheck import bad_address_error, is_bad_address
 
 log = logging.getLogger("t2n")
 
@@ -85,10 +86,13 @@ def write_error(path: Path, doing: str, exc: OSError) -> ArtifactWriteError:
 @contextlib.contextmanager
 def mapped_faults(path: Path, doing: str, roots: Sequence[Path],
                   source: SourceChunks | None = None) -> Iterator[None]:
-    """Turn write faults inside the block into :class:`ArtifactWriteError`."""
+    """Turn write faults inside the block into :class:`ArtifactWriteError`, and a write of
+    mapped memory whose file shrank (``EFAULT``) into :class:`CorruptTensorFileError`."""
     try:
         yield
     except OSError as exc:
+        if is_bad_address(exc) and not isinstance(exc, T2NError):
+            raise bad_address_error(exc, f"a tensor written to {path} ({doing})") from exc
         if (source is not None and source.failed) or not is_write_fault(exc, roots):
             raise
         raise write_error(path, doing, exc) from exc
