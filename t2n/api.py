@@ -30,11 +30,12 @@ from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.specialization import report as report_specializations
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
 from t2n.frontend.weight_guard import guarded_tensors
-from t2n.ir import DType, Graph, TensorData, print_graph, verify
+from t2n.ir import DType, Graph, OpSet, TensorData, print_graph, verify
 from t2n.ir.tensor_data import converted
 from t2n.options import (
     check_compile_options,
     check_export_options,
+    check_op_set,
     check_symbols_apart,
     check_target,
     confirm_rendered_names,
@@ -206,6 +207,7 @@ def compile(
     output_names: Sequence[str] | None = None,
     passes: Sequence[Pass] = (),
     registry: LoweringRegistry | None = None,
+    op_set: OpSet | None = None,
     check_io: bool = False,
     tolerance: Tolerance | str = Tolerance.APPROXIMATE,
     log_level: int | str | None = None,
@@ -235,7 +237,10 @@ def compile(
     ``x_1``) with a logged warning. Either way ``artifact.input_names`` and
     ``output_names`` are the names in graph.nnef. An output that returns an input
     unchanged is written as a ``copy`` of it under the output's own name.
-    ``passes`` run after the built-in cleanup; ``check_io`` runs the result in the
+    ``registry`` (a ``LoweringRegistry``) holds the rules from aten ops to IR ops and
+    ``op_set`` (an ``OpSet``, e.g. ``OpSet.default().extended(my_ops)``) the IR ops they
+    may create; emitters for new IR ops are added to the target
+    (``TractNNEF().with_emitters(...)``). ``passes`` run after the built-in cleanup; ``check_io`` runs the result in the
     target's engine and raises if it differs from PyTorch; ``verify_ir`` checks the IR
     after every pass and ``dump_ir`` writes it to a folder after each change.
 
@@ -276,6 +281,7 @@ def compile(
     ``compile`` makes ``save``/``check`` raise ``WeightsChangedError`` (compile again).
     """
     target = check_target(target)
+    op_set = check_op_set(op_set)
     opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
                                  tolerance=tolerance, log_level=log_level, dynamic_axes=dynamic_axes,
                                  custom_extensions=custom_extensions, kwargs=kwargs, flags=dict(
@@ -301,7 +307,7 @@ def compile(
     specialized = report_specializations(traced.specializations, strict=strict)
     timings["trace"] = time.perf_counter() - t0
     ins, outs = io_names(input_names, output_names, traced.input_paths, traced.output_paths,
-                         tract=target.name == "tract")
+                         rules=target.identifier_rules)
     axes = normalize_dynamic_axes(
         merge_dynamic_axes(target, opts.dynamic_axes),
         {n: t.dim() for n, t in zip(ins, traced.example_inputs)},
@@ -309,7 +315,8 @@ def compile(
     check_symbols_apart(axes, [*ins, *outs])
 
     t0 = time.perf_counter()
-    graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes)
+    graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes,
+                  op_set=op_set)
     graph.metadata["io_names"] = (ins, outs)
     graph.metadata["specializations"] = specialized
     graph.metadata["properties"] = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}

@@ -17,9 +17,8 @@ import numpy as np
 
 from t2n.backends.nnef.context import TensorFile
 from t2n.backends.nnef.renderer import RenderedModel
-from t2n.backends.target import KhronosNNEF, Target
+from t2n.backends.target import Target
 from t2n.check.compare import CheckReport, Tolerance, compare
-from t2n.check.engines import run_khronos, run_tract
 from t2n.errors import CheckMismatchError, InvalidArgumentError
 from t2n.ir import Graph, print_graph
 from t2n.serialize.archive import artifact_form, open_writer, read_artifact
@@ -144,15 +143,10 @@ class Artifact:
             )
         with tempfile.TemporaryDirectory(prefix="t2n-check-") as tmp:
             path = self._engine_path(Path(tmp))
-            if isinstance(self.target, KhronosNNEF):
-                result = run_khronos(str(path), ins)
-                engine = "Khronos NNEF interpreter"
-            else:
-                result = run_tract(str(path), ins, registries=self.rendered.registries, symbols=symbols)
-                engine = f"tract {self.target.version}"
-            report = compare(engine, self.output_names, result.outputs, refs, tolerance)
+            outputs = self.target.run(path, ins, registries=self.rendered.registries, symbols=symbols)
+            report = compare(self.target.engine, self.output_names, outputs, refs, tolerance)
             if not report.ok:
-                bundle = self._debug_bundle(path, ins, refs, result.outputs, report, debug_dir)
+                bundle = self._debug_bundle(path, ins, refs, outputs, report, debug_dir)
                 raise CheckMismatchError(str(report), report, bundle)
         log.info("%s", report)
         return report
@@ -161,7 +155,7 @@ class Artifact:
         saved = self.saved_path
         if saved is not None and saved.exists():
             form, _ = artifact_form(saved)
-            if form == "dir" or not isinstance(self.target, KhronosNNEF):
+            if form == "dir" or self.target.reads_archives:
                 return saved
             out = tmp / "model"
             out.mkdir()

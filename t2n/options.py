@@ -20,7 +20,7 @@ from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.io import check_given_names
-from t2n.ir import DType
+from t2n.ir import DType, OpSet, OpTable
 from t2n.passes.base import Pass
 from t2n.passes.dynamic_axes import dynamic_axes_form
 
@@ -53,13 +53,12 @@ def check_compile_options(
 ) -> CompileOptions:
     """Every option of ``compile`` that can be checked without the model (``flags``:
     the options that must be True or False, by name)."""
-    tract = target.name == "tract"
     check_flags(flags or {})
     if kwargs is not None and (not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)):
         raise InvalidArgumentError(f"kwargs must be a dict of keyword arguments (name → value), got {kwargs!r}")
     for what, given in (("input", input_names), ("output", output_names)):
         if given is not None:
-            check_given_names(given, what, tract=tract)
+            check_given_names(given, what, rules=target.identifier_rules)
     _check_passes(passes)
     axes = dynamic_axes_form(dynamic_axes)
     if axes and not target.supports_symbols:
@@ -71,7 +70,7 @@ def check_compile_options(
         tolerance=Tolerance.parse(tolerance),
         log_level=check_log_level(log_level),
         dynamic_axes=axes,
-        custom_extensions=check_custom_extensions(custom_extensions, tract=tract),
+        custom_extensions=check_custom_extensions(custom_extensions, allowed=target.accepts_extension_lines),
     )
 
 
@@ -194,3 +193,15 @@ def confirm_rendered_names(input_ids: Sequence[str], output_ids: Sequence[str],
             f"{list(output_ids)}, but the artifact would report {list(input_names)} and "
             f"{list(output_names)}; please report this with the model"
         )
+
+
+def check_op_set(op_set: object) -> OpSet | None:
+    """``compile(op_set=...)``: ``None`` (the built-in ops) or an :class:`OpSet`."""
+    if op_set is None or isinstance(op_set, OpSet):
+        return op_set
+    hint = (" (an OpTable is one family of ops: pass OpSet.default().extended(table))"
+            if isinstance(op_set, OpTable) else "")
+    raise InvalidArgumentError(
+        f"op_set must be a t2n.ir.OpSet such as OpSet.default().extended([...]), got "
+        f"{type(op_set).__name__}{hint}"
+    )

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 import attrs
+import numpy as np
 
 from t2n.errors import InvalidArgumentError
 from t2n.ir import DType
+from t2n.ir.identifiers import STANDARD_IDENTIFIERS, TRACT_IDENTIFIERS, IdentifierRules
 
 if TYPE_CHECKING:
+    from t2n.backends.nnef.context import Emitter
     from t2n.backends.nnef.renderer import NNEFRenderer
 
 
@@ -43,14 +48,33 @@ def _bf16(value: object) -> DType:
 
 
 class Target:
-    """Base of export targets. ``version`` gates which ops may be used; ``bf16_as``
-    is the type bf16 weights and activations are exported as (neither format has bf16)."""
+    """Base of export targets: what the artifact is written for, how it is rendered
+    (:meth:`renderer`, with the emitters of :meth:`emitter_table`) and how it is run
+    (:meth:`run`, used by ``Artifact.check``). ``version`` gates which ops may be
+    used; ``bf16_as`` is the type bf16 weights and activations are exported as
+    (neither format has bf16).
+
+    A new target subclasses one of the built-in ones (or this class) with
+    ``@attrs.frozen`` and overrides what differs; emitters and fragments for one
+    target are added with :meth:`with_emitters`, which returns a new target.
+    """
 
     version: str
     bf16_as: DType
+    emitters: Mapping[str, Emitter]
+    """Emitters added to (or replacing) the built-in ones, by IR op kind."""
+    fragments: Mapping[str, str]
+    """NNEF fragment texts added to the built-in ones, by fragment name."""
 
     name: ClassVar[str] = ""
     supports_symbols: ClassVar[bool] = False
+    accepts_extension_lines: ClassVar[bool] = False
+    """``custom_extensions`` (tract ``extension`` lines) may be given."""
+    reads_archives: ClassVar[bool] = False
+    """:meth:`run` loads a ``.tar``/``.tgz`` as it is (else it is given a folder)."""
+    identifier_rules: ClassVar[IdentifierRules] = STANDARD_IDENTIFIERS
+    """Which names this target's engine reads as identifiers (input/output names,
+    and the names emitters make up)."""
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -60,10 +84,91 @@ class Target:
         return self.version_tuple >= parse_version(version)
 
     def renderer(self) -> NNEFRenderer:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not say how to render (define renderer())")
+
+    def run(self, path: Path, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
+            symbols: Mapping[str, int] | None = None) -> list[np.ndarray]:
+        """Run the artifact at ``path`` (a folder, or a ``.tar``/``.tgz`` when
+        :attr:`reads_archives`) on ``inputs`` in this target's engine; its outputs.
+        ``registries``: the tract registries the graph uses; ``symbols``: values for
+        symbolic dimensions."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how to run an artifact (define run())")
+
+    @property
+    def engine(self) -> str:
+        """The engine :meth:`run` uses, as check reports name it."""
+        return str(self)
+
+    def builtin_emitters(self) -> Mapping[str, Emitter]:
+        """The emitters t2n ships for this target (none for a bare ``Target``)."""
+        return {}
+
+    def emitter_table(self) -> dict[str, Emitter]:
+        """IR op kind → emitter: the built-in ones, then :attr:`emitters`."""
+        return {**self.builtin_emitters(), **self.emitters}
+
+    def fragment_text(self, name: str) -> str:
+        """The text of NNEF fragment ``name``: one added to this target, else one of t2n's."""
+        if name in self.fragments:
+            return self.fragments[name]
+        return builtin_fragment(name, str(self))
+
+    def with_emitters(
+        self,
+        emitters: Mapping[str, Emitter] | None = None,
+        *,
+        fragments: Mapping[str, str | os.PathLike[str]] | None = None,
+        override: bool = False,
+    ) -> Self:
+        """A copy of this target that also renders with ``emitters`` (IR op kind →
+        ``fn(ctx, op)``) and knows the NNEF ``fragments`` (name → fragment text, or the
+        path of a ``.nnef`` file holding it) that emitters ask for with
+        ``ctx.use_fragment(name)``. Replacing an emitter or fragment this target
+        already has takes ``override=True``. The target itself is not changed."""
+        from t2n.backends.additions import checked_emitters, checked_fragments
+
+        fields = {a.name for a in getattr(type(self), "__attrs_attrs__", ())}
+        if not {"emitters", "fragments"} <= fields:
+            raise InvalidArgumentError(
+                f"{type(self).__name__}.with_emitters needs an @attrs.frozen target with "
+                "'emitters' and 'fragments' fields (subclass TractNNEF or KhronosNNEF)"
+            )
+        new_emitters = checked_emitters(self, emitters or {}, override)
+        new_fragments = checked_fragments(self, fragments or {}, override)
+        evolved: Self = attrs.evolve(cast(Any, self), emitters={**self.emitters, **new_emitters},
+                                     fragments={**self.fragments, **new_fragments})
+        return evolved
 
     def __str__(self) -> str:
         return f"{type(self).__name__}({self.version!r})"
+
+
+def builtin_fragment(name: str, target: str) -> str:
+    """The text of t2n's own fragment ``name`` (a ``.nnef`` file beside the emitters)."""
+    from importlib import resources
+
+    path = resources.files("t2n.backends.nnef").joinpath(f"fragments/{name}.nnef")
+    if not _IDENTIFIER.match(name) or not path.is_file():
+        raise InvalidArgumentError(
+            f"{target} has no NNEF fragment {name!r}; add it to the target with "
+            f".with_emitters(fragments={{{name!r}: text}})"
+        )
+    return path.read_text().strip()
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _emitter_field() -> Any:
+    from t2n.backends.additions import emitter_map
+
+    return attrs.field(factory=dict, kw_only=True, converter=emitter_map, repr=False, hash=False)
+
+
+def _fragment_field() -> Any:
+    from t2n.backends.additions import fragment_map
+
+    return attrs.field(factory=dict, kw_only=True, converter=fragment_map, repr=False, hash=False)
 
 
 def _axes(value: object) -> Mapping[str, Mapping[int, str]] | None:
@@ -75,7 +180,7 @@ def _axes(value: object) -> Mapping[str, Mapping[int, str]] | None:
 def _extensions(value: object) -> tuple[str, ...]:
     from t2n.backends.nnef.extensions import check_custom_extensions
 
-    return check_custom_extensions(value, tract=True, where="TractNNEF(custom_extensions=...)")
+    return check_custom_extensions(value, allowed=True, where="TractNNEF(custom_extensions=...)")
 
 
 @attrs.frozen
@@ -90,18 +195,40 @@ class TractNNEF(Target):
     bf16_as: DType = attrs.field(default=DType.F16, converter=_bf16)
     dynamic_axes: Mapping[str, Mapping[int, str]] | None = attrs.field(default=None, converter=_axes)
     custom_extensions: Sequence[str] = attrs.field(default=(), converter=_extensions)
+    emitters: Mapping[str, Emitter] = _emitter_field()
+    fragments: Mapping[str, str] = _fragment_field()
 
     name: ClassVar[str] = "tract"
     supports_symbols: ClassVar[bool] = True
+    accepts_extension_lines: ClassVar[bool] = True
+    reads_archives: ClassVar[bool] = True
+    identifier_rules: ClassVar[IdentifierRules] = TRACT_IDENTIFIERS
 
     def __attrs_post_init__(self) -> None:
         if parse_version(self.version, "TractNNEF version") < (0, 19, 0):
             raise InvalidArgumentError(f"t2n emits for tract 0.19 and newer, not {self.version}")
 
+    def builtin_emitters(self) -> Mapping[str, Emitter]:
+        from t2n.backends.nnef.renderer import emitter_table
+
+        return emitter_table("tract")
+
     def renderer(self) -> NNEFRenderer:
         from t2n.backends.nnef.renderer import tract_renderer
 
         return tract_renderer(self)
+
+    def run(self, path: Path, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
+            symbols: Mapping[str, int] | None = None) -> list[np.ndarray]:
+        """Run in tract's Python package, in a worker process (a crash in tract is an
+        ``EngineCrashedError``, not the end of this process)."""
+        from t2n.check.engines import run_tract
+
+        return run_tract(str(path), inputs, registries=registries, symbols=symbols).outputs
+
+    @property
+    def engine(self) -> str:
+        return f"tract {self.version}"
 
 
 KHRONOS_VERSIONS = ((1, 0, 5),)
@@ -114,6 +241,8 @@ class KhronosNNEF(Target):
 
     version: str = "1.0.5"
     bf16_as: DType = attrs.field(default=DType.F32, converter=_bf16)
+    emitters: Mapping[str, Emitter] = _emitter_field()
+    fragments: Mapping[str, str] = _fragment_field()
 
     name: ClassVar[str] = "khronos"
 
@@ -124,7 +253,24 @@ class KhronosNNEF(Target):
                 f"nnef-tools implement), not {self.version!r}; use KhronosNNEF('1.0.5')"
             )
 
+    def builtin_emitters(self) -> Mapping[str, Emitter]:
+        from t2n.backends.nnef.renderer import emitter_table
+
+        return emitter_table("khronos")
+
     def renderer(self) -> NNEFRenderer:
         from t2n.backends.nnef.renderer import khronos_renderer
 
         return khronos_renderer(self)
+
+    def run(self, path: Path, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
+            symbols: Mapping[str, int] | None = None) -> list[np.ndarray]:
+        """Parse with the Khronos ``nnef`` parser and run in the nnef-tools PyTorch
+        interpreter (a folder; Khronos NNEF has no symbols or registries)."""
+        from t2n.check.engines import run_khronos
+
+        return run_khronos(str(path), inputs).outputs
+
+    @property
+    def engine(self) -> str:
+        return "Khronos NNEF interpreter"

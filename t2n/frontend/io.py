@@ -18,7 +18,7 @@ import attrs
 import torch
 
 from t2n.errors import InvalidArgumentError
-from t2n.ir.identifiers import identifier_problem, make_identifier
+from t2n.ir.identifiers import IdentifierRules
 
 log = logging.getLogger("t2n")
 
@@ -129,7 +129,7 @@ def io_names(
     input_paths: Sequence[str],
     output_paths: Sequence[str],
     *,
-    tract: bool,
+    rules: IdentifierRules,
 ) -> tuple[list[str], list[str]]:
     """The names of the graph's inputs and outputs, exactly as graph.nnef will have them.
 
@@ -140,12 +140,12 @@ def io_names(
     valid and distinct instead (``my key`` → ``my_key``, ``graph`` → ``graph_``, a
     second ``x`` → ``x_1``), and each such change is logged as a warning.
     """
-    ins = (_derived(input_names_from_paths(input_paths), input_paths, "input", set(), tract)
+    ins = (_derived(input_names_from_paths(input_paths), input_paths, "input", set(), rules)
            if input_names is None else _given(input_names, len(input_paths), "input",
-                                               input_names_from_paths(input_paths), tract))
-    outs = (_derived(output_names_from_paths(output_paths), output_paths, "output", set(ins), tract)
+                                               input_names_from_paths(input_paths), rules))
+    outs = (_derived(output_names_from_paths(output_paths), output_paths, "output", set(ins), rules)
             if output_names is None else _given(output_names, len(output_paths), "output",
-                                                 output_names_from_paths(output_paths), tract))
+                                                 output_names_from_paths(output_paths), rules))
     if output_names is not None:
         clash = [n for n in outs if n in ins]
         if clash:
@@ -157,7 +157,7 @@ def io_names(
     return ins, outs
 
 
-def check_given_names(given: object, what: str, *, tract: bool) -> list[str]:
+def check_given_names(given: object, what: str, *, rules: IdentifierRules) -> list[str]:
     """``input_names``/``output_names`` as the caller gave them, or an
     :class:`InvalidArgumentError` naming the first bad name and the rule it breaks."""
     if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
@@ -166,7 +166,7 @@ def check_given_names(given: object, what: str, *, tract: bool) -> list[str]:
         )
     names = list(given)
     for i, name in enumerate(names):
-        problem = identifier_problem(name, tract=tract)
+        problem = rules.problem(name)
         if problem:
             raise InvalidArgumentError(
                 f"{what}_names[{i}] = {name!r} {problem}; graph.nnef refers to {what}s by "
@@ -179,8 +179,8 @@ def check_given_names(given: object, what: str, *, tract: bool) -> list[str]:
     return names
 
 
-def _given(given: Sequence[str], count: int, what: str, default: Sequence[str], tract: bool) -> list[str]:
-    names = check_given_names(given, what, tract=tract)
+def _given(given: Sequence[str], count: int, what: str, default: Sequence[str], rules: IdentifierRules) -> list[str]:
+    names = check_given_names(given, what, rules=rules)
     if len(names) != count:
         raise InvalidArgumentError(
             f"{len(names)} {what} names given but the model has {count} {what} tensors "
@@ -190,10 +190,10 @@ def _given(given: Sequence[str], count: int, what: str, default: Sequence[str], 
 
 
 def _derived(names: Sequence[str], paths: Sequence[str], what: str, taken: set[str],
-             tract: bool) -> list[str]:
+             rules: IdentifierRules) -> list[str]:
     out: list[str] = []
     for name, path in zip(names, paths):
-        final = make_identifier(name, tract=tract, fallback=what, taken=lambda n: n in taken)
+        final = rules.make(name, fallback=what, taken=lambda n: n in taken)
         taken.add(final)
         out.append(final)
         if final != name or not _PLAIN_PATH.match(path):

@@ -35,7 +35,7 @@ from t2n.frontend.views import (
     ViewTracker,
     aliases_input,
 )
-from t2n.ir import DType, Graph, SourceLoc, TensorType, Value
+from t2n.ir import DType, Graph, OpSet, SourceLoc, TensorType, Value
 
 log = logging.getLogger("t2n.frontend")
 
@@ -57,11 +57,12 @@ class Lowering:
         output_names: Sequence[str],
         graph_name: str = "main",
         static_sizes: bool = False,
+        op_set: OpSet | None = None,
     ) -> None:
         self.traced = traced
         self.registry = registry
         self.scope_prefix = traced.scope_prefix
-        self.graph = Graph(graph_name)
+        self.graph = Graph(graph_name, op_set)
         self.env: dict[int, Any] = {}
         self.params: dict[int, Value] = {}
         self.problems: list[OpProblem] = []
@@ -306,10 +307,13 @@ def lower(
     output_names: Sequence[str],
     *,
     static_sizes: bool = False,
+    op_set: OpSet | None = None,
 ) -> Graph:
     """Lower a traced model into an IR graph (raises UnsupportedOpsError listing all problems).
 
     ``static_sizes``: no dynamic axis will be inserted, so sizes may be used as numbers
     (the same graph once constants are folded, found with far fewer ops). Without it,
-    sizes stay graph computations that the dynamic-axes pass can make symbolic."""
-    return Lowering(traced, registry, input_names, output_names, static_sizes=static_sizes).run()
+    sizes stay graph computations that the dynamic-axes pass can make symbolic.
+    ``op_set``: the IR ops the rules may create (default: the built-in ones)."""
+    return Lowering(traced, registry, input_names, output_names, static_sizes=static_sizes,
+                    op_set=op_set).run()

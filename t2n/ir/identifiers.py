@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import attrs
+
 NNEF_KEYWORDS = frozenset([
     "version", "extension", "fragment", "graph", "tensor", "integer", "scalar", "logical",
     "string", "true", "false", "for", "in", "if", "else", "yield", "length_of", "shape_of",
@@ -30,39 +32,73 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NOT_IDENTIFIER_CHAR = re.compile(r"[^A-Za-z0-9_]")
 
 
+@attrs.frozen
+class IdentifierRules:
+    """Which names an engine reads as identifiers: NNEF's rule, plus the identifier
+    starts (``literal_prefixes``) that this engine reads as literals. A target says
+    which rules it follows (``Target.identifier_rules``)."""
+
+    literal_prefixes: tuple[str, ...] = ()
+    reader: str = "NNEF"
+    """Who reads the names, as error messages say it."""
+
+    def problem(self, name: object) -> str:
+        """Why ``name`` cannot be an identifier in graph.nnef, or ``""``."""
+        if not isinstance(name, str):
+            return f"is not a string (type {type(name).__name__})"
+        if not name:
+            return "is empty"
+        if not _IDENTIFIER.match(name):
+            return ("is not an NNEF identifier (ASCII letters, digits and '_', not starting "
+                    "with a digit)")
+        if name in NNEF_KEYWORDS:
+            return "is an NNEF keyword"
+        start = self._literal_start(name)
+        if start:
+            return f"starts with {start!r}, which {self.reader} reads as a literal"
+        return ""
+
+    def _literal_start(self, name: str) -> str:
+        return next((p for p in self.literal_prefixes if name.startswith(p)), "")
+
+    def usable(self, name: str) -> str:
+        """``name`` (letters, digits and ``_``, not starting with a digit) changed as
+        little as needed to be read as an identifier: a keyword gets ``_`` after it, a
+        literal start gets ``_`` before it."""
+        if name in NNEF_KEYWORDS:
+            name += "_"
+        return "_" + name if self._literal_start(name) else name
+
+    def make(self, text: str, *, fallback: str, taken: Callable[[str], bool]) -> str:
+        """A valid identifier made from ``text``, deterministically: other characters
+        become ``_``, a leading digit gets ``fallback_`` before it (an empty result is
+        ``fallback``), then :meth:`usable`, and a name already ``taken`` gets ``_1``,
+        ``_2``…"""
+        name = _NOT_IDENTIFIER_CHAR.sub("_", text)
+        if not name:
+            name = fallback
+        elif name[0].isdigit():
+            name = f"{fallback}_{name}"
+        base = name = self.usable(name)
+        i = 1
+        while taken(name):
+            name = f"{base}_{i}"
+            i += 1
+        return name
+
+
+STANDARD_IDENTIFIERS = IdentifierRules()
+"""NNEF 1.0.5's rule, as the Khronos parser applies it."""
+
+TRACT_IDENTIFIERS = IdentifierRules(TRACT_LITERAL_PREFIXES, "tract")
+"""NNEF's rule, and no identifier starting as a literal tract reads."""
+
+
 def identifier_problem(name: object, *, tract: bool) -> str:
     """Why ``name`` cannot be an identifier in graph.nnef (``tract``: for tract), or ``""``."""
-    if not isinstance(name, str):
-        return f"is not a string (type {type(name).__name__})"
-    if not name:
-        return "is empty"
-    if not _IDENTIFIER.match(name):
-        return ("is not an NNEF identifier (ASCII letters, digits and '_', not starting "
-                "with a digit)")
-    if name in NNEF_KEYWORDS:
-        return "is an NNEF keyword"
-    if tract and name.startswith(TRACT_LITERAL_PREFIXES):
-        start = next(p for p in TRACT_LITERAL_PREFIXES if name.startswith(p))
-        return f"starts with {start!r}, which tract reads as a literal"
-    return ""
+    return (TRACT_IDENTIFIERS if tract else STANDARD_IDENTIFIERS).problem(name)
 
 
 def make_identifier(text: str, *, tract: bool, fallback: str, taken: Callable[[str], bool]) -> str:
-    """A valid identifier made from ``text``, deterministically: other characters
-    become ``_``, a leading digit gets ``fallback_`` before it (an empty result is
-    ``fallback``), a keyword gets ``_`` after it, a tract literal start gets ``_``
-    before it, and a name already ``taken`` gets ``_1``, ``_2``…"""
-    name = _NOT_IDENTIFIER_CHAR.sub("_", text)
-    if not name:
-        name = fallback
-    elif name[0].isdigit():
-        name = f"{fallback}_{name}"
-    if name in NNEF_KEYWORDS:
-        name += "_"
-    if tract and name.startswith(TRACT_LITERAL_PREFIXES):
-        name = "_" + name
-    base, i = name, 1
-    while taken(name):
-        name = f"{base}_{i}"
-        i += 1
-    return name
+    """:meth:`IdentifierRules.make` with the rules of tract (``tract``) or standard NNEF."""
+    return (TRACT_IDENTIFIERS if tract else STANDARD_IDENTIFIERS).make(text, fallback=fallback, taken=taken)

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from t2n.errors import InvalidArgumentError
 from t2n.ir.types import TensorType
 
 
@@ -104,18 +105,24 @@ class OpTable:
 
 
 class OpSet:
-    """The op kinds a graph may use, by name. Extendable per compilation."""
+    """The op kinds a graph may use, by name. Immutable: :meth:`extended` returns a new
+    op set, so a user's ops live in the op set passed to one ``compile`` call and
+    never in the built-in one."""
 
     def __init__(self, schemas: Iterable[OpSchema] = ()) -> None:
         self._schemas: dict[str, OpSchema] = {}
         for s in schemas:
-            self.register(s)
+            self._add(s)
 
-    def register(self, schema: OpSchema) -> OpSchema:
-        if schema.name in self._schemas:
-            raise DuplicateKeyError(f"op {schema.name!r} is already in this op set")
+    def _add(self, schema: OpSchema, override: bool = False) -> None:
+        if not isinstance(schema, OpSchema):
+            raise InvalidArgumentError(f"an op set holds OpSchema objects, got {type(schema).__name__} {schema!r}")
+        if schema.name in self._schemas and not override:
+            raise DuplicateKeyError(
+                f"op {schema.name!r} is already in this op set; give it another name, "
+                "or pass override=True to replace it"
+            )
         self._schemas[schema.name] = schema
-        return schema
 
     def get(self, name: str) -> OpSchema:
         try:
@@ -129,10 +136,13 @@ class OpSet:
     def names(self) -> list[str]:
         return sorted(self._schemas)
 
-    def extended(self, schemas: Iterable[OpSchema]) -> OpSet:
+    def extended(self, schemas: OpTable | Iterable[OpSchema], *, override: bool = False) -> OpSet:
+        """A new op set with ``schemas`` (an :class:`OpTable` or :class:`OpSchema` objects)
+        added; a name already defined raises unless ``override=True``."""
+        items = schemas.schemas.values() if isinstance(schemas, OpTable) else schemas
         out = OpSet(self._schemas.values())
-        for s in schemas:
-            out.register(s)
+        for s in items:
+            out._add(s, override)
         return out
 
     _default: OpSet | None = None
@@ -149,6 +159,6 @@ class OpSet:
                 table = getattr(mod, "TABLE", None)
                 if isinstance(table, OpTable):
                     for schema in table.schemas.values():
-                        out.register(schema)
+                        out._add(schema)
             cls._default = out
         return cls._default

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -13,7 +12,6 @@ import numpy as np
 from t2n.errors import OpProblem
 from t2n.ir import ArrayData, DType, Graph, Op, Sym, TensorData, Trait, Value
 from t2n.ir.graph import sanitize_name
-from t2n.ir.identifiers import NNEF_KEYWORDS, TRACT_LITERAL_PREFIXES, identifier_problem
 
 if TYPE_CHECKING:
     from t2n.backends.target import Target
@@ -104,11 +102,7 @@ class EmitContext:
 
     # -- identifiers ---------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        base = sanitize_name(hint)
-        if base in NNEF_KEYWORDS:
-            base += "_"
-        if self.target.name == "tract" and base.startswith(TRACT_LITERAL_PREFIXES):
-            base = "_" + base  # tract reads `info`, `inf_x` or `true_divide` as a literal
+        base = self.target.identifier_rules.usable(sanitize_name(hint))
         name, i = base, 1
         while name in self._used:
             name = f"{base}_{i}"
@@ -130,7 +124,7 @@ class EmitContext:
         """Give ``v`` exactly ``name`` (graph inputs and outputs keep the user's names,
         which the frontend has checked; anything else gets a fresh name)."""
         if (name in self._used and self._ids.get(v) != name) or \
-                identifier_problem(name, tract=self.target.name == "tract"):
+                self.target.identifier_rules.problem(name):
             name = self.fresh(name)
         self._used.add(name)
         self._ids[v] = name
@@ -151,22 +145,23 @@ class EmitContext:
         (constants are materialized on first use)."""
         data = self.const_data(v)
         if data is not None and data.ndim == 0 and data.dtype != object:
-            if v.type.dtype.is_float and not math.isfinite(float(data.item())) and (
-                    self.target.name != "tract" or math.isnan(float(data.item()))):
-                # NaN has no NNEF literal, nor has infinity in Khronos NNEF: a .dat holds them
-                return self.materialize(v, data)
-            if v.type.dtype is DType.F64 and self.target.name == "tract" and \
-                    float(np.float32(np.clip(data, -3e38, 3e38))) != float(data.item()):
-                # tract parses float literals as f32: 0.1 would lose its f64 digits
-                return self.materialize(v, data)
-            if v.type.dtype.is_int and self.target.name == "tract":
-                # tract reads an integer literal as a TDim, and i64 op TDim gives a TDim
-                # that cannot be returned: say which integer type it is.
-                return self.call("tract_core_cast", Raw(literal(data.item())), to=v.type.dtype.value)
-            return literal(data.item())
+            return self.scalar_operand(v, data)
         if data is not None:
             return self.materialize(v, data)
         return self.id(v)
+
+    def scalar_operand(self, v: Value, data: np.ndarray) -> str:
+        """A scalar constant as an operand, in standard NNEF: a literal, except for
+        infinities and NaN, which have none (a .dat holds them). A target whose engine
+        reads literals differently gives its renderer a context that overrides this."""
+        if v.type.dtype.is_float and not math.isfinite(float(data.item())):
+            return self.materialize(v, data)
+        return literal(data.item())
+
+    def typed_float(self, value: float, dtype: DType) -> Raw | float:
+        """A float literal standing for a ``dtype`` value where the op does not convert
+        its operands (a ``select`` branch). Standard NNEF literals have no precision."""
+        return value
 
     def arg_at_rank(self, v: Value, rank: int) -> str:
         """``v`` as an operand of a broadcasting op of output rank ``rank``.
@@ -251,8 +246,7 @@ class EmitContext:
 
     def use_fragment(self, name: str) -> str:
         if name not in self.fragments:
-            text = resources.files("t2n.backends.nnef").joinpath(f"fragments/{name}.nnef").read_text()
-            self.fragments[name] = text.strip()
+            self.fragments[name] = self.target.fragment_text(name)
         return name
 
     def unsupported(self, reason: str) -> None:

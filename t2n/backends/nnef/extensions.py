@@ -32,12 +32,13 @@ _FORM = ("each must be one extension line without the leading 'extension', such 
          "'tract_assert S + P <= 4096' or 'tract_symbol B'")
 
 
-def check_custom_extensions(lines: object, *, tract: bool, where: str = "custom_extensions") -> tuple[str, ...]:
+def check_custom_extensions(lines: object, *, allowed: bool, where: str = "custom_extensions") -> tuple[str, ...]:
     """``lines`` as extension texts ready for graph.nnef, or an :class:`InvalidArgumentError`
-    naming the bad line and the rule it breaks."""
+    naming the bad line and the rule it breaks (``allowed``: the target takes tract
+    extension lines)."""
     if isinstance(lines, (str, bytes)) or not isinstance(lines, Sequence):
         raise InvalidArgumentError(f"{where} must be a list of strings ({_FORM}), got {lines!r}")
-    if lines and not tract:
+    if lines and not allowed:
         raise InvalidArgumentError(
             f"{where}: Khronos NNEF has no custom extensions (they are tract extension "
             "lines); export to TractNNEF, or drop them"

@@ -1,8 +1,10 @@
 """Render an IR graph as an NNEF document plus the tensors it refers to.
 
 One base renderer walks the graph; tract and Khronos differ by their emitter
-tables (built from the ``COMMON``/``TRACT``/``KHRONOS`` tables of every module in
-``t2n.backends.nnef.emit``) and by a few hooks (inputs, header, properties).
+tables (the target's :meth:`~t2n.backends.target.Target.emitter_table`: the
+``COMMON``/``TRACT``/``KHRONOS`` tables of every module in ``t2n.backends.nnef.emit``,
+then the user's), by the emission context's literal rules and by a few hooks
+(inputs, header, properties).
 Everything is rendered in memory first: an export that cannot be expressed fails
 before a byte is written.
 """
@@ -24,6 +26,7 @@ from t2n.backends.nnef.context import (
     literal,
     nnef_type,
 )
+from t2n.backends.nnef.tract import TractEmitContext
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
 from t2n.errors import NotExpressibleError, OpProblem
 from t2n.ir import DType, Graph, Sym, Value
@@ -62,6 +65,8 @@ class NNEFRenderer:
     """Base renderer. Subclasses override the hooks below and supply a table."""
 
     flavour = ""
+    context_type: type[EmitContext] = EmitContext
+    """The emission context, whose literal rules follow the target's engine."""
 
     def __init__(self, target: Target, emitters: Mapping[str, Emitter]) -> None:
         self.target = target
@@ -110,7 +115,7 @@ class NNEFRenderer:
         if problems:
             raise NotExpressibleError(problems, str(self.target))
 
-        ctx = EmitContext(self.target, graph)
+        ctx = self.context_type(self.target, graph)
         ctx.reserve_names(self.symbols(graph))
         # The names the artifact reports (compile checked them); else the values' own.
         in_names, out_names = graph.metadata.get(
@@ -172,6 +177,7 @@ class NNEFRenderer:
 
 class TractRenderer(NNEFRenderer):
     flavour = "tract"
+    context_type = TractEmitContext
     target: TractNNEF
 
     _STD_EXTERNAL = {DType.F32: "scalar", DType.I64: "integer", DType.BOOL: "logical"}
@@ -266,8 +272,8 @@ def emitter_table(flavour: str) -> dict[str, Emitter]:
 
 
 def tract_renderer(target: TractNNEF) -> TractRenderer:
-    return TractRenderer(target, emitter_table("tract"))
+    return TractRenderer(target, target.emitter_table())
 
 
 def khronos_renderer(target: KhronosNNEF) -> KhronosRenderer:
-    return KhronosRenderer(target, emitter_table("khronos"))
+    return KhronosRenderer(target, target.emitter_table())

@@ -49,12 +49,8 @@ KHRONOS.add("select", _same("select"))
 
 
 def typed_literal(ctx: EmitContext, value: float, dtype: DType) -> Raw | float:
-    """A float literal for a ``select`` branch: tract reads literals as f32 and, unlike
-    binary ops, ``select`` does not convert them to the other branch's type."""
-    to = ctx.target.bf16_as if dtype is DType.BF16 else dtype
-    if ctx.target.name != "tract" or to is DType.F32:
-        return value
-    return Raw(ctx.call("tract_core_cast", value, to=to.value))
+    """A float literal for a ``select`` branch (see :meth:`EmitContext.typed_float`)."""
+    return ctx.typed_float(value, dtype)
 
 
 def _f32_exact(x: float) -> bool:
