@@ -41,7 +41,7 @@ def check_target(target: object) -> Target:
     target = target if target is not None else TractNNEF()
     if not isinstance(target, Target):
         raise InvalidArgumentError(
-            f"target must be t2n.TractNNEF(...) or t2n.KhronosNNEF(...), got {target!r}"
+            f"target must be t2n.TractNNEF(...), t2n.KhronosNNEF(...) or another t2n.Target, got {target!r}"
         )
     return target
 

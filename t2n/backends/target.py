@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 import attrs
@@ -61,9 +62,9 @@ class Target:
 
     version: str
     bf16_as: DType
-    emitters: Mapping[str, Emitter]
+    emitters: Mapping[str, Emitter] = MappingProxyType({})
     """Emitters added to (or replacing) the built-in ones, by IR op kind."""
-    fragments: Mapping[str, str]
+    fragments: Mapping[str, str] = MappingProxyType({})
     """NNEF fragment texts added to the built-in ones, by fragment name."""
 
     name: ClassVar[str] = ""

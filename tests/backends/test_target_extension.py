@@ -20,7 +20,7 @@ from t2n.errors import (
     NotExpressibleError,
     T2NError,
 )
-from t2n.ir import OpSet, OpTable
+from t2n.ir import DType, OpSet, OpTable
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -201,3 +201,30 @@ def test_identifier_rules_belong_to_the_target():
     assert art.input_names == ["inf_x"] and art.check().ok
     with pytest.raises(InvalidArgumentError, match="inf_x"):
         t2n.compile(custom_target.Gate().eval(), (torch.randn(4, 8),), input_names=["inf_x"])
+
+
+class _BareTarget(t2n.Target):
+    """A target written from the base class: standard NNEF, run by the Khronos interpreter."""
+
+    version = "1.0.5"
+    bf16_as = DType.F32
+    name = "bare"
+
+    def renderer(self):
+        from t2n.backends.nnef.renderer import KhronosRenderer
+
+        return KhronosRenderer(self, t2n.KhronosNNEF().builtin_emitters())
+
+    def run(self, path, inputs, *, registries=(), symbols=None):
+        return t2n.KhronosNNEF().run(path, inputs)
+
+
+def test_a_target_written_from_the_base_class_renders_and_runs():
+    target = _BareTarget()
+    art = t2n.compile(custom_target.Gate().eval(), (torch.randn(4, 8),), target)
+    assert art.check().ok and "tract" not in art.graph_nnef
+    with pytest.raises(InvalidArgumentError, match="attrs.frozen"):
+        target.with_emitters({"user_mish": _noop})
+    with pytest.raises(InvalidArgumentError, match="custom_extensions"):
+        t2n.compile(custom_target.Gate().eval(), (torch.randn(4, 8),), target,
+                    custom_extensions=["tract_assert S >= 1"])
