@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,9 +17,10 @@ import numpy as np
 from t2n.backends.nnef.context import TensorFile
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import KhronosNNEF, Target
+from t2n.check.bundle import BundleContent, BundleResult, write_bundle
 from t2n.check.compare import CheckReport, Tolerance, compare
 from t2n.check.engines import run_khronos, run_tract
-from t2n.errors import CheckMismatchError, InvalidArgumentError
+from t2n.errors import CheckMismatchError, EngineCrashedError, InvalidArgumentError
 from t2n.ir import Graph, print_graph
 from t2n.serialize.archive import artifact_form, open_writer, read_artifact
 from t2n.serialize.dat import dat_size, iter_dat
@@ -132,16 +132,22 @@ class Artifact:
             )
         with tempfile.TemporaryDirectory(prefix="t2n-check-") as tmp:
             path = self._engine_path(Path(tmp))
-            if isinstance(self.target, KhronosNNEF):
-                result = run_khronos(str(path), ins)
-                engine = "Khronos NNEF interpreter"
-            else:
-                result = run_tract(str(path), ins, registries=self.rendered.registries, symbols=symbols)
-                engine = f"tract {self.target.version}"
+            try:
+                if isinstance(self.target, KhronosNNEF):
+                    result = run_khronos(str(path), ins)
+                    engine = "Khronos NNEF interpreter"
+                else:
+                    result = run_tract(str(path), ins, registries=self.rendered.registries, symbols=symbols)
+                    engine = f"tract {self.target.version}"
+            except EngineCrashedError as exc:
+                bundle = self._debug_bundle(path, ins, refs, None, str(exc), debug_dir)
+                exc.bundle = bundle.path
+                exc.args = (f"{exc}\n{bundle.note}",)
+                raise
             report = compare(engine, self.output_names, result.outputs, refs, tolerance)
             if not report.ok:
-                bundle = self._debug_bundle(path, ins, refs, result.outputs, report, debug_dir)
-                raise CheckMismatchError(str(report), report, bundle)
+                bundle = self._debug_bundle(path, ins, refs, result.outputs, str(report), debug_dir)
+                raise CheckMismatchError(str(report), report, bundle.path, note=bundle.note)
         log.info("%s", report)
         return report
 
@@ -164,23 +170,14 @@ class Artifact:
         return out
 
     def _debug_bundle(self, path: Path, ins: list[np.ndarray], refs: list[np.ndarray],
-                      got: list[np.ndarray], report: CheckReport,
-                      debug_dir: str | os.PathLike[str] | None) -> str:
-        root = Path(debug_dir) if debug_dir else Path(tempfile.mkdtemp(prefix="t2n-debug-"))
-        root.mkdir(parents=True, exist_ok=True)
-        dest = root / "model"
-        if path.is_dir():
-            shutil.copytree(path, dest, dirs_exist_ok=True)
-        else:
-            shutil.copy2(path, root / path.name)
-        _save_npz(root / "inputs.npz", dict(zip(self.input_names, ins)))
-        _save_npz(root / "expected.npz", dict(zip(self.output_names, refs)))
-        _save_npz(root / "got.npz", {f"output_{i}": a for i, a in enumerate(got)})
-        (root / "ir.txt").write_text(print_graph(self.ir, with_locs=True))
-        (root / "report.txt").write_text(str(report) + "\n")
-        return str(root)
-
-
-def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    savez: Any = np.savez
-    savez(path, **arrays)
+                      got: list[np.ndarray] | None, what: str,
+                      debug_dir: str | os.PathLike[str] | None) -> BundleResult:
+        content = BundleContent(
+            model=path,
+            inputs=dict(zip(self.input_names, ins)),
+            expected=dict(zip(self.output_names, refs)),
+            got=None if got is None else {f"output_{i}": a for i, a in enumerate(got)},
+            ir_text=print_graph(self.ir, with_locs=True),
+            report_text=what,
+        )
+        return write_bundle(content, debug_dir)

@@ -112,7 +112,16 @@ class CheckError(T2NError):
 
 
 class EngineError(CheckError):
-    """The engine refused or failed to run the artifact (its message is included)."""
+    """The engine refused or failed to run the artifact (its message is included).
+
+    ``phase`` is what the engine was doing (``loading``, ``optimizing``, ``running``);
+    ``bundle`` the folder of the debug bundle, when one was written.
+    """
+
+    def __init__(self, message: str, *, phase: str = "", bundle: str | None = None) -> None:
+        self.phase = phase
+        self.bundle = bundle
+        super().__init__(message)
 
 
 class EngineCrashedError(EngineError):
@@ -122,9 +131,12 @@ class EngineCrashedError(EngineError):
 class CheckMismatchError(CheckError):
     """The engine's outputs differ from PyTorch's beyond the tolerance."""
 
-    def __init__(self, message: str, report: object = None, bundle: str | None = None) -> None:
+    def __init__(self, message: str, report: object = None, bundle: str | None = None,
+                 *, note: str = "") -> None:
         self.report = report
         self.bundle = bundle
-        if bundle:
+        if note:
+            message += f"\n{note}"
+        elif bundle:
             message += f"\nDebug bundle written to {bundle}"
         super().__init__(message)
