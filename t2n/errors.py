@@ -140,3 +140,27 @@ class CheckMismatchError(CheckError):
         elif bundle:
             message += f"\nDebug bundle written to {bundle}"
         super().__init__(message)
+
+
+# IR and NNEF emission: errors of the IR's own API and of emitters.
+class IRError(T2NError):
+    """The IR was built or edited wrongly (an edit, a dimension, a graph that breaks an
+    invariant). The IR's own classes also keep their Python base (ValueError, ...)."""
+
+
+class IRLookupError(IRError, KeyError):
+    """A name the IR does not know (an op kind, a symbol without a value) or holds twice."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class EmissionError(T2NError):
+    """An emitter failed to write an IR op as NNEF (a bad attribute, a bug in the
+    emitter). Names the op and where it came from; the emitter's exception is the cause."""
+
+    def __init__(self, message: str, *, op: str = "", module: str = "", source: str = "") -> None:
+        self.op = op
+        self.module = module
+        self.source = source
+        super().__init__(message)
