@@ -73,6 +73,7 @@ class EngineWorker:
         env.setdefault("OMP_NUM_THREADS", "1")
         self._proc = subprocess.Popen(
             self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, env=env,
+            bufsize=0,  # see t2n.check.protocol: select() must see every pending byte
         )
 
     def close(self) -> None:

@@ -1,13 +1,14 @@
 """Engine checks: a failed check always gives its typed error, a debug bundle (or a note
 saying why there is none), and, when the engine dies, what it was doing.
 
-Bad inputs tried here (13): a wrong `expected=`; a mismatch with the default bundle
+Bad inputs tried here (14): a wrong `expected=`; a mismatch with the default bundle
 folder; debug_dir that is an existing file; debug_dir under a file; a read-only
 debug_dir (a ro mount, where permitted); debug_dir whose parents do not exist; a
 debug_dir where a write fails half-way (a folder in the way of report.txt); a tract
 abort while running (out-of-range gather index) through `Artifact.check`; the same
 with an unwritable debug_dir; a tract abort while loading; a refusal while loading;
-a worker killed by SIGKILL while optimising; a worker that stops answering.
+a worker killed by SIGKILL while optimising; a worker that stops answering; phase
+markers and the reply arriving in one write.
 """
 
 import os
@@ -256,5 +257,23 @@ def test_worker_that_stops_answering_is_stopped_with_the_phase():
             worker.call("tract", {"path": "m"}, timeout=1.0)
         assert "did not answer within 1 s while running the model" in str(info.value)
         assert info.value.phase == "running" and worker.pid is None
+    finally:
+        worker.close()
+
+
+def test_phase_markers_and_the_reply_arriving_together_are_all_read():
+    """Markers and reply in one write: a buffered pipe would hide the reply from select()."""
+    worker = EngineWorker(_fake_worker("""
+        import pickle
+        reply = {"outputs": [], "input_facts": [], "output_facts": []}
+        msgs = [("phase", "loading"), ("phase", "optimizing"), ("phase", "running"), ("ok", reply)]
+        blob = b"".join(len(b).to_bytes(8, "little") + b for b in (pickle.dumps(m) for m in msgs))
+        out.write(blob)
+        out.flush()
+        recv(sys.stdin.buffer)
+    """))
+    try:
+        result = worker.call("tract", {"path": "m"}, timeout=10.0)
+        assert result.outputs == [] and result.input_facts == []
     finally:
         worker.close()
