@@ -119,7 +119,11 @@ class Artifact:
 
         By default the example inputs and the outputs PyTorch computed at export are
         used; pass ``inputs`` and ``expected`` to check other values. Raises
-        :class:`CheckMismatchError` (with a debug bundle) when outputs differ.
+        :class:`CheckMismatchError` when outputs differ, and :class:`EngineCrashedError`
+        (with the phase: loading, optimizing or running) when the engine dies; both
+        write a debug bundle to ``debug_dir`` (default: a new temporary folder) and name
+        it in the message. A ``debug_dir`` that cannot be written never replaces the
+        error: the message says why and where the bundle went instead.
         """
         ins = [np.asarray(x) for x in (inputs if inputs is not None else self.example_inputs)]
         refs = [np.asarray(x) for x in (expected if expected is not None else self.reference_outputs)]
