@@ -25,7 +25,7 @@ from t2n.frontend.context import (
 )
 from t2n.frontend.dtypes import float8_problem, to_ir
 from t2n.frontend.registry import LoweringRegistry
-from t2n.frontend.scalars import SCALAR_OPS, is_python_value
+from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_python_value
 from t2n.frontend.trace import TracedModel
 from t2n.frontend.views import (
     MAYBE_COPY_KINDS,
@@ -178,8 +178,8 @@ class Lowering:
             try:
                 self.env[outs[0].unique()] = SCALAR_OPS[node.kind()](*args)
                 return
-            except Exception:
-                pass
+            except SCALAR_FOLD_ERRORS:
+                pass  # not foldable in Python: the tensor rule below handles it
         if info is None:
             self.problem(node, "no lowering rule")
             for o in outs:

@@ -17,6 +17,7 @@ import attrs
 import networkx as nx
 import numpy as np
 
+from t2n.errors import IRError
 from t2n.ir.schema import InferContext, OpSchema, OpSet, Trait
 from t2n.ir.types import TensorType
 
@@ -100,7 +101,7 @@ class Op:
     @property
     def output(self) -> Value:
         if len(self._outputs) != 1:
-            raise ValueError(f"op {self.kind} has {len(self._outputs)} outputs")
+            raise GraphEditError(f"op {self.kind} has {len(self._outputs)} outputs; use .outputs")
         return self._outputs[0]
 
     @property
@@ -131,7 +132,7 @@ def sanitize_name(hint: str) -> str:
     return name
 
 
-class GraphEditError(ValueError):
+class GraphEditError(IRError, ValueError):
     """An edit that would break the graph's structure (e.g. removing a used op)."""
 
 

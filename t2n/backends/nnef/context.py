@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from t2n.errors import OpProblem
+from t2n.errors import OpProblem, T2NError
 from t2n.ir import ArrayData, DType, Graph, Op, Sym, TensorData, Trait, Value
 from t2n.ir.graph import sanitize_name
 from t2n.ir.identifiers import NNEF_KEYWORDS, TRACT_LITERAL_PREFIXES, identifier_problem
@@ -273,6 +273,13 @@ class EmitContext:
 Emitter = Callable[[EmitContext, Op], None]
 
 
+class DuplicateEmitterError(T2NError, KeyError):
+    """Two emitters claim the same IR op in one table."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class EmitterTable:
     """A family's emitters by IR op kind (duplicate keys raise)."""
 
@@ -282,7 +289,7 @@ class EmitterTable:
 
     def add(self, kind: str, fn: Emitter) -> None:
         if kind in self.emitters:
-            raise KeyError(f"emitter for {kind!r} defined twice in {self.family}")
+            raise DuplicateEmitterError(f"emitter for {kind!r} defined twice in {self.family}")
         self.emitters[kind] = fn
 
     def emitter(self, *kinds: str) -> Callable[[Emitter], Emitter]:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import attrs
 
 from t2n.backends.nnef.context import (
+    DuplicateEmitterError,
     EmitContext,
     Emitter,
     EmitterTable,
@@ -25,8 +26,8 @@ from t2n.backends.nnef.context import (
     nnef_type,
 )
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
-from t2n.errors import NotExpressibleError, OpProblem
-from t2n.ir import DType, Graph, Sym, Value
+from t2n.errors import EmissionError, NotExpressibleError, OpProblem
+from t2n.ir import DType, Graph, Op, Sym, Value
 
 
 @attrs.frozen
@@ -53,7 +54,7 @@ def _tables(flavour: str) -> dict[str, Emitter]:
             if isinstance(table, EmitterTable):
                 for k, fn in table.emitters.items():
                     if k in dest:
-                        raise KeyError(f"two {attr} emitters for {k!r} (second in {info.name})")
+                        raise DuplicateEmitterError(f"two {attr} emitters for {k!r} (second in {info.name})")
                     dest[k] = fn
     return {**common, **special}
 
@@ -99,6 +100,24 @@ class NNEFRenderer:
         return self.target.bf16_as if dtype is DType.BF16 else dtype
 
     # -- rendering -----------------------------------------------------------------
+    def _emit(self, ctx: EmitContext, op: Op) -> None:
+        """Run the emitter of ``op``; whatever it raises becomes an :class:`EmissionError`
+        naming the op and its place in the model, with the original as the cause."""
+        emitter = self.emitters[op.kind]
+        try:
+            emitter(ctx, op)
+        except EmissionError:
+            raise
+        except Exception as exc:  # any emitter bug, ours or a user's: typed, with its cause
+            name = f"{getattr(emitter, '__module__', '?')}.{getattr(emitter, '__qualname__', '?')}"
+            raise EmissionError(
+                f"the {self.flavour} emitter {name} failed on IR op '{op.kind}' "
+                f"({op.loc}): {type(exc).__name__}: {exc}\n"
+                "What to do: if this emitter is your own, fix it (its exception is chained "
+                "below); otherwise report it as a t2n bug with this message.",
+                op=op.kind, module=op.loc.module, source=op.loc.source,
+            ) from exc
+
     def render(self, graph: Graph) -> RenderedModel:
         problems = [
             OpProblem(op.loc.aten or op.kind, op.loc.module, op.loc.source,
@@ -129,7 +148,7 @@ class NNEFRenderer:
             if op.kind == "const":
                 continue
             ctx.op = op
-            self.emitters[op.kind](ctx, op)
+            self._emit(ctx, op)
         ctx.op = None
         output_ids: list[str] = []
         for v, wanted in zip(graph.outputs, out_names):
