@@ -159,11 +159,25 @@ def default_worker() -> EngineWorker:
     return _WORKER
 
 
+def require_engine(*modules: str, engine: str) -> None:
+    """Refuse at once, with what to install, when an engine's Python package is missing
+    (exporting works without them; checking needs them: the ``t2n[check]`` extra)."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise EngineError(
+            f"cannot run the artifact in {engine}: the Python package(s) {', '.join(missing)} "
+            "are not installed. What to do: pip install 't2n[check]' (tract, nnef, nnef-tools)"
+        )
+
+
 def run_tract(
     path: str, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
     symbols: Mapping[str, int] | None = None, worker: EngineWorker | None = None,
 ) -> EngineResult:
     """Load ``path`` (dir, .tar or .tgz) in tract and run it on ``inputs``."""
+    require_engine("tract", engine="tract")
     return (worker or default_worker()).call(
         "tract", {"path": str(path), "inputs": [np.asarray(x) for x in inputs],
                   "registries": list(registries), "symbols": dict(symbols) if symbols else None},
@@ -173,6 +187,7 @@ def run_tract(
 def run_khronos(path: str, inputs: Sequence[np.ndarray], *, worker: EngineWorker | None = None) -> EngineResult:
     """Parse ``path`` (a directory) with the Khronos parser and run it in the nnef-tools
     PyTorch interpreter."""
+    require_engine("nnef", "nnef_tools", engine="the Khronos NNEF interpreter")
     return (worker or default_worker()).call(
         "khronos", {"path": str(path), "inputs": [np.asarray(x) for x in inputs]}
     )
