@@ -310,9 +310,9 @@ def compile(
 
     t0 = time.perf_counter()
     graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes)
-    graph.metadata["io_names"] = (ins, outs)
-    graph.metadata["specializations"] = specialized
-    graph.metadata["properties"] = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
+    graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)
+    graph.info.specializations = specialized
+    graph.info.properties = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
     timings["lowering"] = time.perf_counter() - t0
     if verify_ir:
         verify(graph)
@@ -327,9 +327,7 @@ def compile(
     graph = result.graph
     timings["passes"] = time.perf_counter() - t0
 
-    if opts.custom_extensions:
-        graph.metadata["custom_extensions"] = [*graph.metadata.get("custom_extensions", []),
-                                               *opts.custom_extensions]
+    graph.info.custom_extensions += opts.custom_extensions
     t0 = time.perf_counter()
     rendered = target.renderer().render(graph)
     confirm_rendered_names(rendered.input_ids, rendered.output_ids, ins, outs)
