@@ -112,7 +112,12 @@ def normalize_dynamic_axes(
 
 @attrs.frozen
 class DynamicAxes(Pass):
-    """Replace traced input sizes by symbols; warn (or raise) where sizes were baked in."""
+    """Replace traced input sizes by symbols; warn (or raise) where sizes were baked in.
+
+    Idempotent: on a graph whose axes already are these symbols it changes nothing and
+    reports ``modified=False`` (the traced sizes are kept in ``graph.info.symbols``).
+    An axis that already is another symbol is refused with a ``DynamicAxesError``.
+    """
 
     axes: Mapping[str, Mapping[int, str]]
     strict: bool = False

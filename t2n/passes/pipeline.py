@@ -27,13 +27,7 @@ from t2n.passes.dead_node_elimination import DeadNodeElimination
 from t2n.passes.dynamic_axes import DynamicAxes
 from t2n.passes.fold_batch_norm import FoldBatchNorm
 from t2n.passes.manager import DumpFn, PassManager
-from t2n.passes.spec import NAME_RE, PipelineSpec, parse_pipeline
-
-DEFAULT_PIPELINE: tuple[str, ...] = ("bf16-as", "dynamic-axes", "cleanup", "fold-batch-norm", "cleanup")
-"""The names ``default`` stands for in a pipeline spec."""
-
-REQUIRED: tuple[str, ...] = ("bf16-as", "dynamic-axes")
-"""Passes compile always runs (a spec cannot remove them)."""
+from t2n.passes.spec import DEFAULT_PIPELINE, NAME_RE, REQUIRED, PipelineSpec, parse_pipeline
 
 
 def cleanup(verify_each: bool = False, dump: DumpFn | None = None) -> PassManager:

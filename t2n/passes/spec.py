@@ -34,6 +34,12 @@ from t2n.passes.base import Pass
 PipelineSpec = str | Sequence[str | Pass]
 """What ``compile(passes=...)`` and :func:`parse_pipeline` accept."""
 
+DEFAULT_PIPELINE: tuple[str, ...] = ("bf16-as", "dynamic-axes", "cleanup", "fold-batch-norm", "cleanup")
+"""The names ``default`` stands for in a pipeline spec."""
+
+REQUIRED: tuple[str, ...] = ("bf16-as", "dynamic-axes")
+"""Passes ``compile`` always runs (a spec cannot remove them)."""
+
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _ITEM = re.compile(rf"(?P<sign>[+-]?)(?P<name>{_NAME})(?:@(?P<where>before|after):(?P<anchor>{_NAME}))?")
 NAME_RE = re.compile(_NAME)
@@ -56,18 +62,23 @@ class _Item:
 
 def parse_pipeline(
     spec: PipelineSpec | object,
-    known: Mapping[str, Pass],
+    known: Mapping[str, Pass] | None = None,
     *,
-    default: Sequence[str] = (),
-    required: Collection[str] = (),
+    default: Sequence[str] = DEFAULT_PIPELINE,
+    required: Collection[str] = REQUIRED,
 ) -> list[Pass]:
     """The passes ``spec`` (a :data:`PipelineSpec`, checked here) names, in order (see
     the module docstring for the syntax).
 
-    ``known`` maps each name a spec may use to its pass; ``default`` lists the names
-    ``default`` stands for; names in ``required`` cannot be removed. A command-line
-    tool can pass its ``--passes`` text straight here.
+    ``known`` maps each name a spec may use to its pass (by default the built-in
+    passes, :func:`t2n.passes.builtin_passes`); ``default`` lists the names ``default``
+    stands for; names in ``required`` cannot be removed. A command-line tool can pass
+    its ``--passes`` text straight here: ``parse_pipeline("default,-fold-batch-norm")``.
     """
+    if known is None:
+        from t2n.passes.pipeline import builtin_passes
+
+        known = builtin_passes()
     items = _items(spec)
     if not items or isinstance(items[0], Pass) or items[0].sign:
         items = [_Item("default", "", "default"), *items]
@@ -164,4 +175,4 @@ def _add(pipeline: list[_Stage], item: _Item, stage: _Stage) -> None:
     pipeline.insert(at if item.where == "before" else at + 1, stage)
 
 
-__all__ = ["NAME_RE", "PipelineSpec", "parse_pipeline"]
+__all__ = ["DEFAULT_PIPELINE", "NAME_RE", "REQUIRED", "PipelineSpec", "parse_pipeline"]

@@ -68,6 +68,14 @@ def test_parse_pipeline(spec, expected):
     assert names(parse_pipeline(spec, KNOWN, default=DEFAULT_PIPELINE)) == expected
 
 
+def test_parse_pipeline_for_a_command_line_uses_the_builtins_by_default():
+    assert names(parse_pipeline("default,-fold-batch-norm")) == ["bf16-as", "dynamic-axes", "cleanup", "cleanup"]
+    with pytest.raises(InvalidArgumentError, match="known names are: default, bf16-as, cleanup, constant-folding"):
+        parse_pipeline("+snapshot")
+    with pytest.raises(InvalidArgumentError, match="dynamic-axes cannot be removed"):
+        parse_pipeline("-dynamic-axes")
+
+
 def test_parse_pipeline_mixes_names_and_pass_objects():
     mine = NamedLater()
     got = parse_pipeline([mine, "+snapshot@after:named-later", "-fold-batch-norm"], KNOWN, default=DEFAULT_PIPELINE)
