@@ -429,11 +429,11 @@ class Graph:
             schema.evaluate is not None
             and schema.has(Trait.PURE)
             and not schema.has(Trait.STATEFUL)
-            and all(v.known is not None for v in inputs)
+            and len(inputs_known := [v.known for v in inputs if v.known is not None]) == len(inputs)
             and all(_knowable(t) for t in types)
         ):
             try:
-                outs = schema.evaluate([v.known for v in inputs], attrs)  # type: ignore[misc]
+                outs = schema.evaluate(inputs_known, attrs)
                 known = [np.asarray(o) for o in outs]
             except (TypeError, ValueError, ArithmeticError):
                 known = [None] * len(types)
