@@ -130,7 +130,7 @@ class Lowering:
         if self.problems:
             raise UnsupportedOpsError(self.problems)
         self.graph.set_outputs(self.name_outputs(outs))
-        self.graph.metadata["tracer_warnings"] = list(self.traced.tracer_warnings)
+        self.graph.info.tracer_warnings = list(self.traced.tracer_warnings)
         return self.graph
 
     def parameter(self, t: torch.Tensor, path: str) -> Value:
@@ -186,7 +186,7 @@ class Lowering:
                 self.env[o.unique()] = Poison()
             return
         ctx = LoweringContext(self, node)
-        ops = self.graph.metadata.setdefault("aten_ops", {})
+        ops = self.graph.info.aten_ops
         ops[node.kind()] = ops.get(node.kind(), 0) + 1
         try:
             result = info.fn(ctx)

@@ -132,8 +132,8 @@ class NNEFRenderer:
         ctx = EmitContext(self.target, graph)
         ctx.reserve_names(self.symbols(graph))
         # The names the artifact reports (compile checked them); else the values' own.
-        in_names, out_names = graph.metadata.get(
-            "io_names", ([v.name for v in graph.inputs], [v.name for v in graph.outputs]))
+        in_names = graph.info.input_names or [v.name for v in graph.inputs]
+        out_names = graph.info.output_names or [v.name for v in graph.outputs]
         input_ids = [ctx.reserve(v, n) for v, n in zip(graph.inputs, in_names)]
         produced_outputs = {
             v for v in graph.outputs if v.producer is not None and v.producer.kind not in ("const",)
@@ -212,11 +212,11 @@ class TractRenderer(NNEFRenderer):
         asserts = [f"tract_assert {s} >= 1" for s in symbols]
         rest = [e for e in ctx.extensions if not e.startswith("tract_registry")]
         custom = [e.strip().rstrip(";") for e in
-                  [*self.target.custom_extensions, *graph.metadata.get("custom_extensions", [])]]
+                  [*self.target.custom_extensions, *graph.info.custom_extensions]]
         return regs + syms + asserts + rest + custom
 
     def preamble_fragments(self, ctx: EmitContext, graph: Graph) -> list[str]:
-        props = graph.metadata.get("properties", {})
+        props = graph.info.properties
         items = ",\n".join(f"        ({literal(k)}, {literal(props[k])})" for k in sorted(props))
         fragment = (
             "fragment tract_core_properties(\n) -> (properties: (string, tensor<scalar>)[])\n{\n"
