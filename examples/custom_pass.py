@@ -4,9 +4,18 @@ Run it:  python examples/custom_pass.py
 
 A pass is a small frozen attrs class with a ``name`` and a ``run(graph)`` that edits
 the graph only through its API (``create_op``, ``replace_all_uses_with``, ``remove``)
-and returns ``PassResult(graph, modified, stats)``. ``compile(..., passes=[...])``
-runs user passes after the built-in cleanup and cleans up again after them, so a
-pass may leave dead ops behind.
+and returns ``PassResult(graph, modified, stats)``; ``modified`` must be true exactly
+when it edited the graph (``Pass.__call__`` checks it against ``graph.edits``). It may
+also define ``requires(graph)`` / ``ensures(graph)`` checks.
+
+``compile(..., passes=[FuseSiLU()])`` runs it after the built-in passes and cleans up
+after it, so a pass may leave dead ops behind. The pipeline can also be given by
+name, with the pass placed where it should run::
+
+    t2n.compile(model, args, passes="default,+fuse-silu@before:fold-batch-norm",
+                pass_registry={"fuse-silu": FuseSiLU()})
+
+(``-fold-batch-norm`` removes a built-in pass; see ``t2n.passes.spec``.)
 """
 
 from __future__ import annotations
@@ -52,11 +61,13 @@ class Swish(torch.nn.Module):
         return h * torch.sigmoid(h)
 
 
-def main() -> None:
-    artifact = t2n.compile(Swish(), (torch.randn(2, 8),), passes=[FuseSiLU()], verify_ir=True)
+def main() -> t2n.Artifact:
+    artifact = t2n.compile(Swish(), (torch.randn(2, 8),), passes="default,+fuse-silu@before:fold-batch-norm",
+                           pass_registry={"fuse-silu": FuseSiLU()}, verify_ir=True)
     print(artifact.ir)
     print("pass stats:", artifact.stats["pass_stats"])
     print(artifact.check())
+    return artifact
 
 
 if __name__ == "__main__":

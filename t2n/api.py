@@ -41,9 +41,9 @@ from t2n.options import (
     confirm_rendered_names,
 )
 from t2n.passes.base import Pass
-from t2n.passes.bf16 import Bf16As
-from t2n.passes.dynamic_axes import DynamicAxes, normalize_dynamic_axes
-from t2n.passes.pipeline import default_pipeline
+from t2n.passes.dynamic_axes import normalize_dynamic_axes
+from t2n.passes.pipeline import builtin_passes, compile_pipeline
+from t2n.passes.spec import PipelineSpec
 from t2n.serialize.archive import open_writer
 from t2n.serialize.dat import dat_size
 from t2n.serialize.overlap import EarlyWriter, PlannedTensor, ordered_like
@@ -205,7 +205,8 @@ def compile(
     kwargs: Mapping[str, Any] | None = None,
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
-    passes: Sequence[Pass] = (),
+    passes: PipelineSpec = (),
+    pass_registry: Mapping[str, Pass] | None = None,
     registry: LoweringRegistry | None = None,
     op_set: OpSet | None = None,
     check_io: bool = False,
@@ -240,7 +241,12 @@ def compile(
     ``registry`` (a ``LoweringRegistry``) holds the rules from aten ops to IR ops and
     ``op_set`` (an ``OpSet``, e.g. ``OpSet.default().extended(my_ops)``) the IR ops they
     may create; emitters for new IR ops are added to the target
-    (``TractNNEF().with_emitters(...)``). ``passes`` run after the built-in cleanup; ``check_io`` runs the result in the
+    (``TractNNEF().with_emitters(...)``).
+    ``passes`` is a list of ``t2n.Pass`` objects run after the built-in passes (then
+    cleaned up after), or a pipeline spec by name such as ``"default,-fold-batch-norm,
+    +my-pass@after:fold-batch-norm"`` or a list mixing names and Pass objects, with
+    user passes named in ``pass_registry={"my-pass": MyPass()}`` (see
+    :mod:`t2n.passes.spec` and :mod:`t2n.passes.pipeline`); ``check_io`` runs the result in the
     target's engine and raises if it differs from PyTorch; ``verify_ir`` checks the IR
     after every pass and ``dump_ir`` writes it to a folder after each change.
 
@@ -261,7 +267,8 @@ def compile(
     with the change counts of each step in ``jit_diagnostics`` if a dict is given.
 
     ``fold_batch_norm=False`` keeps batch norms apart from the conv/linear layers before
-    them (by default they are folded into those layers' weights and biases).
+    them (by default they are folded into those layers' weights and biases); it is the
+    same as ``-fold-batch-norm`` in a pipeline spec.
 
     ``weights_from`` (a ``.safetensors`` file, sharded checkpoint, ``.pt``/``.bin`` file,
     or a mapping name → tensor) supplies parameters by name, read from disk only when
@@ -283,6 +290,7 @@ def compile(
     target = check_target(target)
     op_set = check_op_set(op_set)
     opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
+                                 pass_registry=pass_registry,
                                  tolerance=tolerance, log_level=log_level, dynamic_axes=dynamic_axes,
                                  custom_extensions=custom_extensions, kwargs=kwargs, flags=dict(
                                      check_io=check_io, verify_ir=verify_ir, fold_batch_norm=fold_batch_norm,
@@ -317,9 +325,9 @@ def compile(
     t0 = time.perf_counter()
     graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes,
                   op_set=op_set)
-    graph.metadata["io_names"] = (ins, outs)
-    graph.metadata["specializations"] = specialized
-    graph.metadata["properties"] = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
+    graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)
+    graph.info.specializations = specialized
+    graph.info.properties = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
     timings["lowering"] = time.perf_counter() - t0
     if verify_ir:
         verify(graph)
@@ -328,15 +336,14 @@ def compile(
     dump = _dumper(dump_ir)
     if dump is not None:
         dump("000-lowered", graph)
-    before: list[Pass] = [Bf16As(target.bf16_as), *([DynamicAxes(axes, strict_dynamic_axes)] if axes else [])]
-    result = default_pipeline(before=before, user_passes=passes, verify_each=verify_ir, dump=dump,
-                              fold_batch_norm=fold_batch_norm)(graph)
+    builtins = builtin_passes(bf16_as=target.bf16_as, dynamic_axes=axes, strict_dynamic_axes=strict_dynamic_axes,
+                              verify_each=verify_ir, dump=dump)
+    result = compile_pipeline(passes, registry=pass_registry, builtins=builtins, fold_batch_norm=fold_batch_norm,
+                              verify_each=verify_ir, dump=dump)(graph)
     graph = result.graph
     timings["passes"] = time.perf_counter() - t0
 
-    if opts.custom_extensions:
-        graph.metadata["custom_extensions"] = [*graph.metadata.get("custom_extensions", []),
-                                               *opts.custom_extensions]
+    graph.info.custom_extensions += opts.custom_extensions
     t0 = time.perf_counter()
     rendered = target.renderer().render(graph)
     confirm_rendered_names(rendered.input_ids, rendered.output_ids, ins, outs)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,8 +17,9 @@ import numpy as np
 from t2n.backends.nnef.context import TensorFile
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import Target
+from t2n.check.bundle import BundleContent, BundleResult, write_bundle
 from t2n.check.compare import CheckReport, Tolerance, compare
-from t2n.errors import CheckMismatchError, InvalidArgumentError
+from t2n.errors import CheckMismatchError, EngineCrashedError, InvalidArgumentError
 from t2n.ir import Graph, print_graph
 from t2n.serialize.archive import artifact_form, open_writer, read_artifact
 from t2n.serialize.dat import dat_size, iter_dat
@@ -126,7 +126,11 @@ class Artifact:
 
         By default the example inputs and the outputs PyTorch computed at export are
         used; pass ``inputs`` and ``expected`` to check other values. Raises
-        :class:`CheckMismatchError` (with a debug bundle) when outputs differ.
+        :class:`CheckMismatchError` when outputs differ, and :class:`EngineCrashedError`
+        (with the phase: loading, optimizing or running) when the engine dies; both
+        write a debug bundle to ``debug_dir`` (default: a new temporary folder) and name
+        it in the message. A ``debug_dir`` that cannot be written never replaces the
+        error: the message says why and where the bundle went instead.
         """
         if (inputs is None) != (expected is None):
             raise InvalidArgumentError("check(): give both inputs and expected, or neither")
@@ -143,11 +147,17 @@ class Artifact:
             )
         with tempfile.TemporaryDirectory(prefix="t2n-check-") as tmp:
             path = self._engine_path(Path(tmp))
-            outputs = self.target.run(path, ins, registries=self.rendered.registries, symbols=symbols)
+            try:
+                outputs = self.target.run(path, ins, registries=self.rendered.registries, symbols=symbols)
+            except EngineCrashedError as exc:
+                bundle = self._debug_bundle(path, ins, refs, None, str(exc), debug_dir)
+                exc.bundle = bundle.path
+                exc.args = (f"{exc}\n{bundle.note}",)
+                raise
             report = compare(self.target.engine, self.output_names, outputs, refs, tolerance)
             if not report.ok:
-                bundle = self._debug_bundle(path, ins, refs, outputs, report, debug_dir)
-                raise CheckMismatchError(str(report), report, bundle)
+                bundle = self._debug_bundle(path, ins, refs, outputs, str(report), debug_dir)
+                raise CheckMismatchError(str(report), report, bundle.path, note=bundle.note)
         log.info("%s", report)
         return report
 
@@ -170,21 +180,17 @@ class Artifact:
         return out
 
     def _debug_bundle(self, path: Path, ins: list[np.ndarray], refs: list[np.ndarray],
-                      got: list[np.ndarray], report: CheckReport,
-                      debug_dir: str | os.PathLike[str] | None) -> str:
-        root = Path(debug_dir) if debug_dir else Path(tempfile.mkdtemp(prefix="t2n-debug-"))
-        root.mkdir(parents=True, exist_ok=True)
-        dest = root / "model"
-        if path.is_dir():
-            shutil.copytree(path, dest, dirs_exist_ok=True)
-        else:
-            shutil.copy2(path, root / path.name)
-        _save_npz(root / "inputs.npz", dict(zip(self.input_names, ins)))
-        _save_npz(root / "expected.npz", dict(zip(self.output_names, refs)))
-        _save_npz(root / "got.npz", {f"output_{i}": a for i, a in enumerate(got)})
-        (root / "ir.txt").write_text(print_graph(self.ir, with_locs=True))
-        (root / "report.txt").write_text(str(report) + "\n")
-        return str(root)
+                      got: list[np.ndarray] | None, what: str,
+                      debug_dir: str | os.PathLike[str] | None) -> BundleResult:
+        content = BundleContent(
+            model=path,
+            inputs=dict(zip(self.input_names, ins)),
+            expected=dict(zip(self.output_names, refs)),
+            got=None if got is None else {f"output_{i}": a for i, a in enumerate(got)},
+            ir_text=print_graph(self.ir, with_locs=True),
+            report_text=what,
+        )
+        return write_bundle(content, debug_dir)
 
 
 def _check_arrays(names: Sequence[str], given: object, what: str, argument: str) -> None:
@@ -199,7 +205,3 @@ def _check_arrays(names: Sequence[str], given: object, what: str, argument: str)
             f"{what}s ({', '.join(names) or 'none'}); give one array per {what}, in that order"
         )
 
-
-def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    savez: Any = np.savez
-    savez(path, **arrays)

@@ -112,7 +112,16 @@ class CheckError(T2NError):
 
 
 class EngineError(CheckError):
-    """The engine refused or failed to run the artifact (its message is included)."""
+    """The engine refused or failed to run the artifact (its message is included).
+
+    ``phase`` is what the engine was doing (``loading``, ``optimizing``, ``running``);
+    ``bundle`` the folder of the debug bundle, when one was written.
+    """
+
+    def __init__(self, message: str, *, phase: str = "", bundle: str | None = None) -> None:
+        self.phase = phase
+        self.bundle = bundle
+        super().__init__(message)
 
 
 class EngineCrashedError(EngineError):
@@ -122,10 +131,13 @@ class EngineCrashedError(EngineError):
 class CheckMismatchError(CheckError):
     """The engine's outputs differ from PyTorch's beyond the tolerance."""
 
-    def __init__(self, message: str, report: object = None, bundle: str | None = None) -> None:
+    def __init__(self, message: str, report: object = None, bundle: str | None = None,
+                 *, note: str = "") -> None:
         self.report = report
         self.bundle = bundle
-        if bundle:
+        if note:
+            message += f"\n{note}"
+        elif bundle:
             message += f"\nDebug bundle written to {bundle}"
         super().__init__(message)
 
@@ -177,4 +189,28 @@ class WeightsChangedError(SerializationError):
 
     def __init__(self, message: str, names: Sequence[str] = ()) -> None:
         self.names = list(names)
+        super().__init__(message)
+
+
+# IR and NNEF emission: errors of the IR's own API and of emitters.
+class IRError(T2NError):
+    """The IR was built or edited wrongly (an edit, a dimension, a graph that breaks an
+    invariant). The IR's own classes also keep their Python base (ValueError, ...)."""
+
+
+class IRLookupError(IRError, KeyError):
+    """A name the IR does not know (an op kind, a symbol without a value) or holds twice."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class EmissionError(T2NError):
+    """An emitter failed to write an IR op as NNEF (a bad attribute, a bug in the
+    emitter). Names the op and where it came from; the emitter's exception is the cause."""
+
+    def __init__(self, message: str, *, op: str = "", module: str = "", source: str = "") -> None:
+        self.op = op
+        self.module = module
+        self.source = source
         super().__init__(message)

@@ -21,8 +21,8 @@ from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.io import check_given_names
 from t2n.ir import DType, OpSet, OpTable
-from t2n.passes.base import Pass
 from t2n.passes.dynamic_axes import dynamic_axes_form
+from t2n.passes.pipeline import check_pass_registry, compile_pipeline
 
 
 @attrs.frozen
@@ -49,7 +49,7 @@ def check_target(target: object) -> Target:
 def check_compile_options(
     target: Target, *, input_names: object, output_names: object, passes: object,
     tolerance: object, log_level: object, dynamic_axes: object, custom_extensions: object,
-    flags: Mapping[str, object] | None = None, kwargs: object = None,
+    flags: Mapping[str, object] | None = None, kwargs: object = None, pass_registry: object = None,
 ) -> CompileOptions:
     """Every option of ``compile`` that can be checked without the model (``flags``:
     the options that must be True or False, by name)."""
@@ -59,7 +59,7 @@ def check_compile_options(
     for what, given in (("input", input_names), ("output", output_names)):
         if given is not None:
             check_given_names(given, what, rules=target.identifier_rules)
-    _check_passes(passes)
+    _check_passes(passes, pass_registry)
     axes = dynamic_axes_form(dynamic_axes)
     if axes and not target.supports_symbols:
         raise DynamicAxesError(
@@ -96,16 +96,14 @@ def check_log_level(level: object) -> int | None:
     raise InvalidArgumentError(f"log_level must be None, a logging level number or one of {names}; got {level!r}")
 
 
-def _check_passes(passes: object) -> None:
-    if isinstance(passes, Pass):
-        raise InvalidArgumentError(f"passes must be a list of t2n.Pass objects; write passes=[{passes!r}]")
-    if isinstance(passes, (str, bytes, Mapping)) or not isinstance(passes, Sequence):
-        raise InvalidArgumentError(f"passes must be a list of t2n.Pass objects, got {passes!r}")
-    for i, p in enumerate(passes):
-        if not isinstance(p, Pass):
-            kind = "a Pass class, not an instance (add '()')" if isinstance(p, type) and issubclass(p, Pass) \
-                else f"a {type(p).__name__}, not a t2n.Pass"
-            raise InvalidArgumentError(f"passes[{i}] = {p!r} is {kind}")
+def _check_passes(passes: object, pass_registry: object) -> None:
+    """The pipeline spec and the user's named passes, assembled once (nothing runs)."""
+    if isinstance(passes, Mapping):
+        raise InvalidArgumentError(
+            f"passes must be a pipeline string or a list of names and t2n.Pass objects, got {passes!r}; "
+            "give passes by name in pass_registry={name: pass}"
+        )
+    compile_pipeline(passes, registry=check_pass_registry(pass_registry))
 
 
 def check_symbols_apart(axes: Mapping[str, Mapping[int, str]], names: Sequence[str]) -> None:
@@ -121,7 +119,7 @@ def check_symbols_apart(axes: Mapping[str, Mapping[int, str]], names: Sequence[s
 
 
 _CHECKED_DEFAULTS: dict[str, Any] = {
-    "input_names": None, "output_names": None, "passes": (), "log_level": None,
+    "input_names": None, "output_names": None, "passes": (), "pass_registry": None, "log_level": None,
     "dynamic_axes": None, "custom_extensions": (),
 }
 

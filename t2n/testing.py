@@ -48,7 +48,7 @@ EVIDENCE: Evidence | None = None
 
 def _record_pass(target: str, art: Artifact) -> None:
     if EVIDENCE is not None:
-        EVIDENCE.passed(target, art.ir.metadata.get("aten_ops", {}))
+        EVIDENCE.passed(target, art.ir.info.aten_ops)
 
 
 @attrs.frozen

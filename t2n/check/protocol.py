@@ -1,4 +1,9 @@
-"""Length-prefixed pickle messages between t2n and its engine child process."""
+"""Length-prefixed pickle messages between t2n and its engine child process.
+
+The parent reads with ``select`` between messages, so its pipe ends must be
+unbuffered: a buffered reader would read a later message ahead into its buffer,
+where ``select`` cannot see it.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +31,15 @@ def recv(f: Any) -> Any:
     return pickle.loads(body)
 
 
+def _write_all(f: Any, data: bytes) -> None:
+    """Write every byte: an unbuffered file may take only part of a large write."""
+    view = memoryview(data)
+    while view:
+        written = f.write(view)
+        view = view[written if written is not None else 0:]
+
+
 def send(f: Any, obj: Any) -> None:
     body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    f.write(len(body).to_bytes(8, "little"))
-    f.write(body)
+    _write_all(f, len(body).to_bytes(8, "little") + body)
     f.flush()

@@ -8,15 +8,25 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from t2n.check.protocol import recv, send
 
+Phase = Callable[[str], None]
+"""Tells the parent what the engine is about to do, before it does it: if the engine
+then kills the process, the parent knows which step it died in."""
+
+
+def _no_phase(_: str) -> None:
+    return None
+
 
 def run_tract(path: str, inputs: list[np.ndarray], registries: list[str],
-              symbols: dict[str, int] | None) -> dict[str, Any]:
+              symbols: dict[str, int] | None, phase: Phase = _no_phase) -> dict[str, Any]:
+    phase("loading")
     import tract
 
     loader = tract.nnef()
@@ -38,12 +48,15 @@ def run_tract(path: str, inputs: list[np.ndarray], registries: list[str],
         raise ValueError(f"the model has {n} inputs but {len(inputs)} were given")
     facts = [model.input_fact(i).dump() for i in range(n)]
     out_facts = [model.output_fact(i).dump() for i in range(model.output_count())]
+    phase("optimizing")
     runnable = model.into_runnable()
+    phase("running")
     outs = runnable.run([np.require(x, requirements="C") for x in inputs])
     return {"outputs": [o.to_numpy() for o in outs], "input_facts": facts, "output_facts": out_facts}
 
 
-def run_khronos(path: str, inputs: list[np.ndarray]) -> dict[str, Any]:
+def run_khronos(path: str, inputs: list[np.ndarray], phase: Phase = _no_phase) -> dict[str, Any]:
+    phase("loading")
     import re
 
     import nnef
@@ -56,12 +69,26 @@ def run_khronos(path: str, inputs: list[np.ndarray]) -> dict[str, Any]:
     graph = nnef.load_graph(path, lowered=own)
     nnef.infer_shapes(graph)
     interp = Interpreter(path, device="cpu", decomposed=own)
+    phase("running")
     outs = interp([np.asarray(x) for x in inputs])
     return {"outputs": [outs[name] for name in graph.outputs], "input_facts": [], "output_facts": []}
 
 
+class _PhaseReporter:
+    """Sends each phase marker to the parent (flushed) and remembers the last one."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.last = "starting"
+
+    def __call__(self, name: str) -> None:
+        self.last = name
+        send(self.out, ("phase", name))
+
+
 def serve() -> None:
-    """Answer requests on stdin until EOF: ("tract"|"khronos", kwargs) → ("ok"|"error", …).
+    """Answer requests on stdin until EOF: ("tract"|"khronos", kwargs) → any number of
+    ("phase", step) markers, then ("ok", result) or ("error", message, traceback, step).
 
     Replies go to the original stdout; anything the engines print goes to stderr.
     """
@@ -76,11 +103,13 @@ def serve() -> None:
         if req is None:
             return
         kind, kwargs = req
+        phase = _PhaseReporter(out)
         try:
-            result = run_tract(**kwargs) if kind == "tract" else run_khronos(**kwargs)
-            send(out, ("ok", result))
+            run = run_tract if kind == "tract" else run_khronos
+            send(out, ("ok", run(**kwargs, phase=phase)))
         except BaseException as exc:
-            send(out, ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=3)))
+            # Anything the engine raises goes back to the parent as a refusal.
+            send(out, ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=3), phase.last))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import torch
 
 from t2n.frontend.dtypes import float8_data, promote, to_ir
 from t2n.ir import ArrayData, Builder, Dim, DType, SourceLoc, Sym, Trait, Value
+from t2n.ir.graph_info import BakedConstant
 
 if TYPE_CHECKING:
     from t2n.frontend.lower import Lowering
@@ -156,8 +157,8 @@ class LoweringContext:
             if x.producer is None or not x.producer.has(Trait.CONSTANT_LIKE):
                 # A computed value used as a constant: if it follows an input size, a
                 # dynamic axis cannot change it. DynamicAxes reports those.
-                self.lowering.graph.metadata.setdefault("baked_constants", []).append(
-                    (x, self.loc, f"argument '{what}' of {self.kind}"))
+                self.lowering.graph.info.baked_constants.append(
+                    BakedConstant(x, self.loc, f"argument '{what}' of {self.kind}"))
             return k.item() if k.ndim == 0 else k.tolist()
         if isinstance(x, (list, tuple)):
             return type(x)(self.to_const(v, what) for v in x)

@@ -25,7 +25,7 @@ from t2n.frontend.context import (
 )
 from t2n.frontend.dtypes import float8_problem, to_ir
 from t2n.frontend.registry import LoweringRegistry
-from t2n.frontend.scalars import SCALAR_OPS, is_python_value
+from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_python_value
 from t2n.frontend.trace import TracedModel
 from t2n.frontend.views import (
     MAYBE_COPY_KINDS,
@@ -131,7 +131,7 @@ class Lowering:
         if self.problems:
             raise UnsupportedOpsError(self.problems)
         self.graph.set_outputs(self.name_outputs(outs))
-        self.graph.metadata["tracer_warnings"] = list(self.traced.tracer_warnings)
+        self.graph.info.tracer_warnings = list(self.traced.tracer_warnings)
         return self.graph
 
     def parameter(self, t: torch.Tensor, path: str) -> Value:
@@ -179,15 +179,15 @@ class Lowering:
             try:
                 self.env[outs[0].unique()] = SCALAR_OPS[node.kind()](*args)
                 return
-            except Exception:
-                pass
+            except SCALAR_FOLD_ERRORS:
+                pass  # not foldable in Python: the tensor rule below handles it
         if info is None:
             self.problem(node, "no lowering rule")
             for o in outs:
                 self.env[o.unique()] = Poison()
             return
         ctx = LoweringContext(self, node)
-        ops = self.graph.metadata.setdefault("aten_ops", {})
+        ops = self.graph.info.aten_ops
         ops[node.kind()] = ops.get(node.kind(), 0) + 1
         try:
             result = info.fn(ctx)

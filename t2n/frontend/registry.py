@@ -15,14 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from t2n.errors import T2NError
+
 if TYPE_CHECKING:
     from t2n.frontend.context import LoweringContext
 
 Rule = Callable[["LoweringContext"], Any]
 
 
-class DuplicateRuleError(KeyError):
+class DuplicateRuleError(T2NError, KeyError):
     """Two rules claim the same op."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 @attrs.frozen
@@ -51,8 +56,15 @@ class RuleSet:
 
     def add(self, name: str, fn: Rule, notes: str = "") -> None:
         if name in self.rules:
-            raise DuplicateRuleError(f"{name} has two rules in family {self.family}")
+            raise DuplicateRuleError(
+                f"{name} has two rules in family {self.family} "
+                f"({_qualname(self.rules[name].fn)} and {_qualname(fn)})"
+            )
         self.rules[name] = RuleInfo(fn, self.family, notes)
+
+
+def _qualname(fn: Rule) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
 class LoweringRegistry:

@@ -30,6 +30,11 @@ SCALAR_OPS: dict[str, Callable[..., Any]] = {
 }
 """Ops on Python scalars, strings, lists and tuples that are folded when their inputs are constant."""
 
+SCALAR_FOLD_ERRORS = (TypeError, ValueError, ArithmeticError, LookupError)
+"""What a ``SCALAR_OPS`` function raises when its Python inputs do not suit it (a float
+where an int is needed, a division by zero, an index out of range): the op is then
+not folded and its tensor rule (or the error report) takes over."""
+
 
 def _ints_only(a: Any, b: Any) -> int:
     """``a`` if both are ints (torch's floor division of integers is Python's ``//``);

@@ -220,7 +220,4 @@ def _with_axis(x: Value, axis: int, size: Dim) -> list[Dim]:
 
 
 def _same(a: Dim, c: Dim) -> bool:
-    try:
-        return bool(a == c)
-    except Exception:
-        return False
+    return bool(a == c)  # ints and Syms compare by value and never raise

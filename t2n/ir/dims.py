@@ -15,13 +15,23 @@ from typing import Union
 
 import numpy as np
 
+from t2n.errors import IRError, IRLookupError
+
 Dim = Union[int, "Sym"]
 
 _SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class SymbolicComparisonError(TypeError):
+class SymbolicComparisonError(IRError, TypeError):
     """Raised when an order comparison of symbolic dimensions cannot be decided."""
+
+
+class DimParseError(IRError, ValueError):
+    """Text that is not a dimension expression, or a symbol name that is not an identifier."""
+
+
+class UnboundSymbolError(IRLookupError):
+    """A symbolic dimension was evaluated without a value for one of its symbols."""
 
 
 class _FloorDiv:
@@ -64,7 +74,8 @@ class Sym:
 
     def __init__(self, name: str) -> None:
         if not _SYMBOL_RE.match(name):
-            raise ValueError(f"invalid symbol name {name!r}: use letters, digits and _")
+            raise DimParseError(f"invalid symbol name {name!r}: use letters, digits and _, "
+                                "not starting with a digit")
         self._terms = (((name,), 1),)
         self._hash = hash(self._terms)
 
@@ -106,7 +117,9 @@ class Sym:
             for atom in mono:
                 if isinstance(atom, str):
                     if atom not in bindings:
-                        raise KeyError(f"symbol {atom} has no value")
+                        raise UnboundSymbolError(
+                            f"symbol {atom} of {self} has no value (given: {sorted(bindings) or 'none'})"
+                        )
                     value *= int(bindings[atom])
                 else:
                     value *= atom.num.evaluate(bindings) // atom.den
@@ -312,16 +325,49 @@ def valid_symbol_name(name: str) -> bool:
     return bool(_SYMBOL_RE.match(name))
 
 
-def parse_dim(text: str) -> Dim:
-    """Parse a dimension as printed by ``str()``: ints, symbols, + - * / and parentheses."""
-    tokens: list[str] = re.findall(r"\d+|[A-Za-z_][A-Za-z0-9_]*|[()+\-*/]", text)
+_DIM_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|([()+\-*/]))")
+
+
+def _dim_tokens(text: str) -> list[str]:
+    """Every token of ``text``; anything that is not a token is refused, never skipped."""
+    tokens: list[str] = []
     pos = 0
+    while pos < len(text):
+        m = _DIM_TOKEN.match(text, pos)
+        if m is None:
+            if text[pos:].strip() == "":
+                break
+            raise DimParseError(
+                f"cannot parse dimension {text!r}: unexpected {text[pos:].lstrip()[0]!r} at "
+                f"position {len(text) - len(text[pos:].lstrip())} (a dimension is an int, a "
+                "symbol name, or + - * / and parentheses over them)"
+            )
+        tokens.append(m.group(m.lastindex or 0))
+        pos = m.end()
+    return tokens
+
+
+def parse_dim(text: str) -> Dim:
+    """Parse a dimension as printed by ``str()``: ints, symbols, + - * / and parentheses.
+
+    Raises :class:`DimParseError` for anything else (a stray character, an empty
+    text, an unbalanced parenthesis, a division by zero).
+    """
+    if not isinstance(text, str):
+        raise DimParseError(f"a dimension expression is text, not {type(text).__name__} ({text!r})")
+    tokens = _dim_tokens(text)
+    pos = 0
+
+    def fail(why: str) -> DimParseError:
+        return DimParseError(f"cannot parse dimension {text!r}: {why}")
 
     def peek() -> str | None:
         return tokens[pos] if pos < len(tokens) else None
 
     def take() -> str:
         nonlocal pos
+        if pos >= len(tokens):
+            raise fail("it ends where a value is expected" if tokens else "it is empty")
         tok = tokens[pos]
         pos += 1
         return tok
@@ -330,12 +376,16 @@ def parse_dim(text: str) -> Dim:
         tok = take()
         if tok == "(":
             val = expr()
+            if peek() != ")":
+                raise fail("a parenthesis is not closed")
             take()
             return val
         if tok == "-":
             return -atom()
         if tok.isdigit():
             return int(tok)
+        if tok in "()+-*/":
+            raise fail(f"unexpected {tok!r}")
         return Sym(tok)
 
     def term() -> Dim:
@@ -343,6 +393,8 @@ def parse_dim(text: str) -> Dim:
         while peek() in ("*", "/"):
             op = take()
             rhs = atom()
+            if op == "/" and rhs == 0:
+                raise fail("division by zero")
             val = val * rhs if op == "*" else val // rhs
         return val
 
@@ -356,5 +408,5 @@ def parse_dim(text: str) -> Dim:
 
     result = expr()
     if pos != len(tokens):
-        raise ValueError(f"cannot parse dimension {text!r}")
+        raise fail(f"unexpected {tokens[pos]!r} after {' '.join(tokens[:pos])!r}")
     return result

@@ -17,6 +17,8 @@ import attrs
 import networkx as nx
 import numpy as np
 
+from t2n.errors import IRError
+from t2n.ir.graph_info import GraphInfo
 from t2n.ir.schema import InferContext, OpSchema, OpSet, Trait
 from t2n.ir.types import TensorType
 
@@ -100,7 +102,7 @@ class Op:
     @property
     def output(self) -> Value:
         if len(self._outputs) != 1:
-            raise ValueError(f"op {self.kind} has {len(self._outputs)} outputs")
+            raise GraphEditError(f"op {self.kind} has {len(self._outputs)} outputs; use .outputs")
         return self._outputs[0]
 
     @property
@@ -131,7 +133,7 @@ def sanitize_name(hint: str) -> str:
     return name
 
 
-class GraphEditError(ValueError):
+class GraphEditError(IRError, ValueError):
     """An edit that would break the graph's structure (e.g. removing a used op)."""
 
 
@@ -165,7 +167,16 @@ class Graph:
         self._names: _NameSet = _NameSet()
         self._seq = itertools.count()
         self._order: list[Op] | None = None
-        self.metadata: dict[str, Any] = {}
+        self._edits = 0
+        self.info = GraphInfo()
+
+    @property
+    def edits(self) -> int:
+        """How many structural edits the graph has had: every op created or removed,
+        input pointed elsewhere, value renamed, graph input added or retyped, output
+        list changed and value retyped by :meth:`reinfer` adds one. Passes are checked
+        against it: ``Pass.__call__`` compares it with the ``modified`` a pass reports."""
+        return self._edits
 
     # -- reading ------------------------------------------------------------------
     @property
@@ -249,23 +260,32 @@ class Graph:
         return name
 
     def rename(self, value: Value, hint: str) -> None:
-        self._names.discard(value.name)
+        old = value.name
+        self._names.discard(old)
         value.name = self.unique_name(hint)
+        if value.name != old:
+            self._edits += 1
 
     # -- building -----------------------------------------------------------------
     def add_input(self, type: TensorType, name: str) -> Value:
         v = Value(type, self.unique_name(name))
         self._inputs.append(v)
+        self._edits += 1
         return v
 
     def set_input_type(self, value: Value, type: TensorType) -> None:
         """Change a graph input's type (e.g. to make an axis symbolic); call :meth:`reinfer` after."""
         if not any(v is value for v in self._inputs):
             raise GraphEditError(f"%{value.name} is not a graph input")
-        value.type = type
+        if value.type != type:
+            value.type = type
+            self._edits += 1
 
     def set_outputs(self, values: Sequence[Value]) -> None:
-        self._outputs = list(values)
+        new = list(values)
+        if len(new) != len(self._outputs) or any(a is not b for a, b in zip(new, self._outputs)):
+            self._outputs = new
+            self._edits += 1
 
     def create_op(
         self,
@@ -301,6 +321,7 @@ class Graph:
             if v.producer is not None:
                 self._add_edge(v.producer, op)
         self._order = None
+        self._edits += 1
         return op
 
     def _add_edge(self, a: Op, b: Op) -> None:
@@ -328,6 +349,7 @@ class Graph:
         if value.producer is not None:
             self._add_edge(value.producer, op)
         self._order = None
+        self._edits += 1
 
     def replace_all_uses_with(self, old: Value, new: Value, *, outputs: bool = True) -> int:
         """Point every reader of ``old`` (and graph outputs, unless told not to) at ``new``."""
@@ -341,6 +363,7 @@ class Graph:
             for i, v in enumerate(self._outputs):
                 if v is old:
                     self._outputs[i] = new
+                    self._edits += 1
                     count += 1
         return count
 
@@ -358,6 +381,7 @@ class Graph:
         self._nx.remove_node(op)
         del self._ops[op]
         self._order = None
+        self._edits += 1
 
     def replace_op(
         self,
@@ -406,11 +430,11 @@ class Graph:
             schema.evaluate is not None
             and schema.has(Trait.PURE)
             and not schema.has(Trait.STATEFUL)
-            and all(v.known is not None for v in inputs)
+            and len(inputs_known := [v.known for v in inputs if v.known is not None]) == len(inputs)
             and all(_knowable(t) for t in types)
         ):
             try:
-                outs = schema.evaluate([v.known for v in inputs], attrs)  # type: ignore[misc]
+                outs = schema.evaluate(inputs_known, attrs)
                 known = [np.asarray(o) for o in outs]
             except (TypeError, ValueError, ArithmeticError):
                 known = [None] * len(types)
@@ -427,6 +451,7 @@ class Graph:
             for v, t, k in zip(op.outputs, types, known):
                 if v.type != t or not _same_known(v.known, k):
                     changed += 1
+                    self._edits += 1
                 v.type = t
                 v.known = k
         return changed

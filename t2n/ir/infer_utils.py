@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from t2n.errors import IRError
 from t2n.ir.dims import Dim, Sym, SymbolicComparisonError, as_dim
 from t2n.ir.dtypes import DType
 from t2n.ir.schema import InferContext
@@ -14,7 +15,7 @@ from t2n.ir.types import Shape, TensorType
 INT64_MAX = 2**63 - 1
 
 
-class InferError(ValueError):
+class InferError(IRError, ValueError):
     """An op's inputs or attributes do not fit together."""
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.errors import IRError
 from t2n.ir.dims import Sym, parse_dim
 from t2n.ir.dtypes import DType
 from t2n.ir.graph import Graph, SourceLoc, Value
@@ -89,7 +90,7 @@ def print_graph(graph: Graph, *, with_locs: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-class IRParseError(ValueError):
+class IRParseError(IRError, ValueError):
     """The text is not a graph in the printed form."""
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from t2n.errors import InvalidArgumentError
+from t2n.errors import InvalidArgumentError, IRLookupError
 from t2n.ir.types import TensorType
 
 
@@ -64,8 +64,12 @@ class OpSchema:
         return f"OpSchema({self.name})"
 
 
-class DuplicateKeyError(KeyError):
+class DuplicateKeyError(IRLookupError):
     """A table already holds an entry under this name."""
+
+
+class UnknownOpError(IRLookupError):
+    """An op kind that the op set does not define."""
 
 
 class OpTable:
@@ -128,7 +132,10 @@ class OpSet:
         try:
             return self._schemas[name]
         except KeyError:
-            raise KeyError(f"unknown IR op {name!r}") from None
+            raise UnknownOpError(
+                f"unknown IR op {name!r}: register its OpSchema in the graph's OpSet "
+                "(OpSet.default().extended([...])), passed to compile(op_set=...)"
+            ) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._schemas

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import networkx as nx
 
+from t2n.errors import IRError
 from t2n.ir.graph import Graph, Value
 
 
-class IRVerificationError(ValueError):
+class IRVerificationError(IRError, ValueError):
     """The graph breaks an IR invariant; the message lists every problem found."""
 
     def __init__(self, problems: list[str]) -> None:
@@ -77,7 +78,7 @@ def verify(graph: Graph, *, check_types: bool = True) -> None:
         for op in graph.ops():
             try:
                 types, _ = graph._infer(op.schema, op.inputs, op.attrs)
-            except Exception as exc:
+            except (IRError, ValueError, TypeError, LookupError, ArithmeticError) as exc:
                 problems.append(f"{op.kind} -> %{op.outputs[0].name if op.outputs else '?'}: "
                                 f"inference fails: {exc}")
                 continue

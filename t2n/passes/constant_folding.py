@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from t2n.ir import ArrayData, Builder, DType, Graph, Op, Trait
+from t2n.ir import ArrayData, Builder, DType, Graph, Op, Trait, Value
 from t2n.passes.base import Pass, PassResult, replace_with_values
 
 
@@ -31,13 +31,13 @@ class ConstantFolding(Pass):
             if values is None:
                 continue
             b = Builder(graph, op.loc)
-            consts = []
+            consts: list[Value] = []
             for v, data in zip(op.outputs, values):
                 arr = np.asarray(data)
                 if arr.dtype != object:
                     arr = np.require(arr.astype(v.type.dtype.numpy, copy=False), requirements="C")
                 consts.append(b.op("const", name=v.name, data=ArrayData(arr, v.type.dtype)))
-            replace_with_values(graph, op, consts)  # type: ignore[arg-type]
+            replace_with_values(graph, op, consts)
             folded += 1
         return PassResult(graph, folded > 0, {"folded": folded})
 
@@ -47,10 +47,12 @@ class ConstantFolding(Pass):
         return op.schema.evaluate is not None or all(v.known is not None for v in op.outputs)
 
     def _evaluate(self, op: Op) -> list[np.ndarray] | None:
-        if all(v.known is not None for v in op.outputs):
-            return [v.known for v in op.outputs]  # type: ignore[misc]
+        known = [v.known for v in op.outputs]
+        if all(k is not None for k in known):
+            return [k for k in known if k is not None]
         producers = [v.producer for v in op.inputs]
-        if not all(p is not None and p.has(Trait.CONSTANT_LIKE) for p in producers):
+        constants = [p for p in producers if p is not None and p.has(Trait.CONSTANT_LIKE)]
+        if len(constants) != len(producers):
             return None
         out_bytes = 0
         for v in op.outputs:
@@ -59,7 +61,7 @@ class ConstantFolding(Pass):
             out_bytes += v.type.shape.static_numel() * v.type.dtype.itemsize
         if out_bytes > self.max_bytes or op.schema.evaluate is None:
             return None
-        inputs = [p.attrs["data"].values() for p in producers]  # type: ignore[union-attr]
+        inputs = [p.attrs["data"].values() for p in constants]
         try:
             outs = op.schema.evaluate(inputs, op.attrs)
         except (ValueError, TypeError, ArithmeticError):

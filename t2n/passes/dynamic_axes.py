@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import attrs
 import numpy as np
@@ -113,7 +112,12 @@ def normalize_dynamic_axes(
 
 @attrs.frozen
 class DynamicAxes(Pass):
-    """Replace traced input sizes by symbols; warn (or raise) where sizes were baked in."""
+    """Replace traced input sizes by symbols; warn (or raise) where sizes were baked in.
+
+    Idempotent: on a graph whose axes already are these symbols it changes nothing and
+    reports ``modified=False`` (the traced sizes are kept in ``graph.info.symbols``).
+    An axis that already is another symbol is refused with a ``DynamicAxesError``.
+    """
 
     axes: Mapping[str, Mapping[int, str]]
     strict: bool = False
@@ -125,22 +129,13 @@ class DynamicAxes(Pass):
             return PassResult(graph, False, {})
         ranks = {v.name: v.rank for v in graph.inputs}
         spec = normalize_dynamic_axes(self.axes, ranks)
-        traced: dict[str, int] = {}
+        traced: dict[str, int] = dict(graph.info.symbols)
+        retyped_inputs = 0
         for v in graph.inputs:
-            if v.name not in spec:
-                continue
-            dims = list(v.type.shape)
-            for axis, sym in spec[v.name].items():
-                size = dims[axis]
-                if isinstance(size, int):
-                    if sym in traced and traced[sym] != size:
-                        raise DynamicAxesError(
-                            f"symbol {sym} stands for sizes {traced[sym]} and {size} in the traced inputs; "
-                            "give different symbols to axes that can differ"
-                        )
-                    traced[sym] = size
-                dims[axis] = Sym(sym)
-            graph.set_input_type(v, TensorType(v.type.dtype, Shape(dims), v.type.quant))
+            if v.name in spec:
+                retyped_inputs += self._make_symbolic(graph, v, spec[v.name], traced)
+        if not retyped_inputs:  # already done (a second run): nothing to change or report
+            return PassResult(graph, False, {"symbols": 0, "retyped": 0, "baked": 0})
         changed = graph.reinfer()
         problems = self.baked_values(graph) + self.inconsistent_ops(graph, traced)
         for p in problems:
@@ -154,15 +149,42 @@ class DynamicAxes(Pass):
                 BakedSizeWarning,
                 stacklevel=2,
             )
-        graph.metadata["symbols"] = dict(sorted(traced.items()))
-        graph.metadata["baked_sizes"] = problems
+        graph.info.symbols = dict(sorted(traced.items()))
+        graph.info.baked_sizes = problems
         return PassResult(graph, True, {"symbols": len(traced), "retyped": changed,
                                         "baked": len(problems)})
+
+    @staticmethod
+    def _make_symbolic(graph: Graph, v: Value, axes: Mapping[int, str], traced: dict[str, int]) -> int:
+        """Give input ``v`` its symbols (recording their traced sizes); 1 if it changed.
+        An axis that already is its symbol stays; one that is another symbol is refused."""
+        dims = list(v.type.shape)
+        for axis, sym in axes.items():
+            size = dims[axis]
+            if isinstance(size, int):
+                if sym in traced and traced[sym] != size:
+                    raise DynamicAxesError(
+                        f"symbol {sym} stands for sizes {traced[sym]} and {size} in the traced inputs; "
+                        "give different symbols to axes that can differ"
+                    )
+                traced[sym] = size
+            elif size != Sym(sym):
+                raise DynamicAxesError(
+                    f"dynamic_axes[{v.name!r}][{axis}] = {sym!r}, but that axis already is the "
+                    f"symbolic size {size}; use one symbol per axis"
+                )
+            dims[axis] = Sym(sym)
+        new = TensorType(v.type.dtype, Shape(dims), v.type.quant)
+        if new == v.type:
+            return 0
+        graph.set_input_type(v, new)
+        return 1
 
     def baked_values(self, graph: Graph) -> list[str]:
         """Constants the frontend took from values that now depend on a symbol."""
         out = []
-        for value, loc, what in graph.metadata.get("baked_constants", []):
+        for baked in graph.info.baked_constants:
+            value, loc, what = baked.value, baked.loc, baked.what
             if value.known is not None and _has_sym(value.known):
                 out.append(f"{loc}: {what} is computed from a dynamic size but was used as the "
                            f"constant {value.known.tolist()!r} at trace time")
@@ -176,7 +198,7 @@ class DynamicAxes(Pass):
         for factor in (2, 3):
             bindings = {s: v * factor for s, v in traced.items()}
             for op in graph.ops():
-                if op.seq in seen or not _touches_symbols(op):
+                if op.seq in seen or not _touches_symbols(op, bindings):
                     continue
                 reason = _check_at(op, bindings)
                 if reason:
@@ -189,9 +211,22 @@ def _has_sym(arr: np.ndarray) -> bool:
     return arr.dtype == object and any(isinstance(d, Sym) for d in arr.reshape(-1).tolist())
 
 
-def _touches_symbols(op: Op) -> bool:
-    return any(not v.type.shape.is_static or (v.known is not None and _has_sym(v.known))
-               for v in op.inputs)
+def _input_symbols(op: Op) -> frozenset[str]:
+    found: frozenset[str] = frozenset()
+    for v in op.inputs:
+        found |= v.type.shape.symbols()
+        if v.known is not None and v.known.dtype == object:
+            for d in v.known.reshape(-1).tolist():
+                if isinstance(d, Sym):
+                    found |= d.symbols()
+    return found
+
+
+def _touches_symbols(op: Op, bindings: Mapping[str, int]) -> bool:
+    """``op`` reads a symbolic size, and every symbol it reads has a traced size (a
+    symbol the graph had before this pass, with no traced size, cannot be checked)."""
+    found = _input_symbols(op)
+    return bool(found) and found <= bindings.keys()
 
 
 def _bind_dim(d: Dim, bindings: Mapping[str, int]) -> Dim:
@@ -226,10 +261,6 @@ def _check_at(op: Op, bindings: Mapping[str, int]) -> str:
             return (f"'{op.kind}' gives shape {list(t.shape)} at {where}, but the graph says "
                     f"{list(v.type.shape)}: a size was baked in")
     return ""
-
-
-def traced_symbol_values(graph: Graph) -> dict[str, Any]:
-    return dict(graph.metadata.get("symbols", {}))
 
 
 __all__ = ["BakedSizeWarning", "DynamicAxes", "normalize_dynamic_axes", "Value"]

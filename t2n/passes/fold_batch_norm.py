@@ -181,7 +181,8 @@ class FoldBatchNorm(Pass):
             chain = layer_chain(graph, y, op)
             if chain is None:
                 continue
-            vec = per_channel_vector(constant_data(c), y, chain.axis)  # type: ignore[arg-type]
+            data = constant_data(c)
+            vec = None if data is None else per_channel_vector(data, y, chain.axis)
             if vec is None:
                 continue
             fold = _fold_scale if op.kind == "mul" else _fold_shift
@@ -192,15 +193,15 @@ class FoldBatchNorm(Pass):
 
 def _bias_vector(chain: LayerChain, y: Value) -> np.ndarray | None:
     """The bias of the chain's ``add`` as a per-channel vector (None: not one)."""
-    if chain.bias is None:
-        return None
-    return per_channel_vector(constant_data(chain.bias), y, chain.axis)  # type: ignore[arg-type]
+    data = None if chain.bias is None else constant_data(chain.bias)
+    return None if data is None else per_channel_vector(data, y, chain.axis)
 
 
 def _layer_bias(p: Op) -> np.ndarray | None:
     """A conv's constant bias (zeros if it has none; None if computed at run time)."""
     if len(p.inputs) < 3:
-        return np.zeros(p.output.type.shape[1])  # type: ignore[arg-type]
+        channels = p.output.type.shape[1]
+        return np.zeros(channels) if isinstance(channels, int) else None
     b = constant_data(p.inputs[2])
     return None if b is None else b.astype(np.float64).reshape(-1)
 

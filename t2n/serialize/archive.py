@@ -13,11 +13,9 @@ left and the final move: :mod:`t2n.serialize.staging`; SIGTERM is handled like C
 (:mod:`t2n.serialize.signals`); a full disk, a read-only folder or a name too long
 raise ``ArtifactWriteError`` (:mod:`t2n.serialize.write_faults`).
 
-``.tgz`` compression uses ISA-L (the ``isal`` package, ``pip install t2n[fast]``) when
-installed, on one thread per CPU (at most 8), else zlib; both write standard gzip (one
-member). On float weights ISA-L level 1 gives the same ratio as zlib level 6 (about
-0.92 on random f32) at 15-20x its speed on one core of this kind of machine; see
-``benchmarks/RESULTS.md``.
+``.tgz`` compression: :mod:`t2n.serialize.gzip_stream`; file-to-file copies, writeback
+and fsync: :mod:`t2n.serialize.region_io`; reading artifacts back:
+:mod:`t2n.serialize.archive_read` (its names are also importable from here).
 """
 
 from __future__ import annotations
@@ -29,21 +27,33 @@ import logging
 import os
 import shutil
 import tarfile
-import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO
 
 from t2n.errors import (
-    CorruptArchiveError,
-    CorruptTensorFileError,
     InvalidArgumentError,
     SerializationError,
 )
 from t2n.ir.tensor_data import FileRegion, chunk_nbytes
 from t2n.serialize import signals
+from t2n.serialize.archive_read import iter_tar_members, read_artifact
 from t2n.serialize.destination import check_destination, check_member_target, prepare_destination
-from t2n.serialize.filecheck import check_stamp
+from t2n.serialize.gzip_stream import (
+    Compressor,
+    gzip_compressor,
+    gzip_threads,
+    isal_level,
+    threaded_gzip,
+)
+from t2n.serialize.region_io import (
+    WritebackKick,
+    copy_region,
+    fsync_dir,
+    fsync_files,
+    read_region,
+    start_writeback,
+)
 from t2n.serialize.staging import (
     find_stale_temps,
     install,
@@ -99,64 +109,6 @@ def check_member_name(name: str) -> str:
     if p.is_absolute() or ".." in p.parts or not p.parts or name.startswith("./"):
         raise SerializationError(f"invalid member name {name!r}")
     return str(p)
-
-
-class Compressor(Protocol):
-    def compress(self, data: Any, /) -> bytes: ...
-    def flush(self, mode: int = ..., /) -> bytes: ...
-
-
-def isal_level(level: int) -> int:
-    """The ISA-L level for a zlib-style ``level`` (1..9): 1..6 → 1, 7..8 → 2, 9 → 3.
-
-    ISA-L level 0 is never used: on float weights its output is larger than its input.
-    Levels 1 and 2 compress weights as well as zlib level 6; level 3 is about 4x slower
-    for no gain on weights, so only ``9`` asks for it.
-    """
-    return 1 if level <= 6 else 2 if level <= 8 else 3
-
-
-def gzip_threads() -> int:
-    """Compression threads for ``.tgz``: the CPUs this process may use, at most 8."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus))
-
-
-def threaded_gzip(raw: BinaryIO, level: int) -> tuple[BinaryIO, str] | None:
-    """A gzip writer over ``raw`` that compresses 1 MiB blocks on several threads with
-    ISA-L (each block primed with the 32 KiB before it, as pigz does), or None when
-    ``isal`` is not installed. Its bytes do not depend on the number of threads."""
-    try:
-        from isal import igzip_threaded  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    lv, threads = isal_level(level), gzip_threads()
-    opener: Any = igzip_threaded.open
-    f: BinaryIO = opener(raw, "wb", compresslevel=lv, threads=threads)
-    return f, f"isal level {lv}, {threads} thread{'s' if threads > 1 else ''}"
-
-
-def gzip_compressor(level: int, prefer: str = "auto") -> tuple[Compressor, str]:
-    """A single-stream gzip compressor (fixed header: mtime 0, no file name) and its name.
-
-    ``prefer="auto"`` uses ISA-L when the ``isal`` package is installed (see the module
-    docstring for why), otherwise zlib; ``"zlib"`` forces zlib. (``.tgz`` files use
-    :func:`threaded_gzip` when ISA-L is there.)
-    """
-    if prefer not in ("auto", "zlib"):
-        raise InvalidArgumentError(f"gzip compressor must be 'auto' or 'zlib', got {prefer!r}")
-    if prefer == "auto":
-        try:
-            from isal import isal_zlib  # type: ignore[import-not-found]
-        except ImportError:
-            pass
-        else:
-            lv = isal_level(level)
-            return isal_zlib.compressobj(lv, isal_zlib.DEFLATED, 31), f"isal level {lv}"
-    return zlib.compressobj(level, zlib.DEFLATED, 31), f"zlib level {level}"
 
 
 class ArtifactWriter(abc.ABC):
@@ -252,141 +204,12 @@ def _install(tmp: Path, path: Path, overwrite: bool, sync: bool = False) -> None
     with signals.held():
         install(tmp, path, lambda: check_destination(path, overwrite))
     if sync:
-        _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # e.g. platforms that cannot open folders
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-_HAS_FADVISE = hasattr(os, "posix_fadvise") and hasattr(os, "POSIX_FADV_DONTNEED")
-
-
-def _start_writeback(f: BinaryIO, offset: int = 0, length: int = 0) -> bool:
-    """Ask the disk to start writing ``length`` bytes of ``f`` from ``offset`` (0: to the
-    end) without waiting for it: ``posix_fadvise(DONTNEED)`` starts the writeback of the
-    dirty pages in the range. False where that call is missing or refused."""
-    if not _HAS_FADVISE:
-        return False
-    try:
-        os.posix_fadvise(f.fileno(), offset, length, os.POSIX_FADV_DONTNEED)
-    except OSError:
-        return False
-    return True
-
-
-KICK_BYTES = 32 << 20
-"""A synced tar asks the disk to start writing every this many bytes."""
-
-
-class WritebackKick:
-    """Starts the disk writing what was just written, without waiting for it.
-
-    Linux keeps written data in memory until a tenth of the RAM is dirty (gigabytes), so
-    a synced save would do all its disk work in the final fsync, after every byte has
-    been copied into the page cache. ``posix_fadvise(DONTNEED)`` on each range just
-    written starts its writeback at once (and lets the page cache drop what is already
-    on disk), so the disk works while the rest is written and while ``t2n.export``
-    compiles. Measured here on the 0.85 B Llama (interleaved A/B, 4 runs each, warm
-    memory): a synced ``.tar`` save 4.23 → 3.07 s (f32), ``t2n.export`` 4.48 → 3.95 s
-    (f32) and 1.29 → 1.17 s (f16). Only for synced writes (without ``sync`` nobody waits
-    for the disk); does nothing where the call is missing, and the final fsync still
-    guarantees durability.
-    """
-
-    def __init__(self, f: BinaryIO, usable: bool = True) -> None:
-        self.f = f
-        self.active = usable and _HAS_FADVISE
-        self.start = f.tell()
-
-    def after_write(self) -> None:
-        if not self.active:
-            return
-        end = self.f.tell()
-        if end - self.start < KICK_BYTES:
-            return
-        self.f.flush()
-        if not _start_writeback(self.f, self.start, end - self.start):
-            self.active = False
-        self.start = end
-
-    def moved_to(self, offset: int) -> None:
-        self.start = min(self.start, offset)
-
-
-REGION_STEP = 64 << 20
-"""File-to-file copies go this many bytes at a time (a writeback kick may follow each)."""
-
-
-def copy_region(region: FileRegion, f: BinaryIO, after_piece: Any = None) -> int:
-    """Append the bytes of ``region`` to ``f`` at its position and return their count.
-
-    ``os.copy_file_range`` copies them inside the kernel, from the source's page cache
-    to the target's, with no buffer in this process (one copy of each byte instead of a
-    read and a write); where it is missing or refused (another file system, an old
-    kernel), what is left goes through :func:`read_region`. A source that ends early is
-    refused.
-    """
-    f.flush()
-    dst, start = f.fileno(), f.tell()
-    done = 0
-    if hasattr(os, "copy_file_range"):
-        with open(region.path, "rb", buffering=0) as src, contextlib.suppress(OSError):
-            while done < region.nbytes:
-                _check_region(src.fileno(), region)
-                n = os.copy_file_range(src.fileno(), dst, min(REGION_STEP, region.nbytes - done),
-                                       region.offset + done, start + done)
-                if n == 0:
-                    raise _ends_early(region)
-                done += n
-                f.seek(start + done)
-                if after_piece is not None:
-                    after_piece()
-    for piece in read_region(region, REGION_STEP, skip=done):
-        f.write(piece)
-        done += len(piece)
-        if after_piece is not None:
-            after_piece()
-    return done
-
-
-def read_region(region: FileRegion, step: int = 8 << 20, skip: int = 0) -> Iterator[bytes]:
-    """The bytes of ``region`` after its first ``skip``, in pieces (for writers that
-    transform them, e.g. gzip, or where the kernel will not copy)."""
-    with open(region.path, "rb", buffering=0) as src:
-        done = skip
-        while done < region.nbytes:
-            _check_region(src.fileno(), region)
-            data = os.pread(src.fileno(), min(step, region.nbytes - done), region.offset + done)
-            if not data:
-                raise _ends_early(region)
-            done += len(data)
-            yield data
-
-
-def _check_region(fd: int, region: FileRegion) -> None:
-    """Refuse the source of ``region`` once it is not the file it was when opened."""
-    check_stamp(fd, region.stamp, region.path, f"tensor {region.name!r}" if region.name else "")
-
-
-def _ends_early(region: FileRegion) -> CorruptTensorFileError:
-    tensor = f" (tensor {region.name!r})" if region.name else ""
-    return CorruptTensorFileError(
-        f"{region.path}{tensor}: ends before the {region.nbytes} bytes at offset {region.offset} (truncated?)")
+        fsync_dir(path.parent)
 
 
 def _write_file(f: BinaryIO, name: str, size: int, chunks: Iterable[Any], sync: bool) -> int:
     """Write one member file into ``f``. With ``sync``, its writeback is started now and
-    waited for by :func:`_fsync_files` at commit: an fsync after each file would leave the
+    waited for by :func:`fsync_files` at commit: an fsync after each file would leave the
     disk idle while the next one is written (2-3x slower for a model's worth of files here)."""
     n = 0
     for c in chunks:
@@ -395,19 +218,9 @@ def _write_file(f: BinaryIO, name: str, size: int, chunks: Iterable[Any], sync: 
         raise SerializationError(f"{name}: wrote {n} bytes, expected {size}")
     if sync:
         f.flush()
-        if not _start_writeback(f):
+        if not start_writeback(f):
             os.fsync(f.fileno())  # cannot start it early: wait for it now
     return n
-
-
-def _fsync_files(paths: Iterable[Path]) -> None:
-    """Wait until every file in ``paths`` is on the disk."""
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class DirWriter(ArtifactWriter):
@@ -455,9 +268,9 @@ class DirWriter(ArtifactWriter):
 
     def _finish(self) -> None:
         if self.sync:
-            _fsync_files(target for target, _ in self._files)
+            fsync_files(target for target, _ in self._files)
             for folder in self._folders:
-                _fsync_dir(folder)
+                fsync_dir(folder)
         _install(self._tmp, self.path, self.overwrite, self.sync)
 
     def _cleanup(self) -> None:
@@ -510,14 +323,14 @@ class IntoDirWriter(ArtifactWriter):
 
     def _finish(self) -> None:
         if self.sync:
-            _fsync_files(tmp for tmp, _ in self._pending)
+            fsync_files(tmp for tmp, _ in self._pending)
         with signals.held():
             for tmp, final in self._pending:
                 check_member_target(final)
                 os.replace(tmp, final)
         if self.sync:
             for folder in {final.parent for _, final in self._pending}:
-                _fsync_dir(folder)
+                fsync_dir(folder)
 
     def _cleanup(self) -> None:
         steps: list[Callable[[], object]] = [
@@ -664,59 +477,6 @@ def open_writer(
     if form == "dir":
         return DirWriter(p, sync, overwrite=overwrite)
     return TarWriter(p, level if form == "tgz" else 0, sync, compressor, overwrite=overwrite)
-
-
-# -- reading ------------------------------------------------------------------------
-
-
-def read_artifact(path: str | os.PathLike[str]) -> dict[str, bytes]:
-    """All members of an artifact (dir, tar or tgz) by name, validated."""
-    p = Path(path)
-    if p.is_dir():
-        out: dict[str, bytes] = {}
-        for f in sorted(p.rglob("*")):
-            if f.is_symlink():
-                raise CorruptArchiveError(f"{p}: {f.relative_to(p)} is a link")
-            if f.is_file():
-                out[f.relative_to(p).as_posix()] = f.read_bytes()
-        return out
-    return dict(iter_tar_members(p))
-
-
-def iter_tar_members(path: Path) -> Iterator[tuple[str, bytes]]:
-    """(name, bytes) of each file in a tar/tgz artifact, refusing members that escape the
-    folder, links, special files, truncated members and names given twice (tar keeps
-    both, and which one a reader takes is up to the reader)."""
-    seen: set[str] = set()
-    try:
-        with tarfile.open(path, "r:*") as tar:
-            for m in tar:
-                name = m.name[2:] if m.name.startswith("./") else m.name
-                pp = PurePosixPath(name)
-                if pp.is_absolute() or ".." in pp.parts:
-                    raise CorruptArchiveError(f"{path}: member {m.name!r} escapes the archive folder")
-                if m.issym() or m.islnk():
-                    raise CorruptArchiveError(f"{path}: member {m.name!r} is a link")
-                if m.isdir():
-                    continue
-                if not m.isfile():
-                    raise CorruptArchiveError(f"{path}: member {m.name!r} is not a regular file")
-                key = pp.as_posix()
-                if key in seen:
-                    raise CorruptArchiveError(
-                        f"{path}: member {m.name!r} appears twice (which copy is meant is ambiguous); "
-                        "write the artifact again")
-                seen.add(key)
-                f = tar.extractfile(m)
-                assert f is not None
-                data = f.read()
-                if len(data) != m.size:
-                    raise CorruptArchiveError(f"{path}: member {m.name!r} is truncated")
-                yield name, data
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise CorruptArchiveError(f"{path}: unreadable archive: {exc}") from exc
 
 
 __all__ = [

@@ -57,3 +57,14 @@ def test_wrong_input_count_is_refused_not_a_segfault(tmp_path):
     good = _model(tmp_path, "good", FINE)
     with pytest.raises(EngineError, match="1 inputs but 0"):
         run_tract(str(good), [])
+
+
+def test_a_missing_engine_package_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    from t2n.check import engines
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tract" else real(name, *a))
+    with pytest.raises(EngineError, match=r"tract are not installed.*t2n\[check\]"):
+        engines.run_tract("/nonexistent", [])

@@ -20,8 +20,16 @@ def test_documented_custom_pass_runs_through_compile():
     art = t2n.compile(ex.Swish(), (torch.randn(3, 8),), passes=[ex.FuseSiLU()], verify_ir=True)
     kinds = [op.kind for op in art.ir.ops()]
     assert "silu" in kinds and "sigmoid" not in kinds and "mul" not in kinds
-    assert art.stats["pass_stats"]["user-passes.fuse-silu.fused"] == 1
+    assert art.stats["pass_stats"]["fuse-silu.fused"] == 1
     assert "tract_core_silu" in art.graph_nnef
     assert art.check().ok
     kh = t2n.compile(ex.Swish(), (torch.randn(3, 8),), t2n.KhronosNNEF(), passes=[ex.FuseSiLU()])
     assert kh.check().ok
+
+
+def test_example_main_places_the_pass_by_name_and_runs_in_tract(capsys):
+    art = load_example().main()
+    assert art.stats["pass_stats"]["fuse-silu.fused"] == 1
+    assert [op.kind for op in art.ir.ops() if op.kind in ("silu", "sigmoid", "mul")] == ["silu"]
+    assert art.check().ok
+    assert "fuse-silu.fused" in capsys.readouterr().out

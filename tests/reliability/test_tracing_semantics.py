@@ -131,7 +131,7 @@ def test_the_artifact_still_matches_pytorch_on_the_example():
     with pytest.warns(t2n.SpecializedTraceWarning):
         art = t2n.compile(Branch(), (torch.rand(2, 3),))
     art.check()
-    assert "Python bool" in art.ir.metadata["specializations"][0]
+    assert "Python bool" in art.ir.info.specializations[0]
 
 
 def test_strict_lists_every_place_at_once_and_writes_nothing(tmp_path):

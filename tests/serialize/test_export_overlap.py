@@ -264,7 +264,7 @@ def test_synced_tars_start_the_disk_writing_as_they_go(tmp_path, monkeypatch):
     ``export`` and while a save goes on); without sync it never does."""
     import os
 
-    import t2n.serialize.archive as archive
+    import t2n.serialize.region_io as region_io
 
     if not hasattr(os, "posix_fadvise"):
         pytest.skip("no posix_fadvise here")
@@ -276,7 +276,7 @@ def test_synced_tars_start_the_disk_writing_as_they_go(tmp_path, monkeypatch):
         real(fd, offset, length, advice)
 
     monkeypatch.setattr(os, "posix_fadvise", record)
-    monkeypatch.setattr(archive, "KICK_BYTES", 1)
+    monkeypatch.setattr(region_io, "KICK_BYTES", 1)
     model = Mlp().eval()
     art = t2n.export(model, (X,), tmp_path / "e.tar", sync=True)
     assert art.stats["overlap"]["kept"] == 6

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from t2n.errors import OpProblem
+from t2n.errors import OpProblem, T2NError
 from t2n.ir import ArrayData, DType, Graph, Op, Sym, TensorData, Trait, Value
 from t2n.ir.graph import sanitize_name
 
@@ -267,6 +267,13 @@ class EmitContext:
 Emitter = Callable[[EmitContext, Op], None]
 
 
+class DuplicateEmitterError(T2NError, KeyError):
+    """Two emitters claim the same IR op in one table."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class EmitterTable:
     """A family's emitters by IR op kind (duplicate keys raise)."""
 
@@ -276,7 +283,7 @@ class EmitterTable:
 
     def add(self, kind: str, fn: Emitter) -> None:
         if kind in self.emitters:
-            raise KeyError(f"emitter for {kind!r} defined twice in {self.family}")
+            raise DuplicateEmitterError(f"emitter for {kind!r} defined twice in {self.family}")
         self.emitters[kind] = fn
 
     def emitter(self, *kinds: str) -> Callable[[Emitter], Emitter]:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import attrs
 
 from t2n.backends.nnef.context import (
+    DuplicateEmitterError,
     EmitContext,
     Emitter,
     EmitterTable,
@@ -28,8 +29,8 @@ from t2n.backends.nnef.context import (
 )
 from t2n.backends.nnef.tract import TractEmitContext
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
-from t2n.errors import NotExpressibleError, OpProblem
-from t2n.ir import DType, Graph, Sym, Value
+from t2n.errors import EmissionError, NotExpressibleError, OpProblem
+from t2n.ir import DType, Graph, Op, Sym, Value
 
 
 @attrs.frozen
@@ -56,7 +57,7 @@ def _tables(flavour: str) -> dict[str, Emitter]:
             if isinstance(table, EmitterTable):
                 for k, fn in table.emitters.items():
                     if k in dest:
-                        raise KeyError(f"two {attr} emitters for {k!r} (second in {info.name})")
+                        raise DuplicateEmitterError(f"two {attr} emitters for {k!r} (second in {info.name})")
                     dest[k] = fn
     return {**common, **special}
 
@@ -104,6 +105,24 @@ class NNEFRenderer:
         return self.target.bf16_as if dtype is DType.BF16 else dtype
 
     # -- rendering -----------------------------------------------------------------
+    def _emit(self, ctx: EmitContext, op: Op) -> None:
+        """Run the emitter of ``op``; whatever it raises becomes an :class:`EmissionError`
+        naming the op and its place in the model, with the original as the cause."""
+        emitter = self.emitters[op.kind]
+        try:
+            emitter(ctx, op)
+        except EmissionError:
+            raise
+        except Exception as exc:  # any emitter bug, ours or a user's: typed, with its cause
+            name = f"{getattr(emitter, '__module__', '?')}.{getattr(emitter, '__qualname__', '?')}"
+            raise EmissionError(
+                f"the {self.flavour} emitter {name} failed on IR op '{op.kind}' "
+                f"({op.loc}): {type(exc).__name__}: {exc}\n"
+                "What to do: if this emitter is your own, fix it (its exception is chained "
+                "below); otherwise report it as a t2n bug with this message.",
+                op=op.kind, module=op.loc.module, source=op.loc.source,
+            ) from exc
+
     def render(self, graph: Graph) -> RenderedModel:
         problems = [
             OpProblem(op.loc.aten or op.kind, op.loc.module, op.loc.source,
@@ -118,8 +137,8 @@ class NNEFRenderer:
         ctx = self.context_type(self.target, graph)
         ctx.reserve_names(self.symbols(graph))
         # The names the artifact reports (compile checked them); else the values' own.
-        in_names, out_names = graph.metadata.get(
-            "io_names", ([v.name for v in graph.inputs], [v.name for v in graph.outputs]))
+        in_names = graph.info.input_names or [v.name for v in graph.inputs]
+        out_names = graph.info.output_names or [v.name for v in graph.outputs]
         input_ids = [ctx.reserve(v, n) for v, n in zip(graph.inputs, in_names)]
         produced_outputs = {
             v for v in graph.outputs if v.producer is not None and v.producer.kind not in ("const",)
@@ -134,7 +153,7 @@ class NNEFRenderer:
             if op.kind == "const":
                 continue
             ctx.op = op
-            self.emitters[op.kind](ctx, op)
+            self._emit(ctx, op)
         ctx.op = None
         output_ids: list[str] = []
         for v, wanted in zip(graph.outputs, out_names):
@@ -199,11 +218,11 @@ class TractRenderer(NNEFRenderer):
         asserts = [f"tract_assert {s} >= 1" for s in symbols]
         rest = [e for e in ctx.extensions if not e.startswith("tract_registry")]
         custom = [e.strip().rstrip(";") for e in
-                  [*self.target.custom_extensions, *graph.metadata.get("custom_extensions", [])]]
+                  [*self.target.custom_extensions, *graph.info.custom_extensions]]
         return regs + syms + asserts + rest + custom
 
     def preamble_fragments(self, ctx: EmitContext, graph: Graph) -> list[str]:
-        props = graph.metadata.get("properties", {})
+        props = graph.info.properties
         items = ",\n".join(f"        ({literal(k)}, {literal(props[k])})" for k in sorted(props))
         fragment = (
             "fragment tract_core_properties(\n) -> (properties: (string, tensor<scalar>)[])\n{\n"

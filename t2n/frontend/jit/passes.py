@@ -18,7 +18,7 @@ from t2n.frontend.jit.graph_edit import (
     replace_with_constant,
 )
 from t2n.frontend.jit.probe import probe
-from t2n.frontend.scalars import SCALAR_OPS
+from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS
 
 
 @attrs.define
@@ -61,10 +61,11 @@ def fold_constant_scalar_arithmetic(s: HardenState) -> int:
         ins = list(node.inputs())
         if not all(is_constant(v) and v.type().kind() != "TensorType" for v in ins):
             continue
+        args = [constant_value(v) for v in ins]
         try:
-            value = SCALAR_OPS[kind](*[constant_value(v) for v in ins])
-        except Exception:
-            continue
+            value = SCALAR_OPS[kind](*args)
+        except SCALAR_FOLD_ERRORS:
+            continue  # left for the lowering rules
         if isinstance(value, (bool, int, float, str)) or value is None:
             replace_with_constant(s.graph, out, value)
             count += 1

@@ -13,6 +13,7 @@ from t2n.frontend.helpers import dim_value, i64
 from t2n.frontend.helpers import unsqueeze as unsqueeze_axes
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, Dim, DType, Value
+from t2n.ir.graph_info import BakedConstant
 from t2n.ir.infer_utils import INT64_MAX
 
 RULES = RuleSet("shape")
@@ -375,8 +376,8 @@ def piece_count_size(ctx: LoweringContext, x: Value, axis: int, what: str) -> in
     """The traced size of the axis a tensor is split along. The number of pieces (a
     Python list) is fixed by it: under dynamic axes the pass reports it as baked."""
     n = _static(x.type.shape[axis], ctx, what)
-    ctx.lowering.graph.metadata.setdefault("baked_constants", []).append(
-        (dim_value(ctx.b, x, axis), ctx.loc, f"the axis size that fixes how many pieces {what} returns"))
+    ctx.lowering.graph.info.baked_constants.append(BakedConstant(
+        dim_value(ctx.b, x, axis), ctx.loc, f"the axis size that fixes how many pieces {what} returns"))
     return n
 
 
