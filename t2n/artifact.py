@@ -16,6 +16,7 @@ import numpy as np
 
 from t2n.backends.nnef.context import TensorFile
 from t2n.backends.nnef.renderer import RenderedModel
+from t2n.backends.running import run_on_target
 from t2n.backends.target import Target
 from t2n.check.bundle import BundleContent, BundleResult, write_bundle
 from t2n.check.compare import CheckReport, Tolerance, compare
@@ -148,7 +149,8 @@ class Artifact:
         with tempfile.TemporaryDirectory(prefix="t2n-check-") as tmp:
             path = self._engine_path(Path(tmp))
             try:
-                outputs = self.target.run(path, ins, registries=self.rendered.registries, symbols=symbols)
+                outputs = run_on_target(self.target, path, ins, registries=self.rendered.registries,
+                                        symbols=symbols)
             except EngineCrashedError as exc:
                 bundle = self._debug_bundle(path, ins, refs, None, str(exc), debug_dir)
                 exc.bundle = bundle.path

@@ -15,6 +15,7 @@ import torch
 import t2n
 from t2n.errors import (
     CheckMismatchError,
+    EngineError,
     InvalidArgumentError,
     LoweringError,
     NotExpressibleError,
@@ -228,3 +229,26 @@ def test_a_target_written_from_the_base_class_renders_and_runs():
     with pytest.raises(InvalidArgumentError, match="custom_extensions"):
         t2n.compile(custom_target.Gate().eval(), (torch.randn(4, 8),), target,
                     custom_extensions=["tract_assert S >= 1"])
+
+
+@attrs.frozen
+class _BrokenTract(t2n.TractNNEF):
+    """A target whose run fails the way a user's code might."""
+
+    mode: str = "raises"
+
+    def run(self, path, inputs, *, registries=(), symbols=None):
+        if self.mode == "raises":
+            raise RuntimeError("the engine library is missing a symbol")
+        return None
+
+
+@pytest.mark.parametrize("mode, message", [("raises", "RuntimeError: the engine library is missing a symbol"),
+                                            ("returns", "returned NoneType")])
+def test_a_failing_user_run_is_an_engine_error_naming_the_target(mode, message):
+    art = t2n.compile(custom_target.Gate().eval(), (torch.randn(4, 8),), _BrokenTract(mode=mode))
+    with pytest.raises(EngineError, match="_BrokenTract") as info:
+        art.check()
+    assert message in str(info.value)
+    if mode == "raises":
+        assert isinstance(info.value.__cause__, RuntimeError)
