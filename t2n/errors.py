@@ -178,3 +178,16 @@ class WeightsChangedError(SerializationError):
     def __init__(self, message: str, names: Sequence[str] = ()) -> None:
         self.names = list(names)
         super().__init__(message)
+
+
+# -- frontend: installed torch and user extensions of the trace
+
+
+class UnsupportedTorchError(T2NError, ImportError):
+    """The installed torch is outside the range whose private tracer APIs t2n uses
+    (named with the version found and the range supported)."""
+
+
+class ExtractorError(TraceError):
+    """A module extractor was given or used wrongly (named with the module class, its
+    path in the model and what to change)."""
