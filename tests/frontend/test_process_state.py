@@ -102,7 +102,7 @@ def test_training_code_in_another_thread_is_unaffected_while_compiling():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             Triple.apply(x).sum().backward()
-            warnings.warn("mine", UserWarning)
+            warnings.warn("mine", UserWarning, stacklevel=1)
         results["grad"] = x.grad
         results["warned"] = [str(w.message) for w in caught]
         release.set()
