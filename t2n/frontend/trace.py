@@ -157,8 +157,9 @@ def _tracer_warnings_recorded(watch: TraceWatch, caught: list[str]) -> Iterator[
     """Record the warnings this thread raises while tracing (the tracer's are judged by
     ``watch`` and listed in ``caught``); other threads' warnings are shown as usual."""
     thread = threading.get_ident()
-    with warnings.catch_warnings(record=True) as wlist:
-        others = warnings.showwarning
+    others = warnings.showwarning
+    wlist: list[warnings.WarningMessage] = []
+    with warnings.catch_warnings():
         warnings.simplefilter("always", TracerWarning)
         ours = watch.recorder(wlist, TracerWarning)
 
