@@ -60,7 +60,7 @@ def module_calls_recorded(root: torch.nn.Module, extracted: ExtractedCalls | Non
             forward = module.forward
             extractor = extracted.claims(module) if extracted is not None and name else None
             if extractor is not None and extracted is not None:
-                forward = extracted.wrap(module, name.removeprefix("model."), extractor, forward)
+                forward = extracted.wrap(module, _model_path(name), extractor, forward)
             saved.append((module, own))
             module.forward = _wrapped(forward, f"__module.{name}" if name else "__module", thread)  # type: ignore[method-assign]
         yield
@@ -70,6 +70,11 @@ def module_calls_recorded(root: torch.nn.Module, extracted: ExtractedCalls | Non
                 del module.forward
             else:
                 module.forward = own  # type: ignore[method-assign]
+
+
+def _model_path(name: str) -> str:
+    """``model.blocks.0`` → ``blocks.0``; the model itself → ``""`` (the wrapper's names)."""
+    return "" if name == "model" else name.removeprefix("model.")
 
 
 def inline_autograd_functions(graph: torch._C.Graph, extracted: ExtractedCalls | None) -> list[torch._C.Node]:

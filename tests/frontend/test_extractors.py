@@ -149,3 +149,25 @@ def test_module_returning_no_tensor_refused():
 
     with pytest.raises(ExtractorError, match=r"NoTensorOut at n: its forward returned no tensor"):
         t2n.compile(M(), (torch.randn(2, 3),), extractors=[t2n.ModuleExtractor(NoTensorOut, lower=_returns_one)])
+
+
+def test_the_model_itself_can_be_extracted():
+    model = Scaled()
+    with pytest.raises(ExtractorError, match=r"Scaled at the model root: output 0"):
+        t2n.compile(model, (torch.randn(2, 3), torch.randn(2, 3)),
+                    extractors=[t2n.ModuleExtractor(Scaled, lower=_wrong_shape)])
+    art = t2n.compile(model, (torch.randn(2, 3), torch.randn(2, 3)),
+                      extractors=[t2n.ModuleExtractor(Scaled, lower=lower_scaled)])
+    assert [op.attrs.get("label") for op in art.ir.ops() if op.kind == "variable"] == ["bias"]
+    assert art.check().ok
+
+
+def test_extracted_blocks_follow_a_dynamic_axis():
+    torch.manual_seed(1)
+    model = example.Model()
+    art = t2n.compile(model, (torch.randn(4, 8),), dynamic_axes={"input_0": {0: "B"}},
+                      extractors=[t2n.ModuleExtractor(example.GatedBlock, lower=example.lower_gated_block)])
+    x = torch.randn(7, 8)
+    with torch.no_grad():
+        expected = model(x)
+    assert art.check(inputs=[x.numpy()], expected=[expected.numpy()]).ok
