@@ -29,15 +29,18 @@ from t2n.frontend.extractors import ExtractedCalls
 _MISSING = object()
 
 
-def _wrapped(forward: Callable[..., Any], scope: str, thread: int) -> Callable[..., Any]:
-    @functools.wraps(forward)
+def _wrapped(own: Callable[..., Any], traced: Callable[..., Any], scope: str, thread: int) -> Callable[..., Any]:
+    """``own`` (the module's forward) for other threads and outside the trace; on the
+    tracing thread, ``traced`` inside the module's scope."""
+
+    @functools.wraps(own)
     def call(*args: Any, **kwargs: Any) -> Any:
         state = torch_private.tracing_state() if threading.get_ident() == thread else None
-        if state is None:  # another thread, or not tracing: the module's own forward
-            return forward(*args, **kwargs)
+        if state is None:
+            return own(*args, **kwargs)
         state.push_scope(scope)
         try:
-            return forward(*args, **kwargs)
+            return traced(*args, **kwargs)
         finally:
             state.pop_scope()
 
@@ -57,12 +60,13 @@ def module_calls_recorded(root: torch.nn.Module, extracted: ExtractedCalls | Non
     try:
         for name, module in names.values():
             own = vars(module).get("forward", _MISSING)
-            forward = module.forward
+            forward = traced = module.forward
             extractor = extracted.claims(module) if extracted is not None and name else None
             if extractor is not None and extracted is not None:
-                forward = extracted.wrap(module, _model_path(name), extractor, forward)
+                traced = extracted.wrap(module, _model_path(name), extractor, forward)
             saved.append((module, own))
-            module.forward = _wrapped(forward, f"__module.{name}" if name else "__module", thread)  # type: ignore[method-assign]
+            scope = f"__module.{name}" if name else "__module"
+            module.forward = _wrapped(forward, traced, scope, thread)  # type: ignore[method-assign]
         yield
     finally:
         for module, own in reversed(saved):

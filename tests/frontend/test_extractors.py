@@ -171,3 +171,36 @@ def test_extracted_blocks_follow_a_dynamic_axis():
     with torch.no_grad():
         expected = model(x)
     assert art.check(inputs=[x.numpy()], expected=[expected.numpy()]).ok
+
+
+def test_another_thread_calling_an_extracted_instance_runs_it_normally():
+    import threading
+
+    block = example.GatedBlock(8)
+    model = torch.nn.Sequential(block, torch.nn.Tanh())
+    arrived, release = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    class Wait(torch.nn.Module):
+        def forward(self, x):
+            arrived.set()
+            assert release.wait(20)
+            return x
+
+    def other() -> None:
+        assert arrived.wait(20)
+        x = torch.randn(2, 8, requires_grad=True)
+        block(x).sum().backward()  # the extracted instance itself, with autograd
+        seen["grad"] = x.grad
+        release.set()
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    try:
+        art = t2n.compile(torch.nn.Sequential(model, Wait()), (torch.randn(3, 8),),
+                          extractors=[t2n.ModuleExtractor(example.GatedBlock, lower=example.lower_gated_block)])
+    finally:
+        release.set()
+        worker.join(30)
+    assert torch.equal(seen["grad"], torch.ones(2, 8))  # its own forward ran, not the extractor's
+    assert art.check().ok
