@@ -25,6 +25,8 @@ _LAZY = {
     "LoweringRegistry": "t2n.frontend.registry",
     "RuleSet": "t2n.frontend.registry",
     "LoweringContext": "t2n.frontend.context",
+    "ModuleExtractor": "t2n.frontend.extractors",
+    "ExtractorContext": "t2n.frontend.extractors",
     "Pass": "t2n.passes.base",
     "PassResult": "t2n.passes.base",
     "PassManager": "t2n.passes.manager",
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from t2n.backends.target import KhronosNNEF, Target, TractNNEF
     from t2n.check.compare import CheckReport, Tolerance
     from t2n.frontend.context import LoweringContext
+    from t2n.frontend.extractors import ExtractorContext, ModuleExtractor
     from t2n.frontend.jit import harden_jit_for_export
     from t2n.frontend.registry import LoweringRegistry, RuleSet
     from t2n.frontend.specialization import SpecializedTraceWarning
@@ -68,7 +71,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "Artifact", "BakedSizeWarning", "CheckReport", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
+    "Artifact", "BakedSizeWarning", "CheckReport", "ExtractorContext", "ModuleExtractor", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
     "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",

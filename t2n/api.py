@@ -23,6 +23,7 @@ from t2n.backends.nnef.context import label_to_path
 from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
+from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
 from t2n.frontend.io import io_names, normalize_args
 from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
@@ -61,7 +62,8 @@ def _to_numpy(t: torch.Tensor, bf16_as: np.dtype | None = None) -> np.ndarray:
 
 
 def _trace_module_with_weights(
-    model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], weights_from: Any
+    model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], weights_from: Any,
+    extracted: ExtractedCalls | None = None,
 ) -> TracedModel:
     """Trace; parameters found in ``weights_from`` are read from there when written.
 
@@ -76,18 +78,18 @@ def _trace_module_with_weights(
 
     meta = has_meta_tensors(model)
     if not meta and weights_from is None:
-        return trace_module(model, args, kwargs)
+        return trace_module(model, args, kwargs, extracted)
     source = weight_source(weights_from) if weights_from is not None else None
     weights = resolve_weights(model, source, canonical_tensor_names(model, ""))
     if meta:
         def to_meta(x: Any) -> Any:
             return x.to("meta") if isinstance(x, torch.Tensor) else x
 
-        traced = trace_module(model, tree_map(to_meta, args), tree_map(to_meta, kwargs))
+        traced = trace_module(model, tree_map(to_meta, args), tree_map(to_meta, kwargs), extracted)
         traced.example_inputs = flatten((args, kwargs))[0]
         traced.reference_outputs = []
     else:
-        traced = trace_module(model, args, kwargs)
+        traced = trace_module(model, args, kwargs, extracted)
     traced.weights = weights
     return traced
 
@@ -209,6 +211,7 @@ def compile(
     pass_registry: Mapping[str, Pass] | None = None,
     registry: LoweringRegistry | None = None,
     op_set: OpSet | None = None,
+    extractors: Sequence[ModuleExtractor] | None = None,
     check_io: bool = False,
     tolerance: Tolerance | str = Tolerance.APPROXIMATE,
     log_level: int | str | None = None,
@@ -266,6 +269,12 @@ def compile(
     for the example inputs first (``auto_harden_jit``; see ``t2n.harden_jit_for_export``),
     with the change counts of each step in ``jit_diagnostics`` if a dict is given.
 
+    ``extractors=[t2n.ModuleExtractor(MyBlock, lower=fn)]`` exports every ``MyBlock``
+    instance as ``fn(ctx, module, *args, **kwargs)`` builds it, without tracing its
+    ``forward`` (see :mod:`t2n.frontend.extractors`). Custom ``torch.autograd.Function``s
+    are exported as the ops their ``forward`` runs, and ``torch.library`` custom ops as
+    one node that a rule in ``registry`` lowers.
+
     ``fold_batch_norm=False`` keeps batch norms apart from the conv/linear layers before
     them (by default they are folded into those layers' weights and biases); it is the
     same as ``-fold-batch-norm`` in a pipeline spec.
@@ -303,15 +312,19 @@ def compile(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     pos_args = normalize_args(args)
+    claimed = check_extractors(extractors)
     traced: TracedModel
     if isinstance(model, (torch.jit.ScriptModule, HardenedGraph)):
+        if claimed:
+            raise InvalidArgumentError("extractors apply to traced torch.nn.Module models, not ScriptModules")
         if kwargs:
             raise InvalidArgumentError("keyword arguments are not supported for ScriptModules")
         if weights_from is not None:
             raise InvalidArgumentError("weights_from is for torch.nn.Module models, not ScriptModules")
         traced = script_graph(model, pos_args, harden=auto_harden_jit, diagnostics=jit_diagnostics)
     else:
-        traced = _trace_module_with_weights(model, pos_args, dict(kwargs or {}), weights_from)
+        traced = _trace_module_with_weights(model, pos_args, dict(kwargs or {}), weights_from,
+                                            ExtractedCalls(claimed) if claimed else None)
     specialized = report_specializations(traced.specializations, strict=strict)
     timings["trace"] = time.perf_counter() - t0
     ins, outs = io_names(input_names, output_names, traced.input_paths, traced.output_paths,

@@ -214,3 +214,16 @@ class EmissionError(T2NError):
         self.module = module
         self.source = source
         super().__init__(message)
+
+
+# -- frontend: installed torch and user extensions of the trace
+
+
+class UnsupportedTorchError(T2NError, ImportError):
+    """The installed torch is outside the range whose private tracer APIs t2n uses
+    (named with the version found and the range supported)."""
+
+
+class ExtractorError(TraceError):
+    """A module extractor was given or used wrongly (named with the module class, its
+    path in the model and what to change)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from t2n.frontend import torch_private
 from t2n.frontend.registry import LoweringRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +43,7 @@ LEFT_OUT: dict[str, str] = {
 def core_aten_ops() -> set[str]:
     """Names of the ops PyTorch tags ``core`` (any overload), from every registered schema
     (``dir(torch.ops.aten)`` lists only the ops already used in the process)."""
-    names = {s.name.removeprefix("aten::") for s in torch._C._jit_get_all_schemas()
+    names = {s.name.removeprefix("aten::") for s in torch_private.all_schemas()
              if s.name.startswith("aten::")}
     out: set[str] = set()
     for name in sorted(names):

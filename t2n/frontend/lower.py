@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from t2n.errors import LoweringError, OpProblem, UnsupportedOpsError
+from t2n.frontend import torch_private
 from t2n.frontend.context import (
     LoweringContext,
     ModuleRef,
@@ -24,6 +25,7 @@ from t2n.frontend.context import (
     source_of,
 )
 from t2n.frontend.dtypes import float8_problem, to_ir
+from t2n.frontend.extractors import ExtractedCall, lower_extracted
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_python_value
 from t2n.frontend.trace import TracedModel
@@ -40,6 +42,15 @@ from t2n.ir import DType, Graph, OpSet, SourceLoc, TensorType, Value
 log = logging.getLogger("t2n.frontend")
 
 STRUCTURAL = {"prim::Return", "prim::Param"}
+PYTHON_OP = "prim::PythonOp"
+
+
+def opaque_function(node: torch._C.Node) -> str:
+    """Why a ``prim::PythonOp`` (a custom ``autograd.Function`` whose forward the tracer
+    did not record) cannot be lowered."""
+    return (f"custom autograd.Function {torch_private.python_op_name(node)} was traced as one opaque call (its forward "
+            "was not recorded: is torch.onnx's autograd_inlining turned off?); call its forward's "
+            "ops directly, or export the module that calls it with a t2n.ModuleExtractor")
 
 
 def _nodes(block: torch._C.Block) -> list[torch._C.Node]:
@@ -85,7 +96,10 @@ class Lowering:
     def precheck(self, block: torch._C.Block) -> None:
         for node in _nodes(block):
             kind = node.kind()
-            if kind not in self.registry and kind not in STRUCTURAL and kind not in SCALAR_OPS:
+            if kind == PYTHON_OP:
+                if self.extracted_call(node) is None:
+                    self.problem(node, opaque_function(node))
+            elif kind not in self.registry and kind not in STRUCTURAL and kind not in SCALAR_OPS:
                 self.problem(node, "no lowering rule")
             elif (why := float8_problem(node)) is not None:
                 self.problem(node, why)
@@ -174,6 +188,10 @@ class Lowering:
             for o in outs:
                 self.env[o.unique()] = Poison()
             return
+        call = self.extracted_call(node)
+        if call is not None:
+            self.lower_extracted(node, call, outs)
+            return
         info = self.registry.get(node.kind())
         if node.kind() in SCALAR_OPS and len(outs) == 1 and all(is_python_value(a) for a in args):
             try:
@@ -208,6 +226,21 @@ class Lowering:
             for o, r in zip(outs, result):
                 self.env[o.unique()] = r
         self.track_aliases(node, ctx, info.fn, args, result)
+
+    def extracted_call(self, node: torch._C.Node) -> ExtractedCall | None:
+        extracted = self.traced.extracted
+        return extracted.call_of(node) if extracted is not None and node.kind() == PYTHON_OP else None
+
+    def lower_extracted(self, node: torch._C.Node, call: ExtractedCall, outs: list[torch._C.Value]) -> None:
+        """An extracted module's call, lowered by its extractor (one output: a tensor, or
+        the tuple of its tensors)."""
+        try:
+            result = lower_extracted(self, node, call)
+        except UnsupportedHere as exc:
+            self.problem(node, str(exc))
+            result = Poison()
+        for o in outs:
+            self.env[o.unique()] = result
 
     def track_aliases(self, node: torch._C.Node, ctx: LoweringContext, fn: Any, args: list[Any],
                       result: Any) -> None:

@@ -21,14 +21,12 @@ import os
 import warnings
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any
 
 import attrs
 import torch
 
 from t2n.errors import SpecializedTraceError
-
-_TRACER: Any = torch._C  # the tracer's value map is not in torch's stubs
+from t2n.frontend import torch_private
 
 
 class SpecializedTraceWarning(UserWarning):
@@ -94,10 +92,10 @@ class InputDependence:
 
     def of_tensor(self, t: object) -> bool:
         """For a tensor the tracer knows (anything else is a constant to it)."""
-        if not isinstance(t, torch.Tensor) or torch._C._get_tracing_state() is None:
+        if not isinstance(t, torch.Tensor) or torch_private.tracing_state() is None:
             return False
         try:
-            value = _TRACER._get_value_trace(t)
+            value = torch_private.value_trace(t)
         except RuntimeError:
             return False
         return self(value)

@@ -26,6 +26,7 @@ import attrs
 import torch
 
 from t2n.errors import StateMutationError
+from t2n.frontend import torch_private
 from t2n.frontend.context import source_of
 from t2n.frontend.specialization import Specialization, user_frame
 from t2n.frontend.weight_guard import unchanged_check
@@ -33,7 +34,6 @@ from t2n.frontend.weight_guard import unchanged_check
 if TYPE_CHECKING:
     from t2n.frontend.trace_watch import TraceWatch
 
-_TRACER: Any = torch._C  # the tracer's value map is not in torch's stubs
 
 
 def storage_key(t: torch.Tensor) -> int | None:
@@ -154,19 +154,19 @@ class StateWrites:
 
 def _untraced_copy(t: torch.Tensor) -> torch.Tensor:
     """A copy of ``t`` that the trace does not record."""
-    state = torch._C._get_tracing_state()
-    _TRACER._set_tracing_state(None)
+    state = torch_private.tracing_state()
+    torch_private.set_tracing_state(None)
     try:
         return t.detach().clone()
     finally:
-        _TRACER._set_tracing_state(state)
+        torch_private.set_tracing_state(state)
 
 
 def _read_so_far(t: torch.Tensor) -> bool:
-    if torch._C._get_tracing_state() is None:
+    if torch_private.tracing_state() is None:
         return False
     try:
-        return bool(_TRACER._get_value_trace(t).uses())
+        return bool(torch_private.value_trace(t).uses())
     except RuntimeError:
         return False
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -20,8 +21,11 @@ from typing import Any
 import attrs
 import torch
 
-from t2n.errors import InvalidArgumentError, TraceError
+from t2n.errors import ExtractorError, InvalidArgumentError, TraceError
+from t2n.frontend import torch_private
+from t2n.frontend.extractors import ExtractedCalls
 from t2n.frontend.io import FlatModule, Spec, flatten
+from t2n.frontend.module_calls import inline_autograd_functions, module_calls_recorded
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.state_guard import StateWrites
 from t2n.frontend.trace_watch import TraceWatch, fast_paths_unwatched
@@ -60,6 +64,8 @@ class TracedModel:
     the artifact starts from (the graph replays the writes)."""
     state_read: dict[str, torch.Tensor] = attrs.field(factory=dict)
     """The model's tensors whose memory the lowered graph holds (filled while lowering)."""
+    extracted: ExtractedCalls | None = None
+    """The module extractors of the compile call and the calls they claimed."""
 
     def name_of(self, t: torch.Tensor, path: str) -> str:
         return self.tensor_names.get(id(t), path)
@@ -107,46 +113,6 @@ def canonical_tensor_names(module: torch.nn.Module, strip: str) -> dict[int, str
     return {id(t): name for name, t in module_state(module, strip)}
 
 
-class _InferenceCtx:
-    """The ``ctx`` an old-style ``autograd.Function.forward`` receives, at inference:
-    what it saves for backward is dropped."""
-
-    needs_input_grad: tuple[bool, ...] = ()
-
-    def save_for_backward(self, *tensors: Any) -> None:
-        pass
-
-    def mark_dirty(self, *tensors: Any) -> None:
-        pass
-
-    def mark_non_differentiable(self, *tensors: Any) -> None:
-        pass
-
-    def set_materialize_grads(self, value: bool) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def autograd_functions_inlined() -> Iterator[None]:
-    """Custom ``torch.autograd.Function``s run their ``forward`` directly while tracing,
-    so that the trace records their aten ops instead of an opaque ``prim::PythonOp``
-    (their backward is irrelevant at inference)."""
-    function = torch.autograd.Function
-    original = function.__dict__["apply"]
-    base_setup = function.setup_context
-
-    def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(cls, "setup_context", base_setup) is not base_setup:
-            return cls.forward(*args, **kwargs)  # new style: forward(*args)
-        return cls.forward(_InferenceCtx(), *args, **kwargs)
-
-    function.apply = classmethod(apply)  # type: ignore[assignment, method-assign]
-    try:
-        yield
-    finally:
-        function.apply = original  # type: ignore[method-assign]
-
-
 def module_state(module: torch.nn.Module, strip: str) -> list[tuple[str, torch.Tensor]]:
     """Every parameter and buffer of ``module`` once (a shared tensor under its first
     name, ``strip`` removed), non-persistent buffers included."""
@@ -159,23 +125,6 @@ def module_state(module: torch.nn.Module, strip: str) -> list[tuple[str, torch.T
             seen.add(id(t))
             out.append((n.removeprefix(strip), t))
     return out
-
-
-@contextlib.contextmanager
-def _scopes_recorded(root: torch.nn.Module) -> Iterator[None]:
-    """Make the tracer record each submodule call as a scope (``__module.model.layers.0``),
-    the names ``torch.jit.trace`` gives them, so that errors can name module paths."""
-    names: dict[Any, Any] = {"__module": root}
-    for name, sub in root.named_modules(remove_duplicate=False):
-        if name:
-            names.setdefault(sub, "__module." + name)
-    trace_mod: Any = torch.jit._trace
-    old = trace_mod._trace_module_map
-    trace_mod._trace_module_map = names
-    try:
-        yield
-    finally:
-        trace_mod._trace_module_map = old
 
 
 def _direct_trace(
@@ -194,14 +143,44 @@ def _direct_trace(
         out: tuple[torch.Tensor, ...] = flat(*flat_inputs[:n])
         return out
 
-    with _scopes_recorded(flat):
-        graph, _ = torch._C._create_graph_by_tracing(
-            call, [*tensors, *(t for _, t in state)], lambda _v: "", False, False
-        )
-    return graph
+    return torch_private.trace_graph(call, [*tensors, *(t for _, t in state)])
 
 
-def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> TracedModel:
+_TRACE_LOCK = threading.RLock()
+"""Held while a model is traced: the warnings module's filters and ``showwarning`` that
+the trace sets are the process's, so two traces at once (two ``compile`` calls in two
+threads) take turns instead of restoring each other's."""
+
+
+@contextlib.contextmanager
+def _tracer_warnings_recorded(watch: TraceWatch, caught: list[str]) -> Iterator[None]:
+    """Record the warnings this thread raises while tracing (the tracer's are judged by
+    ``watch`` and listed in ``caught``); other threads' warnings are shown as usual."""
+    thread = threading.get_ident()
+    others = warnings.showwarning
+    wlist: list[warnings.WarningMessage] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", TracerWarning)
+        ours = watch.recorder(wlist, TracerWarning)
+
+        def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+            if threading.get_ident() == thread:
+                ours(message, category, filename, lineno, file, line)
+            else:
+                others(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+        for w in wlist:
+            if issubclass(w.category, TracerWarning):
+                caught.append(f"{w.filename}:{w.lineno}: {w.message}")
+
+
+def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 extracted: ExtractedCalls | None = None) -> TracedModel:
+    """Trace one call of ``model``; instances claimed by ``extracted`` are recorded as one
+    node each."""
     tensors, paths, spec = flatten((args, kwargs))
     if not tensors:
         raise InvalidArgumentError("the example arguments contain no tensor")
@@ -218,27 +197,21 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     watch = TraceWatch(len(tensors), writes, "model.")
     hook = flat.register_forward_hook(keep_outputs)
     caught: list[str] = []
-    with eval_mode(model), torch.no_grad(), autograd_functions_inlined(), \
-            warnings.catch_warnings(record=True) as wlist:
-        warnings.simplefilter("always", TracerWarning)
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        warnings.filterwarnings("ignore", category=FutureWarning)
-        warnings.showwarning = watch.recorder(wlist, TracerWarning)
+    with _TRACE_LOCK, eval_mode(model), torch.no_grad(), _tracer_warnings_recorded(watch, caught):
         try:
-            with watch, fast_paths_unwatched(flat):
+            with watch, fast_paths_unwatched(flat), module_calls_recorded(flat, extracted):
                 graph = _direct_trace(flat, tensors, state)
+        except ExtractorError:
+            raise
         except Exception as exc:
             raise TraceError(f"torch.jit.trace failed on the model: {type(exc).__name__}: {exc}") from exc
         finally:
             hook.remove()
-        for w in wlist:
-            if issubclass(w.category, TracerWarning):
-                caught.append(f"{w.filename}:{w.lineno}: {w.message}")
     graph_state = list(graph.inputs())[len(tensors):]
     start = writes.resolve({name: v for (name, _), v in zip(state, graph_state)})
-    torch._C._jit_pass_dce(graph)
-    jit_passes: Any = torch._C
-    jit_passes._jit_pass_constant_pooling(graph)  # the tracer records a constant per use
+    inline_autograd_functions(graph, extracted)
+    torch_private.dead_code_elimination(graph)
+    torch_private.constant_pooling(graph)  # the tracer records a constant per use
     return TracedModel(
         graph=graph,
         root=flat,
@@ -253,6 +226,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         parameter_inputs=state,
         specializations=watch.found,
         start_values=start,
+        extracted=extracted,
     )
 
 
@@ -288,8 +262,9 @@ def script_graph(
         forward: Any = original.forward
         graph = forward.graph.copy()
         root = original
-    torch._C._jit_pass_inline(graph)
-    torch._C._jit_pass_dce(graph)
+    torch_private.inline_calls(graph)
+    inline_autograd_functions(graph, None)
+    torch_private.dead_code_elimination(graph)
     return TracedModel(
         graph=graph,
         root=root,

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from t2n.frontend import torch_private
 from t2n.frontend.context import module_path
 from t2n.frontend.specialization import InputDependence, Specialization, user_frame
 from t2n.frontend.state_guard import StateWrites
@@ -88,6 +89,13 @@ def written_tensors(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[st
     return []
 
 
+@contextlib.contextmanager
+def unwatched() -> Iterator[None]:
+    """No torch-function handler runs inside (this thread only)."""
+    with torch_private.disable_torch_function():
+        yield
+
+
 FAST_PATH_MODULES: tuple[type[torch.nn.Module], ...] = (
     torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer, torch.nn.TransformerEncoder,
 )
@@ -100,16 +108,16 @@ def fast_paths_unwatched(model: torch.nn.Module) -> Iterator[None]:
     ``forward`` wrapped on the instance for the duration: hooks would also turn the
     fast path off)."""
 
-    def unwatched(forward: Any) -> Any:
+    def without_watch(forward: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
-            with torch._C.DisableTorchFunction():
+            with unwatched():
                 return forward(*args, **kwargs)
 
         return call
 
     wrapped = [m for m in model.modules() if isinstance(m, FAST_PATH_MODULES) and "forward" not in vars(m)]
     for m in wrapped:
-        m.forward = unwatched(m.forward)  # type: ignore[method-assign]
+        m.forward = without_watch(m.forward)  # type: ignore[method-assign]
     try:
         yield
     finally:
@@ -167,7 +175,7 @@ class TraceWatch(TorchFunctionMode):
 
     def current_module(self) -> str:
         """The dotted path of the submodule whose forward is being traced."""
-        state = torch._C._get_tracing_state()
+        state = torch_private.tracing_state()
         return module_path(state.current_scope(), self.scope_prefix) if state is not None else ""
 
     def note(self, what: str, value: str = "") -> None:
@@ -197,7 +205,7 @@ class TraceWatch(TorchFunctionMode):
         text = str(message)
         if self._judged or not text.startswith(_CONVERSION_WARNINGS):
             return  # judged already, or about sizes (iterating a tensor bakes its length)
-        state = torch._C._get_tracing_state()
+        state = torch_private.tracing_state()
         if state is None:
             return
         last = state.graph().insertPoint().prev()  # the last op recorded, in the current module
@@ -207,4 +215,4 @@ class TraceWatch(TorchFunctionMode):
             self.note(f"{text[0].lower() + text[1:] if text else 'a value'} (reported by the tracer)")
 
 
-__all__ = ["FAST_PATH_MODULES", "TraceWatch", "fast_paths_unwatched", "written_tensors"]
+__all__ = ["FAST_PATH_MODULES", "TraceWatch", "fast_paths_unwatched", "unwatched", "written_tensors"]

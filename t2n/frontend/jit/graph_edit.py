@@ -7,6 +7,8 @@ from typing import Any
 
 import torch
 
+from t2n.frontend import torch_private
+
 SCALAR_KINDS = ("IntType", "FloatType", "BoolType", "NoneType", "StringType", "NumberType")
 
 
@@ -51,4 +53,4 @@ def inline_block(if_node: torch._C.Node, branch: int) -> None:
 
 
 def drop_unused(graph: torch._C.Graph) -> None:
-    torch._C._jit_pass_dce(graph)
+    torch_private.dead_code_elimination(graph)

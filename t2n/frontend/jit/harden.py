@@ -17,6 +17,7 @@ import attrs
 import torch
 
 from t2n.errors import TraceError
+from t2n.frontend import torch_private
 from t2n.frontend.jit.graph_edit import all_nodes, drop_unused, replace_with_constant
 from t2n.frontend.jit.passes import PROBING_STEPS, STEPS, HardenState
 
@@ -124,7 +125,7 @@ class HardenedGraph:
     diagnostics: MutableMapping[str, Any]
 
     def __call__(self, *tensors: torch.Tensor) -> Any:
-        fn = torch._C._create_function_from_graph("t2n_hardened", self.graph)
+        fn = torch_private.function_from_graph("t2n_hardened", self.graph)
         with torch.no_grad():
             return fn(self.module._c, *tensors)
 
@@ -162,7 +163,7 @@ def harden_jit_for_export(
     forward: Any = module.forward
     graph = forward.graph.copy()
     calls = sum(1 for n in all_nodes(graph.block()) if n.kind() in ("prim::CallMethod", "prim::CallFunction"))
-    torch._C._jit_pass_inline(graph)
+    torch_private.inline_calls(graph)
     diag["inline_submodule_calls"] = calls
     changed, tensors = _specialize_inputs(graph, _with_defaults(script_module, args))
     diag["specialize_inputs"] = changed
@@ -180,5 +181,5 @@ def harden_jit_for_export(
                 _settle(state, diag)
         if not changed_now:
             break
-    torch._C._jit_pass_lint(graph)
+    torch_private.lint(graph)
     return HardenedGraph(graph, module, list(tensors), diag)

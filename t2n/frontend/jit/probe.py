@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from t2n.frontend import torch_private
+
 
 def probe(
     graph: torch._C.Graph, self_obj: Any, args: Sequence[Any], values: Sequence[torch._C.Value]
@@ -27,7 +29,7 @@ def probe(
         graph.eraseOutput(i)
     graph.registerOutput(tup.output())
     try:
-        fn = torch._C._create_function_from_graph("t2n_probe", graph)
+        fn = torch_private.function_from_graph("t2n_probe", graph)
         inputs = [self_obj, *args] if self_obj is not None else list(args)
         with torch.no_grad():
             result = fn(*inputs)
