@@ -20,6 +20,7 @@ import torch
 import t2n
 from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
+from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
@@ -45,7 +46,7 @@ from t2n.passes.base import Pass
 from t2n.passes.dynamic_axes import normalize_dynamic_axes
 from t2n.passes.pipeline import builtin_passes, compile_pipeline
 from t2n.passes.spec import PipelineSpec
-from t2n.serialize.archive import open_writer
+from t2n.serialize.archive import ArtifactWriter, open_writer
 from t2n.serialize.dat import dat_size
 from t2n.serialize.overlap import EarlyWriter, PlannedTensor, ordered_like
 from t2n.serialize.progress import Progress
@@ -312,19 +313,8 @@ def compile(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     pos_args = normalize_args(args)
-    claimed = check_extractors(extractors)
-    traced: TracedModel
-    if isinstance(model, (torch.jit.ScriptModule, HardenedGraph)):
-        if claimed:
-            raise InvalidArgumentError("extractors apply to traced torch.nn.Module models, not ScriptModules")
-        if kwargs:
-            raise InvalidArgumentError("keyword arguments are not supported for ScriptModules")
-        if weights_from is not None:
-            raise InvalidArgumentError("weights_from is for torch.nn.Module models, not ScriptModules")
-        traced = script_graph(model, pos_args, harden=auto_harden_jit, diagnostics=jit_diagnostics)
-    else:
-        traced = _trace_module_with_weights(model, pos_args, dict(kwargs or {}), weights_from,
-                                            ExtractedCalls(claimed) if claimed else None)
+    traced = _trace_any(model, pos_args, kwargs, check_extractors(extractors), weights_from,
+                        auto_harden_jit, jit_diagnostics)
     specialized = report_specializations(traced.specializations, strict=strict)
     timings["trace"] = time.perf_counter() - t0
     ins, outs = io_names(input_names, output_names, traced.input_paths, traced.output_paths,
@@ -358,11 +348,7 @@ def compile(
 
     graph.info.custom_extensions += opts.custom_extensions
     t0 = time.perf_counter()
-    rendered = target.renderer().render(graph)
-    confirm_rendered_names(rendered.input_ids, rendered.output_ids, ins, outs)
-    if isinstance(model, torch.nn.Module):
-        rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, parameter_paths(model))))
-    rendered = attrs.evolve(rendered, tensors=tuple(guarded_tensors(rendered.tensors, traced.state_read)))
+    rendered = _render(target, graph, model, traced, ins, outs)
     timings["emission"] = time.perf_counter() - t0
 
     artifact = Artifact(
@@ -378,6 +364,35 @@ def compile(
     if check_io:
         artifact.check(opts.tolerance)
     return artifact
+
+
+def _trace_any(
+    model: torch.nn.Module | HardenedGraph, pos_args: tuple[Any, ...], kwargs: Mapping[str, Any] | None,
+    claimed: Any, weights_from: Any, harden: bool, diagnostics: dict[str, Any] | None,
+) -> TracedModel:
+    """Trace an ``nn.Module`` (with its extractors and ``weights_from``), or take the graph
+    of a ScriptModule (hardened for the example inputs unless told not to)."""
+    if isinstance(model, (torch.jit.ScriptModule, HardenedGraph)):
+        if claimed:
+            raise InvalidArgumentError("extractors apply to traced torch.nn.Module models, not ScriptModules")
+        if kwargs:
+            raise InvalidArgumentError("keyword arguments are not supported for ScriptModules")
+        if weights_from is not None:
+            raise InvalidArgumentError("weights_from is for torch.nn.Module models, not ScriptModules")
+        return script_graph(model, pos_args, harden=harden, diagnostics=diagnostics)
+    return _trace_module_with_weights(model, pos_args, dict(kwargs or {}), weights_from,
+                                      ExtractedCalls(claimed) if claimed else None)
+
+
+def _render(target: Target, graph: Graph, model: Any, traced: TracedModel,
+            ins: Sequence[str], outs: Sequence[str]) -> RenderedModel:
+    """NNEF text and tensor list for ``target``; tensors in parameter order (so that
+    ``export`` can write them early) and guarded against weights changed after compile."""
+    rendered = target.renderer().render(graph)
+    confirm_rendered_names(rendered.input_ids, rendered.output_ids, ins, outs)
+    if isinstance(model, torch.nn.Module):
+        rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, parameter_paths(model))))
+    return attrs.evolve(rendered, tensors=tuple(guarded_tensors(rendered.tensors, traced.state_read)))
 
 
 @contextlib.contextmanager
@@ -478,6 +493,17 @@ def export(
         writer.abort()
         raise
     artifact.saved_path = p
+    _record_export(artifact, writer, planned, early, t_start, t_compiled)
+    log.info("exported %s (%d bytes of members; %s written while compiling)", p, writer.bytes_written,
+             artifact.stats["overlap"]["kept_bytes"])
+    if check_io:
+        artifact.check(tolerance)
+    return artifact
+
+
+def _record_export(artifact: Artifact, writer: ArtifactWriter, planned: Sequence[PlannedTensor],
+                   early: EarlyWriter | None, t_start: float, t_compiled: float) -> None:
+    """What ``export`` wrote, when, and how much of it while compiling, in ``artifact.stats``."""
     artifact.stats["bytes_written"] = writer.bytes_written
     timings = artifact.stats.setdefault("timings", {})
     timings["save"] = time.perf_counter() - t_compiled
@@ -490,8 +516,3 @@ def export(
     }
     if writer.compressor_name:
         artifact.stats["compressor"] = writer.compressor_name
-    log.info("exported %s (%d bytes of members; %s written while compiling)", p, writer.bytes_written,
-             artifact.stats["overlap"]["kept_bytes"])
-    if check_io:
-        artifact.check(tolerance)
-    return artifact
