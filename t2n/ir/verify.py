@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 
 from t2n.errors import IRError
-from t2n.ir.graph import Graph, Value
+from t2n.ir.graph import Graph, Op, Value
 
 
 class IRVerificationError(IRError, ValueError):
@@ -25,10 +25,21 @@ def verify(graph: Graph, *, check_types: bool = True) -> None:
     """
     problems: list[str] = []
     ops = list(graph._ops)
-    op_set = set(ops)
-    defined: dict[int, Value] = {id(v): v for v in graph.inputs}
-    names: dict[str, Value] = {}
+    defined = _check_producers(graph, ops, problems)
+    expected_edges = _check_uses(ops, defined, problems)
+    _check_index(graph, set(ops), expected_edges, problems)
+    for v in graph.outputs:
+        if id(v) not in defined:
+            problems.append(f"output %{v.name} is not defined in the graph")
+    if check_types and not problems:
+        _check_types(graph, problems)
+    if problems:
+        raise IRVerificationError(problems)
 
+
+def _check_producers(graph: Graph, ops: list[Op], problems: list[str]) -> dict[int, Value]:
+    """Every value defined once (by an input or one op output), under a unique name."""
+    defined: dict[int, Value] = {id(v): v for v in graph.inputs}
     for v in graph.inputs:
         if v.producer is not None:
             problems.append(f"input %{v.name} has a producer")
@@ -39,11 +50,17 @@ def verify(graph: Graph, *, check_types: bool = True) -> None:
             if id(v) in defined:
                 problems.append(f"%{v.name} is produced twice")
             defined[id(v)] = v
+    names: dict[str, Value] = {}
     for v in defined.values():
         if v.name in names and names[v.name] is not v:
             problems.append(f"name %{v.name} is used by two values")
         names[v.name] = v
+    return defined
 
+
+def _check_uses(ops: list[Op], defined: dict[int, Value], problems: list[str]) -> dict[tuple[int, int], int]:
+    """Op inputs and use-lists agree; returns the producer → user edge counts they imply."""
+    op_set = set(ops)
     expected_edges: dict[tuple[int, int], int] = {}
     for op in ops:
         for i, v in enumerate(op.inputs):
@@ -61,7 +78,12 @@ def verify(graph: Graph, *, check_types: bool = True) -> None:
                 problems.append(f"%{v.name} lists a user that is not in the graph ({user.kind})")
             elif idx >= len(user.inputs) or user.inputs[idx] is not v:
                 problems.append(f"%{v.name}: stale use entry ({user.kind} input {idx})")
+    return expected_edges
 
+
+def _check_index(graph: Graph, op_set: set[Op], expected_edges: dict[tuple[int, int], int],
+                 problems: list[str]) -> None:
+    """The private networkx index holds exactly the ops and edges, and no cycle."""
     if set(graph._nx.nodes) != op_set:
         problems.append("networkx index nodes differ from the ops")
     actual_edges = {(id(a), id(b)): d["n"] for a, b, d in graph._nx.edges(data=True)}
@@ -70,20 +92,16 @@ def verify(graph: Graph, *, check_types: bool = True) -> None:
     if not nx.is_directed_acyclic_graph(graph._nx):
         problems.append("the graph has a cycle")
 
-    for v in graph.outputs:
-        if id(v) not in defined:
-            problems.append(f"output %{v.name} is not defined in the graph")
 
-    if check_types and not problems:
-        for op in graph.ops():
-            try:
-                types, _ = graph._infer(op.schema, op.inputs, op.attrs)
-            except (IRError, ValueError, TypeError, LookupError, ArithmeticError) as exc:
-                problems.append(f"{op.kind} -> %{op.outputs[0].name if op.outputs else '?'}: "
-                                f"inference fails: {exc}")
-                continue
-            for v, t in zip(op.outputs, types):
-                if v.type != t:
-                    problems.append(f"%{v.name}: stored type {v.type} but {op.kind} infers {t}")
-    if problems:
-        raise IRVerificationError(problems)
+def _check_types(graph: Graph, problems: list[str]) -> None:
+    """Stored output types equal what each op's inference gives now."""
+    for op in graph.ops():
+        try:
+            types, _ = graph._infer(op.schema, op.inputs, op.attrs)
+        except (IRError, ValueError, TypeError, LookupError, ArithmeticError) as exc:
+            problems.append(f"{op.kind} -> %{op.outputs[0].name if op.outputs else '?'}: "
+                            f"inference fails: {exc}")
+            continue
+        for v, t in zip(op.outputs, types):
+            if v.type != t:
+                problems.append(f"%{v.name}: stored type {v.type} but {op.kind} infers {t}")
