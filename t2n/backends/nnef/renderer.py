@@ -124,6 +124,29 @@ class NNEFRenderer:
             ) from exc
 
     def render(self, graph: Graph) -> RenderedModel:
+        self._refuse_inexpressible(graph)
+        ctx = self.context_type(self.target, graph)
+        ctx.reserve_names(self.symbols(graph))
+        input_ids, out_names = self._declare_io(ctx, graph)
+        for op in graph.ops():
+            if op.kind == "const":
+                continue
+            ctx.op = op
+            self._emit(ctx, op)
+        ctx.op = None
+        output_ids = self._write_outputs(ctx, graph, out_names, input_ids)
+        if ctx.problems:
+            raise NotExpressibleError(ctx.problems, str(self.target))
+        tensors = tuple(
+            attrs.evolve(t, dtype=self.written_dtype(t.dtype)) for t in ctx.tensors
+        )
+        return RenderedModel(
+            self._document(ctx, graph, input_ids, output_ids), None, tensors,
+            tuple(ctx.registries), tuple(input_ids), tuple(output_ids),
+        )
+
+    def _refuse_inexpressible(self, graph: Graph) -> None:
+        """Every op the target has no form for, listed at once before anything is emitted."""
         problems = [
             OpProblem(op.loc.aten or op.kind, op.loc.module, op.loc.source,
                       f"IR op '{op.kind}' has no {self.flavour} form")
@@ -134,11 +157,11 @@ class NNEFRenderer:
         if problems:
             raise NotExpressibleError(problems, str(self.target))
 
-        ctx = self.context_type(self.target, graph)
-        ctx.reserve_names(self.symbols(graph))
-        # The names the artifact reports (compile checked them); else the values' own.
+    def _declare_io(self, ctx: EmitContext, graph: Graph) -> tuple[list[str], list[str]]:
+        """Reserve the inputs' and outputs' names (those the artifact reports, which
+        compile checked; else the values' own) and declare the inputs."""
         in_names = graph.info.input_names or [v.name for v in graph.inputs]
-        out_names = graph.info.output_names or [v.name for v in graph.outputs]
+        out_names = list(graph.info.output_names or [v.name for v in graph.outputs])
         input_ids = [ctx.reserve(v, n) for v, n in zip(graph.inputs, in_names)]
         produced_outputs = {
             v for v in graph.outputs if v.producer is not None and v.producer.kind not in ("const",)
@@ -149,12 +172,12 @@ class NNEFRenderer:
         ctx.reserve_names([n for n in out_names if n not in ctx._ids.values()])
         for v in graph.inputs:
             ctx.assign(ctx.id(v), self.external(ctx, v))
-        for op in graph.ops():
-            if op.kind == "const":
-                continue
-            ctx.op = op
-            self._emit(ctx, op)
-        ctx.op = None
+        return input_ids, out_names
+
+    def _write_outputs(self, ctx: EmitContext, graph: Graph, out_names: list[str],
+                       input_ids: list[str]) -> list[str]:
+        """Each output under its reported name (a copy where the value has another name,
+        is an input, or is a constant)."""
         output_ids: list[str] = []
         for v, wanted in zip(graph.outputs, out_names):
             data = ctx.const_data(v)
@@ -167,9 +190,10 @@ class NNEFRenderer:
             elif name in output_ids or name in input_ids or not name.isidentifier():
                 name = ctx.emit(v.name, "copy", Raw(name))
             output_ids.append(name)
-        if ctx.problems:
-            raise NotExpressibleError(ctx.problems, str(self.target))
+        return output_ids
 
+    def _document(self, ctx: EmitContext, graph: Graph, input_ids: list[str], output_ids: list[str]) -> str:
+        """graph.nnef: version, extensions, fragments, then the graph body."""
         lines = ["version 1.0;"]
         exts = self.header_extensions(ctx, graph)
         if exts:
@@ -185,13 +209,7 @@ class NNEFRenderer:
         lines.append("{")
         lines += ctx.lines
         lines.append("}")
-        text = "\n".join(lines) + "\n"
-        tensors = tuple(
-            attrs.evolve(t, dtype=self.written_dtype(t.dtype)) for t in ctx.tensors
-        )
-        return RenderedModel(
-            text, None, tensors, tuple(ctx.registries), tuple(input_ids), tuple(output_ids)
-        )
+        return "\n".join(lines) + "\n"
 
 
 class TractRenderer(NNEFRenderer):
