@@ -380,6 +380,8 @@ def conv_bn() -> nn.Module:
     with torch.no_grad():
         m[1].running_mean.uniform_(-1, 1)
         m[1].running_var.uniform_(0.5, 2)
+        m[1].weight.uniform_(0.5, 2)
+        m[1].bias.uniform_(-1, 1)
     return m
 
 
