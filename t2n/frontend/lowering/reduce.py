@@ -117,7 +117,7 @@ def max_min(ctx: LoweringContext) -> Value | tuple[Value, Value]:
     element-wise form (``torch.max(a, b)``)."""
     kind = "max" if "max" in ctx.kind else "min"
     if ctx.n_inputs == 2 and isinstance(ctx.raw(1), Value):
-        from t2n.frontend.lowering.elementwise import extremum
+        from t2n.frontend.lowering.arithmetic import extremum
 
         return extremum(ctx)
     x = ctx.tensor(0)

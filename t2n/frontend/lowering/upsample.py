@@ -201,3 +201,24 @@ def upsample_bicubic(ctx: LoweringContext) -> Value:
 @RULES.rule("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa")
 def upsample_antialias(ctx: LoweringContext) -> Value:
     raise ctx.unsupported("antialiased interpolation (antialias=True); use antialias=False")
+
+
+# -- grid sampling -----------------------------------------------------------------
+
+GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+
+
+GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+@RULES.rule("aten::grid_sampler", "aten::grid_sampler_2d")
+def grid_sampler(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    grid = ctx.tensor(1, x.type.dtype)
+    if x.rank != 4:
+        raise ctx.unsupported("grid sampling of a 5-D (volumetric) input")
+    mode, padding = GRID_MODES[ctx.int(2)], GRID_PADDING[ctx.int(3)]
+    if mode == "bicubic" and padding == "border":
+        # tract 0.23.9 clamps bicubic taps differently from PyTorch there (tested)
+        raise ctx.unsupported("bicubic grid sampling with padding_mode='border'")
+    return ctx.b.op("grid_sample", x, grid, mode=mode, padding_mode=padding, align_corners=ctx.bool(4))
