@@ -1,4 +1,4 @@
-"""Convolutions (all aten spellings) and pooling."""
+"""Convolutions (all aten spellings), pooling, and im2col/col2im patches."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tensor creation: ranges, filled tensors, identity matrices, linspace and logspace.
+"""Tensor creation: ranges, filled tensors, identity matrices, linspace and logspace,
+meshgrids and triangle indices.
 
 Bounds and sizes that are graph values (``arange(x.size(1))``, ``zeros(x.size(0), 3)``)
 stay graph values, so they follow dynamic axes. Creation from Python numbers alone is

@@ -1,7 +1,7 @@
 """Matrix products: linear, matmul and its 2-D/batched forms, addmm, and the
 contractions einsum expresses (tensordot, dot, inner, outer, bilinear), lowered to
 transposes, reshapes and one batched matmul per pair of operands, so that both
-targets run them; kron, matrix_power and cross."""
+targets run them; kron, matrix_power, cross and trace."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sorting (top-k), cumulative ops and binary search.
+"""Sorting (top-k), order statistics (median, kthvalue), cumulative ops and binary search.
 
 Cumulative sums are a matmul with a triangular mask built from ``range`` (so a dynamic
 axis keeps working, in both engines; integers go through f64, exact below 2**53); other

@@ -1,4 +1,4 @@
-"""Interpolation (``F.interpolate``, ``nn.Upsample``): one axis at a time.
+"""Interpolation (``F.interpolate``, ``nn.Upsample``): one axis at a time; and grid sampling.
 
 Nearest modes gather with constant indices; linear and cubic modes multiply by a
 constant interpolation matrix computed here from PyTorch's coordinate formulas
