@@ -64,9 +64,7 @@ def split(ctx: LoweringContext) -> list[Value]:
         sizes = [int(s) for s in size]
         if sum(sizes) != n:
             raise ctx.unsupported(f"split sizes {sizes} do not add up to {n}")
-        starts = [int(v) for v in np.cumsum([0, *sizes[:-1]])]
-        ends: list[int | None] = [*starts[1:], None]
-        return pieces(ctx.b, x, axis, list(zip(starts, ends)))
+        return cut(ctx.b, x, axis, [int(v) for v in np.cumsum([0, *sizes[:-1]])])
     step = int(size)
     if n == 0 or step <= 0:
         raise ctx.unsupported("split of an empty axis or by a non-positive size")
