@@ -87,7 +87,7 @@ def test_safetensors_weights_are_read_only_when_saved(tmp_path):
     data = {t.label: t.data for t in art.rendered.tensors}
     assert isinstance(data["head.weight"], LazyData)
     (tmp_path / "w.safetensors").unlink()  # nothing was read: the save needs the file
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match="w.safetensors"):
         art.save(tmp_path / "m.tar")
     assert not (tmp_path / "m.tar").exists()
 

@@ -49,7 +49,7 @@ def test_file_names_are_predictable():
     assert tensor_file_name("emb/tokens") == "emb%2Ftokens.dat"
     assert tensor_file_name(".hidden") == "%2Ehidden.dat"
     assert tensor_file_name("a.b%c d") == "a.b%25c%20d.dat"
-    with pytest.raises(InvalidArgumentError):
+    with pytest.raises(InvalidArgumentError, match="empty"):
         tensor_file_name("")
 
 

@@ -16,6 +16,8 @@ import torch
 from t2n.frontend.dtypes import float8_data, promote, to_ir
 from t2n.ir import ArrayData, Builder, Dim, DType, SourceLoc, Sym, Trait, Value
 from t2n.ir.graph_info import BakedConstant
+from t2n.ir.infer_utils import InferError
+from t2n.ir.infer_utils import norm_axis as ir_norm_axis
 
 if TYPE_CHECKING:
     from t2n.frontend.lower import Lowering
@@ -271,10 +273,12 @@ def _scalar_type(name: str) -> torch.dtype:
 
 
 def norm_axis(axis: int, rank: int) -> int:
-    r = max(rank, 1)
-    if not -r <= axis < r:
-        raise UnsupportedHere(f"axis {axis} is out of range for a tensor of rank {rank}")
-    return axis % r
+    """The IR's rule with PyTorch's allowance for scalars (axis 0 or -1), as an
+    unsupported-here error the lowering reports with its op."""
+    try:
+        return ir_norm_axis(axis, max(rank, 1))
+    except InferError:
+        raise UnsupportedHere(f"axis {axis} is out of range for a tensor of rank {rank}") from None
 
 
 def _has_sym(arr: np.ndarray) -> bool:

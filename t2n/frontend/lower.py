@@ -170,8 +170,8 @@ class Lowering:
         for node in _nodes(block):
             self.lower_node(node)
 
-    def lower_node(self, node: torch._C.Node) -> None:
-        outs = list(node.outputs())
+    def node_args(self, node: torch._C.Node) -> list[Any]:
+        """The node's inputs as lowered values (parameters are materialized on first use)."""
         for v in node.inputs():
             u = v.unique()
             if u in self.pending_params:
@@ -181,12 +181,30 @@ class Lowering:
         args = [self.env.get(v.unique(), _MISSING) for v in node.inputs()]
         if any(a is _MISSING for a in args):
             raise LoweringError(f"{node.kind()}: an input was never lowered (graph order?)")
+        return args
+
+    def poison_outputs(self, outs: Sequence[torch._C.Value]) -> None:
+        """Mark outputs as not lowered, so their users are skipped (one report per cause)."""
+        for o in outs:
+            self.env[o.unique()] = Poison()
+
+    def store_result(self, node: torch._C.Node, outs: Sequence[torch._C.Value], result: Any) -> None:
+        if len(outs) == 1:
+            self.env[outs[0].unique()] = result
+        elif outs:
+            if not isinstance(result, (tuple, list)) or len(result) != len(outs):
+                raise LoweringError(f"rule for {node.kind()} returned {result!r} for {len(outs)} outputs")
+            for o, r in zip(outs, result):
+                self.env[o.unique()] = r
+
+    def lower_node(self, node: torch._C.Node) -> None:
+        outs = list(node.outputs())
+        args = self.node_args(node)
         if any(isinstance(a, Poison) for a in args):
             for a in args:
                 if isinstance(a, Poison) and a.reason:
                     self.problem(node, a.reason)
-            for o in outs:
-                self.env[o.unique()] = Poison()
+            self.poison_outputs(outs)
             return
         call = self.extracted_call(node)
         if call is not None:
@@ -201,8 +219,7 @@ class Lowering:
                 pass  # not foldable in Python: the tensor rule below handles it
         if info is None:
             self.problem(node, "no lowering rule")
-            for o in outs:
-                self.env[o.unique()] = Poison()
+            self.poison_outputs(outs)
             return
         ctx = LoweringContext(self, node)
         ops = self.graph.info.aten_ops
@@ -211,20 +228,13 @@ class Lowering:
             result = info.fn(ctx)
         except UnsupportedHere as exc:
             self.problem(node, str(exc))
-            for o in outs:
-                self.env[o.unique()] = Poison()
+            self.poison_outputs(outs)
             return
         except Exception as exc:
             raise LoweringError(
                 f"lowering {node.kind()} {ctx.loc} failed: {type(exc).__name__}: {exc}"
             ) from exc
-        if len(outs) == 1:
-            self.env[outs[0].unique()] = result
-        elif outs:
-            if not isinstance(result, (tuple, list)) or len(result) != len(outs):
-                raise LoweringError(f"rule for {node.kind()} returned {result!r} for {len(outs)} outputs")
-            for o, r in zip(outs, result):
-                self.env[o.unique()] = r
+        self.store_result(node, outs, result)
         self.track_aliases(node, ctx, info.fn, args, result)
 
     def extracted_call(self, node: torch._C.Node) -> ExtractedCall | None:

@@ -84,7 +84,19 @@ def test_baked_size_is_reported_with_its_module():
         t2n.compile(Baked(), (torch.randn(2, 6, 4),), dynamic_axes={"input_0": {1: "S"}})
 
 
-def test_strictness_off_by_default_and_no_warning_when_sizes_follow():
+def test_strictness_is_off_by_default_a_baked_size_warns_and_exports():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        art = t2n.compile(Baked(), (torch.randn(2, 6, 4),), dynamic_axes={"input_0": {1: "S"}})
+    baked = [w for w in caught if issubclass(w.category, BakedSizeWarning)]
+    assert len(baked) == 1 and "reshape" in str(baked[0].message)
+    assert "reshape" in art.graph_nnef  # the export went on, with the size baked in
+    with pytest.raises(DynamicAxesError, match="reshape"):
+        t2n.compile(Baked(), (torch.randn(2, 6, 4),), dynamic_axes={"input_0": {1: "S"}},
+                    strict_dynamic_axes=True)
+
+
+def test_no_warning_when_sizes_follow():
     with warnings.catch_warnings():
         warnings.simplefilter("error", BakedSizeWarning)
         t2n.compile(ConvOverTime(), (torch.randn(1, 4, 20),), dynamic_axes={"input_0": {2: "T"}})

@@ -42,8 +42,9 @@ CASES = {
                                        (r(2, 3, 4, 4) * 3 + 1,)),
     "batch_norm_batch_stats_1d": lambda: (nn.BatchNorm1d(4, affine=False, track_running_stats=False),
                                           (r(5, 4) * 2 - 1,)),
-    "batch_norm_training_flag": lambda: (Lambda(lambda x: F.batch_norm(x, torch.zeros(3), torch.ones(3),
-                                                                   training=True, eps=1e-3)),
+    "batch_norm_training_flag": lambda: (Lambda(lambda x: F.batch_norm(
+        x, torch.tensor([0.5, -1.0, 2.0]), torch.tensor([0.3, 2.0, 4.0]), torch.tensor([1.5, 0.5, 2.0]),
+        torch.tensor([0.2, -0.3, 1.0]), training=True, eps=1e-3)),
                                          (r(4, 3, 2) + 2,)),
     "layer_norm_two_axes": lambda: (affine(nn.LayerNorm([4, 5])), (r(2, 3, 4, 5) * 2 + 1,)),
     "layer_norm_no_bias": lambda: (affine(nn.LayerNorm(5, bias=False)), (r(2, 3, 5),)),

@@ -11,6 +11,16 @@ def r(*shape):
     return torch.randn(*shape)
 
 
+def bn(m):
+    """Running statistics and affine parameters away from the identity, so a lowering
+    that drops any of them fails."""
+    m.running_mean.uniform_(-1, 1)
+    m.running_var.uniform_(0.5, 2)
+    m.weight.data.uniform_(0.5, 2)
+    m.bias.data.uniform_(-1, 1)
+    return m.eval()
+
+
 CASES = {
     "linear": (torch.nn.Linear(6, 4), (r(2, 3, 6),)),
     "linear_nobias_1d": (torch.nn.Linear(6, 4, bias=False), (r(6),)),
@@ -41,8 +51,8 @@ CASES = {
     "unsqueeze_squeeze": (Lambda(lambda x: (x.unsqueeze(-1), x.unsqueeze(0).squeeze(0), x.squeeze(1))), (r(3, 1, 4),)),
     "contiguous": (Lambda(lambda x: x.transpose(0, 1).contiguous()), (r(3, 4),)),
     "cat": (Lambda(lambda a, b: torch.cat([a, b, a], dim=-1)), (r(2, 3), r(2, 1))),
-    "batch_norm": (torch.nn.BatchNorm2d(3), (r(2, 3, 4, 4),)),
-    "batch_norm_1d": (torch.nn.BatchNorm1d(5), (r(4, 5),)),
+    "batch_norm": (bn(torch.nn.BatchNorm2d(3)), (r(2, 3, 4, 4),)),
+    "batch_norm_1d": (bn(torch.nn.BatchNorm1d(5)), (r(4, 5),)),
     "max_pool1d": (torch.nn.MaxPool1d(3, stride=2, padding=1), (r(1, 2, 11),)),
     "max_pool2d_ceil": (torch.nn.MaxPool2d(3, stride=2, ceil_mode=True), (r(1, 2, 10, 9),)),
     "avg_pool1d": (torch.nn.AvgPool1d(3, stride=2, padding=1), (r(1, 2, 11),)),

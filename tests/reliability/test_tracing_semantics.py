@@ -380,6 +380,8 @@ def conv_bn() -> nn.Module:
     with torch.no_grad():
         m[1].running_mean.uniform_(-1, 1)
         m[1].running_var.uniform_(0.5, 2)
+        m[1].weight.uniform_(0.5, 2)
+        m[1].bias.uniform_(-1, 1)
     return m
 
 
@@ -446,7 +448,7 @@ def test_export_after_compile_and_change_is_refused(tmp_path):
     model = conv_bn()
     art = t2n.compile(model, (torch.rand(1, 3, 8, 8),))
     _load_state(model)
-    with pytest.raises(WeightsChangedError):
+    with pytest.raises(WeightsChangedError, match="'3.weight'.*compile again"):
         art.save(tmp_path / "m.nnef.tgz")
     t2n.export(model, (torch.rand(1, 3, 8, 8),), tmp_path / "again.nnef.tar").check()
     assert [p.name for p in tmp_path.iterdir()] == ["again.nnef.tar"]

@@ -178,3 +178,10 @@ def glu(ctx: LoweringContext) -> Value:
     second = slice_axis(b, x, axis, half, None)
     return b.op("mul", first, b.op("sigmoid", second))
 
+
+@RULES.rule("aten::softmin")
+def softmin(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    if not x.type.dtype.is_float:
+        x = ctx.b.cast(x, DType.F32)
+    return ctx.b.op("softmax", ctx.b.op("neg", x), axes=(ctx.axis(1, x.rank),))

@@ -1,4 +1,4 @@
-"""Convolutions (all aten spellings) and pooling."""
+"""Convolutions (all aten spellings), pooling, and im2col/col2im patches."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from t2n.frontend.context import LoweringContext, Poison
 from t2n.frontend.helpers import dim_value, squeeze, unsqueeze
 from t2n.frontend.registry import RuleSet
-from t2n.ir import Value
+from t2n.ir import DType, Value
 
 RULES = RuleSet("conv")
 
@@ -217,3 +217,72 @@ def adaptive_max_pool(ctx: LoweringContext) -> tuple[Value, Poison]:
     values = adaptive_pool(ctx, ctx.tensor(0), n, _adaptive_sizes(ctx, n), "max_reduce")
     return values, Poison("the indices of an adaptive max pool (return_indices=True) cannot be "
                           "exported; use return_indices=False")
+
+
+# -- patches (im2col / col2im) as convolutions with an identity kernel -------------
+
+def _pairs(ctx: LoweringContext, key: int) -> list[int]:
+    v = ctx.ints(key)
+    return v * 2 if len(v) == 1 else v
+
+
+def _identity_kernel(channels: int, kh: int, kw: int, dtype: DType) -> np.ndarray:
+    """[C*kh*kw, 1, kh, kw]: output channel c*K + k copies kernel offset k of channel c."""
+    k = kh * kw
+    w = np.zeros((channels * k, 1, kh, kw), dtype=dtype.numpy)
+    for c in range(channels):
+        for i in range(k):
+            w[c * k + i, 0, i // kw, i % kw] = 1
+    return w
+
+
+@RULES.rule("aten::im2col")
+def im2col(ctx: LoweringContext) -> Value:
+    """``nn.Unfold``: a grouped convolution by a one-hot kernel puts each window offset
+    of each channel in its own output channel (exact: one product by 1 per output)."""
+    x = ctx.tensor(0)
+    (kh, kw), dil, pad, stride = _pairs(ctx, 1), _pairs(ctx, 2), _pairs(ctx, 3), _pairs(ctx, 4)
+    unbatched = x.rank == 3
+    b = ctx.b
+    if unbatched:
+        x = b.op("unsqueeze", x, axes=(0,))
+    c = x.type.shape[1]
+    if not isinstance(c, int):
+        raise ctx.unsupported("unfold over a dynamic channel axis")
+    w = b.const(_identity_kernel(c, kh, kw, x.type.dtype), x.type.dtype)
+    y = b.op("conv", x, w, stride=tuple(stride), dilation=tuple(dil),
+             padding=((pad[0], pad[0]), (pad[1], pad[1])), groups=c)
+    dims = list(y.type.shape)
+    out = b.op("reshape", y, b.ints([dims[0], dims[1], dims[2] * dims[3]]))
+    return b.op("squeeze", out, axes=(0,)) if unbatched else out
+
+
+@RULES.rule("aten::col2im")
+def col2im(ctx: LoweringContext) -> Value:
+    """``nn.Fold``, the adjoint of unfold: the same one-hot kernel in a grouped transposed
+    convolution sums every window's values back into place."""
+    cols = ctx.tensor(0)
+    (h, w_), (kh, kw) = _pairs(ctx, 1), _pairs(ctx, 2)
+    dil, pad, stride = _pairs(ctx, 3), _pairs(ctx, 4), _pairs(ctx, 5)
+    b = ctx.b
+    unbatched = cols.rank == 2
+    if unbatched:
+        cols = b.op("unsqueeze", cols, axes=(0,))
+    ck = cols.type.shape[1]
+    if not isinstance(ck, int) or ck % (kh * kw):
+        raise ctx.unsupported("fold with a dynamic or non-divisible channel axis")
+    c = ck // (kh * kw)
+    oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (w_ + 2 * pad[1] - dil[1] * (kw - 1) - 1) // stride[1] + 1
+    grid = b.op("reshape", cols, b.ints([cols.type.shape[0], ck, oh, ow]))
+    weight = b.const(_identity_kernel(c, kh, kw, cols.type.dtype), cols.type.dtype)
+    full_h = (oh - 1) * stride[0] + dil[0] * (kh - 1) + 1
+    full_w = (ow - 1) * stride[1] + dil[1] * (kw - 1) + 1
+    after = (full_h - pad[0] - h, full_w - pad[1] - w_)
+    crop = ((pad[0], max(after[0], 0)), (pad[1], max(after[1], 0)))
+    y = b.op("deconv", grid, weight, stride=tuple(stride), dilation=tuple(dil), padding=crop,
+             output_padding=(0, 0), groups=c)
+    if min(after) < 0:  # positions no window reaches stay zero
+        y = b.op("pad", y, pads=((0, 0), (0, 0), (0, max(-after[0], 0)), (0, max(-after[1], 0))),
+                 mode="constant", value=0.0)
+    return b.op("squeeze", y, axes=(0,)) if unbatched else y

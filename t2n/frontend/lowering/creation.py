@@ -1,4 +1,5 @@
-"""Tensor creation: ranges, filled tensors, identity matrices, linspace and logspace.
+"""Tensor creation: ranges, filled tensors, identity matrices, linspace and logspace,
+meshgrids and triangle indices.
 
 Bounds and sizes that are graph values (``arange(x.size(1))``, ``zeros(x.size(0), 3)``)
 stay graph values, so they follow dynamic axes. Creation from Python numbers alone is
@@ -15,7 +16,7 @@ import numpy as np
 from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import scalar
 from t2n.frontend.registry import RuleSet
-from t2n.ir import Builder, DType, Value
+from t2n.ir import Builder, Dim, DType, Value
 
 RULES = RuleSet("creation")
 
@@ -207,3 +208,32 @@ def linspace(ctx: LoweringContext) -> Value:
 @RULES.rule("aten::logspace")
 def logspace(ctx: LoweringContext) -> Value:
     return _space(ctx, log=True)
+
+
+@RULES.rule("aten::meshgrid")
+def meshgrid(ctx: LoweringContext) -> list[Value]:
+    raw: Any = ctx.raw(0)
+    items = [ctx.as_value(v) for v in raw]
+    indexing = ctx.const(1) if ctx.n_inputs > 1 and not ctx.is_none(1) else "ij"
+    b = ctx.b
+    sizes = [v.type.shape[0] if v.rank else 1 for v in items]
+    order = list(range(len(items)))
+    if indexing == "xy" and len(items) >= 2:
+        order[0], order[1] = 1, 0
+    shape = [sizes[i] for i in order]
+    outs = []
+    for k, v in enumerate(items):
+        pos = order.index(k)
+        dims: list[Dim] = [1] * len(items)
+        dims[pos] = sizes[k]
+        outs.append(b.op("expand", b.op("reshape", v, b.ints(dims)), b.ints(shape)))
+    return outs
+
+
+@RULES.rule("aten::triu_indices", "aten::tril_indices")
+def tri_indices(ctx: LoweringContext) -> Value:
+    rows, cols = ctx.int(0), ctx.int(1)
+    offset = ctx.int(2) if ctx.n_inputs > 2 else 0
+    fn = np.triu_indices if "triu" in ctx.kind else np.tril_indices
+    idx = np.stack(fn(rows, offset, cols)).astype(np.int64)
+    return ctx.b.const(idx, DType.I64)

@@ -1,7 +1,7 @@
 """Matrix products: linear, matmul and its 2-D/batched forms, addmm, and the
 contractions einsum expresses (tensordot, dot, inner, outer, bilinear), lowered to
 transposes, reshapes and one batched matmul per pair of operands, so that both
-targets run them; kron, matrix_power and cross."""
+targets run them; kron, matrix_power, cross and trace."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 
 from t2n.frontend.context import LoweringContext, norm_axis
 from t2n.frontend.helpers import squeeze, swap_last, transpose, unsqueeze
+from t2n.frontend.lowering.index import take_diagonal
 from t2n.frontend.lowering.shape import concat_shape, dims_of, shape_part
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, DType, Value
@@ -342,3 +343,12 @@ def cross(ctx: LoweringContext) -> Value:
 
     one, two = [1, 2, 0], [2, 0, 1]
     return b.op("sub", b.op("mul", take(x, one), take(y, two)), b.op("mul", take(x, two), take(y, one)))
+
+
+@RULES.rule("aten::trace")
+def trace(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    d = take_diagonal(ctx, x, 0, 0, 1)
+    if not x.type.dtype.is_float:
+        d = ctx.b.cast(d, DType.I64)
+    return ctx.b.op("sum_reduce", d, axes=(0,), keepdims=False)

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from t2n.frontend.context import LoweringContext
+from t2n.frontend.context import LoweringContext, Poison
 from t2n.frontend.helpers import scalar, unsqueeze
+from t2n.frontend.lowering.reduce import vector_norm
 from t2n.frontend.lowering.shape import concat_shape, shape_part
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, DType, Value
@@ -193,3 +194,54 @@ def rms_norm(ctx: LoweringContext) -> Value:
     b = ctx.b
     y = b.cast(b.op("rms_norm", upcast(b, x), axes=tuple(axes), eps=eps), dt)
     return affine(b, y, w, None)
+
+
+# -- weight normalization and the native_* forms -----------------------------------
+
+@RULES.rule("aten::_weight_norm")
+def weight_norm(ctx: LoweringContext) -> Value:
+    """``v * g / ||v||``, the norm over every axis but ``dim`` (all axes for dim=-1)."""
+    v = ctx.tensor(0)
+    g = ctx.tensor(1, v.type.dtype)
+    dim = ctx.int(2) if ctx.n_inputs > 2 else 0
+    axes = tuple(range(v.rank)) if dim == -1 else tuple(a for a in range(v.rank) if a != dim % v.rank)
+    norm = vector_norm(ctx, v, 2.0, axes, True)
+    return ctx.b.op("mul", v, ctx.b.op("div", g, norm))
+
+
+def _stats_unavailable(what: str) -> Poison:
+    return Poison(f"the saved {what} of a normalization (a training-time output) cannot be exported")
+
+
+@RULES.rule("aten::native_group_norm")
+def native_group_norm(ctx: LoweringContext) -> tuple[Value, Poison, Poison]:
+    x = ctx.tensor(0)
+    dt = x.type.dtype
+    w, bias = ctx.optional_tensor(1, dt), ctx.optional_tensor(2, dt)
+    groups, eps = ctx.int(6), ctx.float(7)
+    c = x.type.shape[1]
+    if not isinstance(c, int) or c % groups:
+        raise ctx.unsupported(f"group norm of {c} channels in {groups} groups")
+    b = ctx.b
+    dims = list(x.type.shape)
+    grouped = b.op("reshape", x, b.ints([dims[0], groups, -1]))
+    y = b.op("reshape", standardize(b, grouped, [2], eps), b.op("shape_of", x))
+    out = affine(b, y, per_channel(b, w, x.rank) if w is not None else None,
+                 per_channel(b, bias, x.rank) if bias is not None else None)
+    return out, _stats_unavailable("mean"), _stats_unavailable("rstd")
+
+
+@RULES.rule("aten::_native_batch_norm_legit", "aten::native_batch_norm")
+def native_batch_norm(ctx: LoweringContext) -> tuple[Value, Poison, Poison]:
+    x = ctx.tensor(0)
+    dt = x.type.dtype
+    w, bias = ctx.optional_tensor(1, dt), ctx.optional_tensor(2, dt)
+    with_running = ctx.n_inputs == 8
+    mean, var = (ctx.optional_tensor(3, dt), ctx.optional_tensor(4, dt)) if with_running else (None, None)
+    training = ctx.bool(5 if with_running else 3)
+    eps = ctx.float(7 if with_running else 5)
+    if training or mean is None or var is None:
+        out = batch_stats_norm(ctx, x, w, bias, [0, *range(2, x.rank)], eps)
+    else:
+        out = running_stats_norm(ctx, x, w, bias, mean, var, eps)
+    return out, _stats_unavailable("mean"), _stats_unavailable("rstd")

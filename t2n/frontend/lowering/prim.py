@@ -205,3 +205,13 @@ def to(ctx: LoweringContext) -> Any:
 
 
 __all__ = ["array_data"]
+
+
+@RULES.rule("aten::native_dropout")
+def native_dropout(ctx: LoweringContext) -> tuple[Value, Value]:
+    """Inference: the input unchanged and an all-true mask."""
+    x = ctx.tensor(0)
+    if ctx.n_inputs > 2 and ctx.raw(2) is True:
+        raise ctx.unsupported("dropout in training mode (random)")
+    mask = ctx.b.op("expand", ctx.as_value(True, DType.BOOL), ctx.b.op("shape_of", x))
+    return x, mask

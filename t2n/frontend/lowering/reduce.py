@@ -36,14 +36,19 @@ def mean(ctx: LoweringContext) -> Value:
     return ctx.b.op("mean_reduce", x, axes=reduce_axes(ctx, x), keepdims=_keepdim(ctx))
 
 
-@RULES.rule("aten::sum")
-def sum_(ctx: LoweringContext) -> Value:
+def _accumulated(ctx: LoweringContext) -> Value:
+    """The input in the dtype sum and prod accumulate in: the ``dtype`` argument, else
+    i64 for integers and bools (PyTorch's rule), else the input's own."""
     x = ctx.tensor(0)
     dt = ctx.dtype_arg("dtype") if ctx.has("dtype") else None
     if dt is None and not x.type.dtype.is_float:
         dt = DType.I64
-    if dt is not None:
-        x = ctx.b.cast(x, dt)
+    return ctx.b.cast(x, dt) if dt is not None else x
+
+
+@RULES.rule("aten::sum")
+def sum_(ctx: LoweringContext) -> Value:
+    x = _accumulated(ctx)
     if x.rank == 0:
         return x
     return ctx.b.op("sum_reduce", x, axes=reduce_axes(ctx, x), keepdims=_keepdim(ctx))
@@ -70,12 +75,7 @@ def softmax(ctx: LoweringContext) -> Value:
 
 @RULES.rule("aten::prod")
 def prod(ctx: LoweringContext) -> Value:
-    x = ctx.tensor(0)
-    dt = ctx.dtype_arg("dtype") if ctx.has("dtype") else None
-    if dt is None and not x.type.dtype.is_float:
-        dt = DType.I64
-    if dt is not None:
-        x = ctx.b.cast(x, dt)
+    x = _accumulated(ctx)
     if x.rank == 0:
         return x
     axes = (ctx.axis("dim", x.rank),) if ctx.has("dim") and not ctx.is_none("dim") else tuple(range(x.rank))
@@ -117,7 +117,7 @@ def max_min(ctx: LoweringContext) -> Value | tuple[Value, Value]:
     element-wise form (``torch.max(a, b)``)."""
     kind = "max" if "max" in ctx.kind else "min"
     if ctx.n_inputs == 2 and isinstance(ctx.raw(1), Value):
-        from t2n.frontend.lowering.elementwise import extremum
+        from t2n.frontend.lowering.arithmetic import extremum
 
         return extremum(ctx)
     x = ctx.tensor(0)

@@ -1,4 +1,4 @@
-"""Sorting (top-k), cumulative ops and binary search.
+"""Sorting (top-k), order statistics (median, kthvalue), cumulative ops and binary search.
 
 Cumulative sums are a matmul with a triangular mask built from ``range`` (so a dynamic
 axis keeps working, in both engines; integers go through f64, exact below 2**53); other
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from t2n.frontend.context import LoweringContext
+from t2n.frontend.context import LoweringContext, Poison
 from t2n.frontend.helpers import dim_value, i64, transpose, unsqueeze
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
@@ -195,3 +195,50 @@ def bucketize(ctx: LoweringContext) -> Value:
     values, bounds = ctx.b.cast(values, dt), ctx.b.cast(bounds, dt)
     right = ctx.bool("right") if ctx.has("right") else False
     return _count_below(ctx, bounds, values, right, ctx.bool("out_int32") if ctx.has("out_int32") else False)
+
+
+# -- order statistics --------------------------------------------------------------
+
+def _order_statistic(ctx: LoweringContext, x: Value, axis: int, pick: int, keep: bool) -> tuple[Value, Value]:
+    values, indices = sort_values(ctx, x, axis, False)
+    b = ctx.b
+    outs = []
+    for v in (values, indices):
+        s = b.op("slice", v, b.ints([pick]), b.ints([pick + 1]), axes=(axis,), steps=(1,))
+        outs.append(s if keep else b.op("squeeze", s, axes=(axis,)))
+    return outs[0], outs[1]
+
+
+@RULES.rule("aten::median", "aten::nanmedian")
+def median(ctx: LoweringContext) -> Value | tuple[Value, Value]:
+    """The lower median (PyTorch's), from a sort along a static axis."""
+    x = ctx.tensor(0)
+    if ctx.kind == "aten::nanmedian" and x.type.dtype.is_float:
+        raise ctx.unsupported("nanmedian (NaNs change which element is the median)")
+    if ctx.n_inputs == 1:
+        flat = ctx.b.op("reshape", x, ctx.b.ints([-1]))
+        n = flat.type.shape[0]
+        if not isinstance(n, int):
+            raise ctx.unsupported("median over a dynamic size")
+        return _order_statistic(ctx, flat, 0, (n - 1) // 2, False)[0]
+    axis = ctx.axis(1, x.rank)
+    n = x.type.shape[axis]
+    if not isinstance(n, int):
+        raise ctx.unsupported("median along a dynamic axis")
+    return _order_statistic(ctx, x, axis, (n - 1) // 2, ctx.bool(2))
+
+
+@RULES.rule("aten::kthvalue")
+def kthvalue(ctx: LoweringContext) -> tuple[Value, Value]:
+    x = ctx.tensor(0)
+    axis = ctx.axis(2, x.rank) if ctx.n_inputs > 2 else x.rank - 1
+    keep = ctx.bool(3) if ctx.n_inputs > 3 else False
+    return _order_statistic(ctx, x, axis, ctx.int(1) - 1, keep)
+
+
+@RULES.rule("aten::cummax", "aten::cummin")
+def cummax(ctx: LoweringContext) -> tuple[Value, Poison]:
+    x = ctx.tensor(0)
+    how = "max" if "max" in ctx.kind else "min"
+    values = prefix_scan(ctx, x, ctx.axis(1, x.rank), how)
+    return values, Poison(f"the indices of cum{how} cannot be exported (only its values)")

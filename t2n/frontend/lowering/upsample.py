@@ -1,4 +1,4 @@
-"""Interpolation (``F.interpolate``, ``nn.Upsample``): one axis at a time.
+"""Interpolation (``F.interpolate``, ``nn.Upsample``): one axis at a time; and grid sampling.
 
 Nearest modes gather with constant indices; linear and cubic modes multiply by a
 constant interpolation matrix computed here from PyTorch's coordinate formulas
@@ -127,6 +127,53 @@ def _computed(v: Any) -> bool:
     return isinstance(v, Value) and (v.producer is None or not v.producer.has(Trait.CONSTANT_LIKE))
 
 
+def _dynamic_nearest(ctx: LoweringContext, x: Value, axis: int, given: Any,
+                     scale: float | None) -> Value | None:
+    """Nearest by an integer factor, known without reading sizes (so it follows dynamic
+    axes): from an integer scale factor, or an output size computed from shapes that is
+    a multiple of the input's. None when the factor needs the sizes."""
+    if given is None and scale is not None and float(scale).is_integer():
+        return x if int(scale) == 1 else _tile_nearest(ctx, x, axis, int(scale))
+    traced = x.type.shape[axis]
+    out = _static(given)
+    if _computed(given) and isinstance(traced, int) and out and out % traced == 0:
+        return x if out == traced else _tile_nearest(ctx, x, axis, out // traced)
+    return None
+
+
+def _sizes(ctx: LoweringContext, x: Value, axis: int, given: Any, sized: bool,
+           scale: float | None) -> tuple[int, int]:
+    """(input size, output size) of one axis. The interpolation indices or matrix need
+    them: they are read through the graph, so that DynamicAxes reports them if the axis
+    is made dynamic."""
+    out = _static(given)
+    size = int(ctx.to_const(dim_value(ctx.b, x, axis), f"size of axis {axis} (interpolation)"))
+    if given is not None and out is not None and _computed(given):
+        out = int(ctx.to_const(given, "output size"))
+    if out is None and sized:
+        # a size computed from shapes in forward: the traced size (a dynamic axis
+        # here is reported by the dynamic-axes check)
+        traced_out = ctx.traced_shape(0)
+        out = traced_out[axis] if traced_out is not None else None
+    if out is None:
+        if scale is None:
+            raise ctx.unsupported("interpolation to a size computed at run time")
+        out = int(math.floor(size * scale))
+    return size, out
+
+
+def _resample(ctx: LoweringContext, x: Value, axis: int, mode: str, size: int, out: int,
+              align: bool, scale: float | None, exact_multiple: bool) -> Value:
+    """One axis from ``size`` to ``out`` (``scale`` is None when sizes were given)."""
+    if mode == "nearest" and out % size == 0 and exact_multiple:
+        return _tile_nearest(ctx, x, axis, out // size)
+    if mode in ("nearest", "nearest-exact"):
+        idx = nearest_indices(size, out, scale, mode == "nearest-exact")
+        return ctx.b.op("gather", x, ctx.b.const(idx, DType.I64), axis=axis)
+    matrix = linear_matrix if mode == "linear" else cubic_matrix
+    return _apply_matrix(ctx, x, axis, matrix(size, out, align, scale))
+
+
 def interpolate(ctx: LoweringContext, mode: str, n: int, has_align: bool) -> Value:
     x = ctx.tensor(0)
     if not x.type.dtype.is_float:
@@ -136,44 +183,16 @@ def interpolate(ctx: LoweringContext, mode: str, n: int, has_align: bool) -> Val
         axis = x.rank - n + i
         scale = scales[i]
         given = sizes[i] if sizes is not None else None
-        if mode == "nearest" and given is None and scale is not None and float(scale).is_integer():
-            # nearest by an integer scale factor: dynamic
-            if int(scale) != 1:
-                x = _tile_nearest(ctx, x, axis, int(scale))
-            continue
-        traced = x.type.shape[axis]
-        out = _static(given)
-        if mode == "nearest" and _computed(given) and isinstance(traced, int) and out and \
-                out % traced == 0:
-            # nearest to a size computed from shapes, an integer multiple: dynamic too
-            if out != traced:
-                x = _tile_nearest(ctx, x, axis, out // traced)
-            continue
-        # the interpolation indices or matrix need the sizes: read them through the
-        # graph, so that DynamicAxes reports them if an axis is made dynamic
-        size = int(ctx.to_const(dim_value(ctx.b, x, axis), f"size of axis {axis} (interpolation)"))
-        if given is not None and out is not None and _computed(given):
-            out = int(ctx.to_const(given, "output size"))
-        if out is None and sizes is not None:
-            # a size computed from shapes in forward: the traced size (a dynamic axis
-            # here is reported by the dynamic-axes check)
-            traced_out = ctx.traced_shape(0)
-            out = traced_out[axis] if traced_out is not None else None
-        if out is None:
-            if scale is None:
-                raise ctx.unsupported("interpolation to a size computed at run time")
-            out = int(math.floor(size * scale))
+        if mode == "nearest":
+            tiled = _dynamic_nearest(ctx, x, axis, given, scale)
+            if tiled is not None:
+                x = tiled
+                continue
+        size, out = _sizes(ctx, x, axis, given, sizes is not None, scale)
         if out == size and scale in (None, 1.0):
             continue
-        if mode == "nearest" and out % size == 0 and (given is not None or scale == out // size):
-            x = _tile_nearest(ctx, x, axis, out // size)
-        elif mode in ("nearest", "nearest-exact"):
-            idx = nearest_indices(size, out, scale if sizes is None else None, mode == "nearest-exact")
-            x = ctx.b.op("gather", x, ctx.b.const(idx, DType.I64), axis=axis)
-        elif mode == "linear":
-            x = _apply_matrix(ctx, x, axis, linear_matrix(size, out, align, scale if sizes is None else None))
-        else:
-            x = _apply_matrix(ctx, x, axis, cubic_matrix(size, out, align, scale if sizes is None else None))
+        exact_multiple = given is not None or scale == out // size
+        x = _resample(ctx, x, axis, mode, size, out, align, scale if sizes is None else None, exact_multiple)
     return x
 
 
@@ -201,3 +220,24 @@ def upsample_bicubic(ctx: LoweringContext) -> Value:
 @RULES.rule("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa")
 def upsample_antialias(ctx: LoweringContext) -> Value:
     raise ctx.unsupported("antialiased interpolation (antialias=True); use antialias=False")
+
+
+# -- grid sampling -----------------------------------------------------------------
+
+GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+
+
+GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+@RULES.rule("aten::grid_sampler", "aten::grid_sampler_2d")
+def grid_sampler(ctx: LoweringContext) -> Value:
+    x = ctx.tensor(0)
+    grid = ctx.tensor(1, x.type.dtype)
+    if x.rank != 4:
+        raise ctx.unsupported("grid sampling of a 5-D (volumetric) input")
+    mode, padding = GRID_MODES[ctx.int(2)], GRID_PADDING[ctx.int(3)]
+    if mode == "bicubic" and padding == "border":
+        # tract 0.23.9 clamps bicubic taps differently from PyTorch there (tested)
+        raise ctx.unsupported("bicubic grid sampling with padding_mode='border'")
+    return ctx.b.op("grid_sample", x, grid, mode=mode, padding_mode=padding, align_corners=ctx.bool(4))
