@@ -20,7 +20,8 @@ from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.io import check_given_names
-from t2n.ir import DType, OpSet, OpTable
+from t2n.ir import OpSet, OpTable
+from t2n.ir.dtypes import bf16_export_dtype
 from t2n.passes.dynamic_axes import dynamic_axes_form
 from t2n.passes.pipeline import check_pass_registry, compile_pipeline
 
@@ -168,9 +169,7 @@ def check_tensor_export_args(
         bad = next((k for k in tensors if not isinstance(k, str)), None)
         if bad is not None:
             raise InvalidArgumentError(f"name_to_tensor keys must be strings (tensor names), got {bad!r}")
-    if not (isinstance(bf16_as, str) and bf16_as.lower() in ("f16", "f32")) and \
-            bf16_as not in (DType.F16, DType.F32):
-        raise InvalidArgumentError(f"bf16_as must be 'f16' or 'f32' (what bf16 tensors are written as), got {bf16_as!r}")
+    bf16_export_dtype(bf16_as)
     if progress is not None and not isinstance(progress, bool):
         raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
     if not isinstance(sync, bool):

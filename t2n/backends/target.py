@@ -14,6 +14,7 @@ import numpy as np
 
 from t2n.errors import InvalidArgumentError
 from t2n.ir import DType
+from t2n.ir.dtypes import bf16_export_dtype
 from t2n.ir.identifiers import STANDARD_IDENTIFIERS, TRACT_IDENTIFIERS, IdentifierRules
 
 if TYPE_CHECKING:
@@ -38,14 +39,6 @@ def parse_version(text: object, what: str = "version") -> tuple[int, ...]:
             "non-negative integers, like '0.23.9'"
         )
     return tuple(int(g) for g in m.groups(default="0"))
-
-
-def _bf16(value: object) -> DType:
-    dt = DType.parse(value) if isinstance(value, str) else value
-    if dt not in (DType.F16, DType.F32):
-        raise InvalidArgumentError(f"bf16 tensors can be exported as f16 or f32, not {value!r}")
-    assert isinstance(dt, DType)
-    return dt
 
 
 class Target:
@@ -193,7 +186,7 @@ class TractNNEF(Target):
     """
 
     version: str = "0.23.9"
-    bf16_as: DType = attrs.field(default=DType.F16, converter=_bf16)
+    bf16_as: DType = attrs.field(default=DType.F16, converter=bf16_export_dtype)
     dynamic_axes: Mapping[str, Mapping[int, str]] | None = attrs.field(default=None, converter=_axes)
     custom_extensions: Sequence[str] = attrs.field(default=(), converter=_extensions)
     emitters: Mapping[str, Emitter] = _emitter_field()
@@ -241,7 +234,7 @@ class KhronosNNEF(Target):
     """Strict Khronos NNEF (1.0.x): standard operations only, static shapes."""
 
     version: str = "1.0.5"
-    bf16_as: DType = attrs.field(default=DType.F32, converter=_bf16)
+    bf16_as: DType = attrs.field(default=DType.F32, converter=bf16_export_dtype)
     emitters: Mapping[str, Emitter] = _emitter_field()
     fragments: Mapping[str, str] = _fragment_field()
 

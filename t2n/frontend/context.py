@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from t2n.frontend.dtypes import float8_data, promote, to_ir
-from t2n.ir import ArrayData, Builder, Dim, DType, SourceLoc, Sym, Trait, Value
+from t2n.ir import ArrayData, Builder, Dim, DType, SourceLoc, Trait, Value
+from t2n.ir.dims import has_sym
 from t2n.ir.graph_info import BakedConstant
 from t2n.ir.infer_utils import InferError
 from t2n.ir.infer_utils import norm_axis as ir_norm_axis
@@ -153,7 +154,7 @@ class LoweringContext:
 
     def to_const(self, x: Any, what: str = "argument") -> Any:
         if isinstance(x, Value):
-            if x.known is None or (x.known.dtype == object and _has_sym(x.known)):
+            if x.known is None or (x.known.dtype == object and has_sym(x.known)):
                 raise NotConstantError(f"{self.kind}: {what} must be a constant, but it is computed in the model")
             k = np.asarray(x.known)
             if x.producer is None or not x.producer.has(Trait.CONSTANT_LIKE):
@@ -280,9 +281,6 @@ def norm_axis(axis: int, rank: int) -> int:
     except InferError:
         raise UnsupportedHere(f"axis {axis} is out of range for a tensor of rank {rank}") from None
 
-
-def _has_sym(arr: np.ndarray) -> bool:
-    return any(isinstance(v, Sym) for v in np.asarray(arr).reshape(-1).tolist())
 
 
 def known_dims_of(v: Value) -> list[Dim] | None:

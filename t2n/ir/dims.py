@@ -410,3 +410,9 @@ def parse_dim(text: str) -> Dim:
     if pos != len(tokens):
         raise fail(f"unexpected {tokens[pos]!r} after {' '.join(tokens[:pos])!r}")
     return result
+
+
+def has_sym(arr: np.ndarray) -> bool:
+    """Whether an array of known sizes holds a symbolic one (object arrays only can)."""
+    arr = np.asarray(arr)
+    return arr.dtype == object and any(isinstance(d, Sym) for d in arr.reshape(-1).tolist())

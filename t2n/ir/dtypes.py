@@ -88,3 +88,20 @@ _NUMPY = {
     DType.I64: "int64", DType.F16: "float16", DType.BF16: "uint16", DType.F32: "float32",
     DType.F64: "float64",
 }
+
+
+def bf16_export_dtype(value: object, what: str = "bf16_as") -> DType:
+    """The type bf16 tensors are exported as: f16 or f32 (neither tract nor NNEF has
+    bf16), given as a ``DType`` or its name."""
+    from t2n.errors import InvalidArgumentError
+
+    try:
+        dt = DType.parse(value.lower()) if isinstance(value, str) else value
+    except ValueError:
+        dt = None
+    if dt not in (DType.F16, DType.F32):
+        raise InvalidArgumentError(
+            f"{what} must be 'f16' or 'f32': bf16 tensors are exported as f16 or f32 "
+            f"(tract and NNEF have no bf16), got {value!r}")
+    assert isinstance(dt, DType)
+    return dt

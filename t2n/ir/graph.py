@@ -467,3 +467,17 @@ def _same_known(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     if a is None or b is None:
         return a is b
     return a.shape == b.shape and bool(np.all(a == b))
+
+
+def is_constant(v: Value) -> bool:
+    """Held by a constant-like op (a const or a weight; checked without reading the data)."""
+    p = v.producer
+    return p is not None and p.has(Trait.CONSTANT_LIKE) and "data" in p.attrs
+
+
+def constant_data(v: Value) -> np.ndarray | None:
+    """The value of ``v`` if a constant-like op holds it (a const or a weight), else None."""
+    if not is_constant(v):
+        return None
+    assert v.producer is not None
+    return np.asarray(v.producer.attrs["data"].values())

@@ -23,7 +23,7 @@ import numpy as np
 
 from t2n.errors import DynamicAxesError
 from t2n.ir import Graph, Op, Sym, TensorType, Value
-from t2n.ir.dims import Dim, SymbolicComparisonError, valid_symbol_name
+from t2n.ir.dims import Dim, SymbolicComparisonError, has_sym, valid_symbol_name
 from t2n.ir.identifiers import identifier_problem
 from t2n.ir.schema import InferContext
 from t2n.ir.types import Shape
@@ -185,7 +185,7 @@ class DynamicAxes(Pass):
         out = []
         for baked in graph.info.baked_constants:
             value, loc, what = baked.value, baked.loc, baked.what
-            if value.known is not None and _has_sym(value.known):
+            if value.known is not None and has_sym(value.known):
                 out.append(f"{loc}: {what} is computed from a dynamic size but was used as the "
                            f"constant {value.known.tolist()!r} at trace time")
         return out
@@ -206,9 +206,6 @@ class DynamicAxes(Pass):
                     out.append(f"{op.loc}: {reason}")
         return out
 
-
-def _has_sym(arr: np.ndarray) -> bool:
-    return arr.dtype == object and any(isinstance(d, Sym) for d in arr.reshape(-1).tolist())
 
 
 def _input_symbols(op: Op) -> frozenset[str]:

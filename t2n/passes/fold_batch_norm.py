@@ -6,24 +6,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from t2n.ir import ArrayData, DType, Graph, Op, Trait, Value
+from t2n.ir import ArrayData, DType, Graph, Op, Value
+from t2n.ir.graph import constant_data, is_constant
 from t2n.passes.base import Pass, PassResult, replace_with_values
 
 _FOLDABLE_DTYPES = (DType.F16, DType.F32, DType.F64)
-
-
-def constant_data(v: Value) -> np.ndarray | None:
-    """The value of ``v`` if a constant-like op holds it (a const or a weight)."""
-    p = v.producer
-    if p is None or not p.has(Trait.CONSTANT_LIKE) or "data" not in p.attrs:
-        return None
-    return np.asarray(p.attrs["data"].values())
-
-
-def is_constant(v: Value) -> bool:
-    """Held by a constant-like op (checked without reading the data)."""
-    p = v.producer
-    return p is not None and p.has(Trait.CONSTANT_LIKE) and "data" in p.attrs
 
 
 def is_float_constant(v: Value) -> bool:

@@ -25,6 +25,7 @@ import numpy as np
 
 from t2n.errors import InvalidArgumentError
 from t2n.ir import DType, TensorData
+from t2n.ir.dtypes import bf16_export_dtype
 from t2n.serialize.archive import IntoDirWriter
 from t2n.serialize.dat import dat_size, iter_dat, read_dat
 from t2n.serialize.filecheck import bad_address_error, is_bad_address
@@ -63,13 +64,6 @@ def tensor_name_from_file(file_name: str) -> str:
     return raw.decode("utf-8")
 
 
-def bf16_target(value: DType | str) -> DType:
-    dt = DType.parse(value) if isinstance(value, str) else value
-    if dt not in (DType.F16, DType.F32):
-        raise InvalidArgumentError(f"bf16 tensors can be written as f16 or f32, not {value!r}")
-    return dt
-
-
 @attrs.frozen
 class WrittenTensor:
     """One tensor written by a tensor export."""
@@ -106,7 +100,7 @@ def write_tensors(
     of the same names are replaced. Every header is made before the first byte is
     written, so a tensor the format cannot hold (over 4 GiB) fails fast.
     """
-    out_bf16 = bf16_target(bf16_as)
+    out_bf16 = bf16_export_dtype(bf16_as)
     items = list(tensors.items()) if isinstance(tensors, Mapping) else list(tensors)
     folder = Path(output_dir)
     if folder.exists() and not folder.is_dir():
@@ -135,4 +129,4 @@ def write_tensors(
     return written
 
 
-__all__ = ["WrittenTensor", "bf16_target", "tensor_file_name", "tensor_name_from_file", "write_tensors"]
+__all__ = ["WrittenTensor", "tensor_file_name", "tensor_name_from_file", "write_tensors"]

@@ -36,10 +36,11 @@ import torch
 
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError
 from t2n.ir import ArrayData, DType, LazyData, TensorData
+from t2n.ir.dtypes import bf16_export_dtype
 from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileStamp, _chunks_of, convert_raw, converted
 from t2n.serialize.filecheck import check_stamp, read_mappings
 from t2n.serialize.safetensors_reader import open_weights, safetensors_files
-from t2n.serialize.tensors import WrittenTensor, bf16_target, write_tensors
+from t2n.serialize.tensors import WrittenTensor, write_tensors
 
 log = logging.getLogger("t2n")
 
@@ -362,7 +363,7 @@ def export_tensors_from_disk_to_nnef(
     from t2n.options import check_tensor_export_args
 
     check_tensor_export_args(bf16_as=bf16_as, progress=progress, sync=sync, filter_key=filter_key)
-    bf16_target(bf16_as)
+    bf16_export_dtype(bf16_as)
     source = open_checkpoint(path, map_location)
     names = _select(source, filter_key)
     if fn_check_found_tensors is not None:

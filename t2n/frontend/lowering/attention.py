@@ -21,7 +21,8 @@ from t2n.frontend.lowering.linalg import matmul
 from t2n.frontend.lowering.norm import affine, standardize
 from t2n.frontend.lowering.shape import concat_shape, shape_part
 from t2n.frontend.registry import RuleSet
-from t2n.ir import Builder, Dim, DType, Graph, Trait, Value
+from t2n.ir import Builder, Dim, DType, Graph, Value
+from t2n.ir.graph import constant_data
 
 RULES = RuleSet("attention")
 
@@ -30,13 +31,6 @@ def lowest(dtype: DType) -> float:
     """The most negative finite value of ``dtype`` (f32's for bf16, which shares its range)."""
     return float(np.finfo(np.float16 if dtype is DType.F16 else
                           np.float64 if dtype is DType.F64 else np.float32).min)
-
-
-def constant_data(v: Value) -> np.ndarray | None:
-    p = v.producer
-    if p is None or not p.has(Trait.CONSTANT_LIKE) or "data" not in p.attrs:
-        return None
-    return np.asarray(p.attrs["data"].values())
 
 
 def may_empty_a_row(mask: Value, keep: bool) -> bool:
