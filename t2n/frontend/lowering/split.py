@@ -3,7 +3,7 @@ h/v/d/column variants. How many pieces a split returns is fixed by the traced si
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -146,7 +146,7 @@ def at_least(b: Builder, x: Value, rank: int) -> Value:
     return b.op("unsqueeze", x, axes=(2,))
 
 
-def _at_least_rule(rank: int):  # type: ignore[no-untyped-def]
+def _at_least_rule(rank: int) -> Callable[[LoweringContext], Value | list[Value]]:
     def rule(ctx: LoweringContext) -> Value | list[Value]:
         raw = ctx.raw(0)
         if isinstance(raw, Value):
