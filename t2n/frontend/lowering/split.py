@@ -40,9 +40,10 @@ def pieces(b: Builder, x: Value, axis: int, bounds: Sequence[tuple[int | Value, 
     return [slice_axis(b, x, axis, lo, hi) for lo, hi in bounds]
 
 
-def cut(b: Builder, x: Value, axis: int, starts: Sequence[int]) -> list[Value]:
-    """Pieces starting at ``starts``; the last one runs to the end (so it follows the size)."""
-    ends: list[int | None] = [*starts[1:], None]
+def cut(b: Builder, x: Value, axis: int, starts: Sequence[int | Value]) -> list[Value]:
+    """Pieces starting at ``starts`` (constants or computed sizes); the last one runs to
+    the end (so it follows the size)."""
+    ends: list[int | Value | None] = [*starts[1:], None]
     return pieces(b, x, axis, list(zip(starts, ends)))
 
 
@@ -87,9 +88,7 @@ def chunk(ctx: LoweringContext) -> list[Value]:
     count = -(-n // step)
     b = ctx.b
     size = b.op("div", b.op("add", dim_value(b, x, axis), i64(b, chunks - 1)), i64(b, chunks))
-    starts: list[int | Value] = [0] + [b.op("mul", size, i64(b, i)) for i in range(1, count)]
-    ends: list[int | Value | None] = [*starts[1:], None]
-    return pieces(b, x, axis, list(zip(starts, ends)))
+    return cut(b, x, axis, [0, *(b.op("mul", size, i64(b, i)) for i in range(1, count))])
 
 
 @RULES.rule("aten::tensor_split")
