@@ -1,4 +1,6 @@
+import contextlib
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -39,3 +41,22 @@ def pytest_sessionfinish(session, exitstatus):
         with open(path, "w") as f:
             json.dump(t2n.testing.EVIDENCE.to_json(), f, indent=1, sort_keys=True)
             f.write("\n")
+
+
+@contextlib.contextmanager
+def tmpfs(where, options):
+    """A small tmpfs mounted at ``where`` (a real full disk or read-only file system: root
+    writes through chmod, not through these). Where mounting is not permitted the test
+    is skipped, except under CI (``CI=true``, run as root), where it must work."""
+    where.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        why = f"cannot mount a tmpfs here ({done.stderr.strip()}): needs root with CAP_SYS_ADMIN"
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False)

@@ -13,13 +13,13 @@ markers and the reply arriving in one write.
 
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
 import torch
+from conftest import tmpfs
 
 import t2n
 from t2n.check import EngineWorker, run_tract
@@ -107,16 +107,8 @@ def test_unwritable_debug_dir_still_gives_the_mismatch(linear_artifact, tmp_path
 @pytest.fixture
 def read_only_dir(tmp_path):
     """A read-only tmpfs mount (root can write through chmod, not through a ro mount)."""
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)],
-                          capture_output=True, check=False) if shutil.which("mount") else None
-    if done is None or done.returncode != 0:
-        pytest.skip("mounting a read-only file system is not permitted here")
-    try:
+    with tmpfs(tmp_path / "ro", "ro,size=64k") as ro:
         yield ro
-    finally:
-        subprocess.run(["umount", str(ro)], check=False)
 
 
 def test_read_only_debug_dir_still_gives_the_mismatch(linear_artifact, read_only_dir):

@@ -22,6 +22,7 @@ import textwrap
 import numpy as np
 import pytest
 import torch
+from conftest import tmpfs
 
 import t2n
 from t2n.errors import ArtifactWriteError, SerializationError
@@ -47,27 +48,16 @@ class Wide(torch.nn.Module):
         return self.fc(x)
 
 
-def _mount(where, options):
-    where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}): needs root with CAP_SYS_ADMIN")
-    return where
-
-
 @pytest.fixture
 def small_disk(tmp_path):
-    disk = _mount(tmp_path / "disk", "size=256k")
-    yield disk
-    subprocess.run(["umount", str(disk)], check=True)
+    with tmpfs(tmp_path / "disk", "size=256k") as disk:
+        yield disk
 
 
 @pytest.fixture
 def read_only_disk(tmp_path):
-    disk = _mount(tmp_path / "ro", "size=64k,ro")
-    yield disk
-    subprocess.run(["umount", str(disk)], check=True)
+    with tmpfs(tmp_path / "ro", "size=64k,ro") as disk:
+        yield disk
 
 
 def _big_member(w):
