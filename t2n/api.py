@@ -22,10 +22,12 @@ from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import Target
+from t2n.check.bundle import IRRecorder, recording
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
-from t2n.frontend.io import io_names, normalize_args
+from t2n.frontend.io import normalize_args
+from t2n.frontend.io_match import checked_io_names, pass_through
 from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
@@ -226,6 +228,10 @@ def compile(
     fold_batch_norm: bool = True,
     weights_from: Any = None,
     strict: bool = False,
+    nnef_variable_naming_scheme: str = "natural_verbose",
+    check_io_names_qte_match: bool = True,
+    allow_same_io_names: bool = False,
+    debug_bundle_path: str | os.PathLike[str] | None = None,
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
@@ -296,6 +302,19 @@ def compile(
     writes start from the values before it), or refused with ``StateMutationError``.
     The artifact keeps references to the model's weights: changing them after
     ``compile`` makes ``save``/``check`` raise ``WeightsChangedError`` (compile again).
+
+    ``nnef_variable_naming_scheme`` names graph.nnef's tensors: ``"natural_verbose"``
+    (module path and op, ``encoder_0_fc1_matmul``), ``"natural_verbose_camel"``
+    (``encoder0Fc1Matmul``), ``"raw"`` (the trace's names) or ``"numeric"`` (``v0``,
+    ``v1``…); see :mod:`t2n.backends.nnef.naming`. ``check_io_names_qte_match`` refuses
+    ``input_names``/``output_names`` that name something the trace did not keep as a
+    tensor (``None``, an int) with ``IONamesMismatchError``; ``False`` drops such names
+    instead. ``allow_same_io_names=True`` lets an output returning an input unchanged
+    carry that input's name (tract only; see :mod:`t2n.frontend.io_match`).
+    ``debug_bundle_path`` is where a failed check (``check_io`` or a later
+    ``artifact.check()``) writes its debug bundle: a folder, or one archive for a
+    ``.tgz``/``.tar`` path, with the IR after every pass and a ``replay.py``
+    (see :mod:`t2n.check.bundle`); nothing is written when the check passes.
     """
     target = check_target(target)
     op_set = check_op_set(op_set)
@@ -305,7 +324,9 @@ def compile(
                                  custom_extensions=custom_extensions, kwargs=kwargs, flags=dict(
                                      check_io=check_io, verify_ir=verify_ir, fold_batch_norm=fold_batch_norm,
                                      strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit,
-                                     strict=strict))
+                                     strict=strict, check_io_names_qte_match=check_io_names_qte_match,
+                                     allow_same_io_names=allow_same_io_names),
+                                 naming_scheme=nnef_variable_naming_scheme, debug_bundle_path=debug_bundle_path)
     if opts.log_level is not None:
         logging.getLogger("t2n").setLevel(opts.log_level)
     if not isinstance(model, (torch.nn.Module, HardenedGraph)):
@@ -317,8 +338,8 @@ def compile(
                         auto_harden_jit, jit_diagnostics)
     specialized = report_specializations(traced.specializations, strict=strict)
     timings["trace"] = time.perf_counter() - t0
-    ins, outs = io_names(input_names, output_names, traced.input_paths, traced.output_paths,
-                         rules=target.identifier_rules)
+    ins, outs, same = checked_io_names(input_names, output_names, traced, pos_args, kwargs, target,
+                                       check=check_io_names_qte_match, allow_same=allow_same_io_names)
     axes = normalize_dynamic_axes(
         merge_dynamic_axes(target, opts.dynamic_axes),
         {n: t.dim() for n, t in zip(ins, traced.example_inputs)},
@@ -329,6 +350,8 @@ def compile(
     graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes,
                   op_set=op_set)
     graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)
+    graph.info.naming_scheme = opts.naming_scheme
+    pass_through(graph, same, ins, outs)
     graph.info.specializations = specialized
     graph.info.properties = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
     timings["lowering"] = time.perf_counter() - t0
@@ -336,7 +359,8 @@ def compile(
         verify(graph)
 
     t0 = time.perf_counter()
-    dump = _dumper(dump_ir)
+    recorder = IRRecorder() if opts.debug_bundle_path is not None else None
+    dump = recording(_dumper(dump_ir), recorder)
     if dump is not None:
         dump("000-lowered", graph)
     builtins = builtin_passes(bf16_as=target.bf16_as, dynamic_axes=axes, strict_dynamic_axes=strict_dynamic_axes,
@@ -360,6 +384,8 @@ def compile(
         example_inputs=[_to_numpy(t, target.bf16_as.numpy) for t in traced.example_inputs],
         reference_outputs=[_to_numpy(t) for t in traced.reference_outputs],
         stats={"timings": timings, "pass_stats": dict(result.stats)},
+        debug_bundle_path=opts.debug_bundle_path,
+        ir_stages=recorder.stages if recorder is not None else [],
     )
     if check_io:
         artifact.check(opts.tolerance)

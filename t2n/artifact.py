@@ -18,7 +18,7 @@ from t2n.backends.nnef.context import TensorFile
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.running import run_on_target
 from t2n.backends.target import Target
-from t2n.check.bundle import BundleContent, BundleResult, write_bundle
+from t2n.check.bundle import BundleContent, BundleResult, got_names, replay_spec, write_bundle
 from t2n.check.compare import CheckReport, Tolerance, compare
 from t2n.errors import CheckMismatchError, EngineCrashedError, InvalidArgumentError
 from t2n.ir import Graph, print_graph
@@ -42,6 +42,10 @@ class Artifact:
     reference_outputs: list[np.ndarray]
     saved_path: Path | None = None
     stats: dict[str, Any] = attrs.field(factory=dict)
+    debug_bundle_path: Path | None = None
+    """Where a failed :meth:`check` writes its debug bundle (``compile(debug_bundle_path=...)``)."""
+    ir_stages: list[tuple[str, str]] = attrs.field(factory=list)
+    """The IR after each pass, recorded for debug bundles when ``debug_bundle_path`` is set."""
 
     @property
     def graph_nnef(self) -> str:
@@ -129,13 +133,15 @@ class Artifact:
         used; pass ``inputs`` and ``expected`` to check other values. Raises
         :class:`CheckMismatchError` when outputs differ, and :class:`EngineCrashedError`
         (with the phase: loading, optimizing or running) when the engine dies; both
-        write a debug bundle to ``debug_dir`` (default: a new temporary folder) and name
+        write a debug bundle to ``debug_dir`` (default: the compile's ``debug_bundle_path``,
+        else a new temporary folder; a ``.tgz``/``.tar`` path gives one archive) and name
         it in the message. A ``debug_dir`` that cannot be written never replaces the
         error: the message says why and where the bundle went instead.
         """
         if (inputs is None) != (expected is None):
             raise InvalidArgumentError("check(): give both inputs and expected, or neither")
         tolerance = Tolerance.parse(tolerance)
+        debug_dir = debug_dir if debug_dir is not None else self.debug_bundle_path
         if inputs is not None and expected is not None:
             _check_arrays(self.input_names, inputs, "input", "inputs")
             _check_arrays(self.output_names, expected, "output", "expected")
@@ -152,13 +158,15 @@ class Artifact:
                 outputs = run_on_target(self.target, path, ins, registries=self.rendered.registries,
                                         symbols=symbols)
             except EngineCrashedError as exc:
-                bundle = self._debug_bundle(path, ins, refs, None, str(exc), debug_dir)
+                bundle = self._debug_bundle(path, ins, refs, None, str(exc), debug_dir,
+                                            replay_spec(self, path, tolerance, symbols))
                 exc.bundle = bundle.path
                 exc.args = (f"{exc}\n{bundle.note}",)
                 raise
             report = compare(self.target.engine, self.output_names, outputs, refs, tolerance)
             if not report.ok:
-                bundle = self._debug_bundle(path, ins, refs, outputs, str(report), debug_dir)
+                bundle = self._debug_bundle(path, ins, refs, outputs, str(report), debug_dir,
+                                            replay_spec(self, path, tolerance, symbols))
                 raise CheckMismatchError(str(report), report, bundle.path, note=bundle.note)
         log.info("%s", report)
         return report
@@ -183,14 +191,16 @@ class Artifact:
 
     def _debug_bundle(self, path: Path, ins: list[np.ndarray], refs: list[np.ndarray],
                       got: list[np.ndarray] | None, what: str,
-                      debug_dir: str | os.PathLike[str] | None) -> BundleResult:
+                      debug_dir: str | os.PathLike[str] | None, replay: Mapping[str, Any]) -> BundleResult:
         content = BundleContent(
             model=path,
             inputs=dict(zip(self.input_names, ins)),
             expected=dict(zip(self.output_names, refs)),
-            got=None if got is None else {f"output_{i}": a for i, a in enumerate(got)},
+            got=None if got is None else dict(zip(got_names(self.output_names, len(got)), got)),
             ir_text=print_graph(self.ir, with_locs=True),
             report_text=what,
+            ir_stages=self.ir_stages,
+            replay=replay,
         )
         return write_bundle(content, debug_dir)
 

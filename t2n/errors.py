@@ -227,3 +227,14 @@ class UnsupportedTorchError(T2NError, ImportError):
 class ExtractorError(TraceError):
     """A module extractor was given or used wrongly (named with the module class, its
     path in the model and what to change)."""
+
+
+# -- input/output names and naming schemes -------------------------------------------
+class IONamesMismatchError(InvalidArgumentError):
+    """``input_names``/``output_names`` do not match the tensors the trace kept (a name
+    for ``None``, an int or another non-tensor argument or output)."""
+
+
+class SameIONameError(InvalidArgumentError):
+    """An output named like an input where that cannot be: not allowed, not the input
+    unchanged, or on a target that cannot express it."""

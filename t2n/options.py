@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from t2n.backends.nnef.extensions import check_custom_extensions
+from t2n.backends.nnef.naming import check_naming_scheme
 from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
@@ -34,6 +36,8 @@ class CompileOptions:
     log_level: int | None
     dynamic_axes: dict[str, dict[int, str]]
     custom_extensions: tuple[str, ...]
+    naming_scheme: str = "natural_verbose"
+    debug_bundle_path: Path | None = None
 
 
 def check_target(target: object) -> Target:
@@ -51,15 +55,21 @@ def check_compile_options(
     target: Target, *, input_names: object, output_names: object, passes: object,
     tolerance: object, log_level: object, dynamic_axes: object, custom_extensions: object,
     flags: Mapping[str, object] | None = None, kwargs: object = None, pass_registry: object = None,
+    naming_scheme: object = "natural_verbose", debug_bundle_path: object = None,
 ) -> CompileOptions:
     """Every option of ``compile`` that can be checked without the model (``flags``:
     the options that must be True or False, by name)."""
     check_flags(flags or {})
     if kwargs is not None and (not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)):
         raise InvalidArgumentError(f"kwargs must be a dict of keyword arguments (name → value), got {kwargs!r}")
-    for what, given in (("input", input_names), ("output", output_names)):
-        if given is not None:
-            check_given_names(given, what, rules=target.identifier_rules)
+    names = {what: check_given_names(given, what, rules=target.identifier_rules)
+             for what, given in (("input", input_names), ("output", output_names)) if given is not None}
+    if len(names) == 2:
+        from t2n.backends.target import KhronosNNEF
+        from t2n.frontend.io_match import same_names
+
+        same_names(names["input"], names["output"], allow=bool((flags or {}).get("allow_same_io_names")),
+                   khronos=isinstance(target, KhronosNNEF))
     _check_passes(passes, pass_registry)
     axes = dynamic_axes_form(dynamic_axes)
     if axes and not target.supports_symbols:
@@ -72,6 +82,8 @@ def check_compile_options(
         log_level=check_log_level(log_level),
         dynamic_axes=axes,
         custom_extensions=check_custom_extensions(custom_extensions, allowed=target.accepts_extension_lines),
+        naming_scheme=check_naming_scheme(naming_scheme),
+        debug_bundle_path=check_bundle_path(debug_bundle_path),
     )
 
 
@@ -125,7 +137,8 @@ _CHECKED_DEFAULTS: dict[str, Any] = {
 }
 
 
-_FLAGS = ("verify_ir", "strict_dynamic_axes", "auto_harden_jit", "fold_batch_norm", "strict")
+_FLAGS = ("verify_ir", "strict_dynamic_axes", "auto_harden_jit", "fold_batch_norm", "strict",
+          "check_io_names_qte_match", "allow_same_io_names")
 
 
 def check_export_options(target: object, tolerance: object, options: Mapping[str, Any], *,
@@ -151,6 +164,8 @@ def check_export_options(target: object, tolerance: object, options: Mapping[str
     checked = check_target(target)
     own = {**flags, **{n: options[n] for n in _FLAGS if n in options}}
     check_compile_options(checked, tolerance=tolerance, flags=own, kwargs=options.get("kwargs"),
+                          naming_scheme=options.get("nnef_variable_naming_scheme", "natural_verbose"),
+                          debug_bundle_path=options.get("debug_bundle_path"),
                           **{n: options.get(n, default) for n, default in _CHECKED_DEFAULTS.items()})
     return checked
 
@@ -190,6 +205,17 @@ def confirm_rendered_names(input_ids: Sequence[str], output_ids: Sequence[str],
             f"{list(output_ids)}, but the artifact would report {list(input_names)} and "
             f"{list(output_names)}; please report this with the model"
         )
+
+
+def check_bundle_path(path: object) -> Path | None:
+    """``debug_bundle_path``: None, or a str / path (a folder, or a ``.tgz``/``.tar``)."""
+    if path is None:
+        return None
+    if isinstance(path, (str, os.PathLike)) and str(os.fspath(path)).strip():
+        return Path(path)
+    raise InvalidArgumentError(
+        f"debug_bundle_path must be None or a path (a folder, or a .tgz/.tar archive), got {path!r}"
+    )
 
 
 def check_op_set(op_set: object) -> OpSet | None:

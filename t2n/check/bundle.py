@@ -2,17 +2,24 @@
 
 A bundle holds the artifact the engine ran (``model/`` or the archive), the inputs
 (``inputs.npz``), PyTorch's outputs (``expected.npz``), the engine's outputs when it
-gave any (``got.npz``), the IR with source locations (``ir.txt``) and what happened
-(``report.txt``). Writing it must never hide the error it documents: a folder that
-cannot be written gives a note in the error message, not an ``OSError``.
+gave any (``got.npz``), the IR with source locations (``ir.txt``), the IR after each
+pass that changed it when the compile recorded them (``ir/NNN-pass.ir``), what
+happened (``report.txt``), the versions of everything involved (``versions.json``:
+t2n, torch, tract, nnef, nnef-tools, numpy, Python, platform) and a replay script
+(``replay.py``, reading ``replay.json``) that runs the engine again on the bundle and
+prints the comparison. The bundle is a folder, or one archive when its path ends in
+``.tgz``, ``.tar.gz`` or ``.tar``. Writing it must never hide the error it documents:
+a path that cannot be written gives a note in the error message, not an ``OSError``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import tarfile
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +37,11 @@ class BundleContent:
     got: Mapping[str, np.ndarray] | None
     ir_text: str
     report_text: str
+    ir_stages: Sequence[tuple[str, str]] = ()
+    """(label, IR text) after each pass that changed the graph, in order."""
+    replay: Mapping[str, Any] = attrs.field(factory=dict)
+    """What ``replay.py`` needs to run the engine as the check did (see
+    :mod:`t2n.check.replay`); no replay script when empty."""
 
 
 @attrs.frozen
@@ -49,7 +61,10 @@ def write_bundle(content: BundleContent, debug_dir: str | os.PathLike[str] | Non
     if debug_dir is not None:
         wanted = Path(debug_dir)
         try:
-            _write_into(wanted, content)
+            if archive_suffix(wanted):
+                _write_archive(wanted, content)
+            else:
+                _write_into(wanted, content)
             return BundleResult(str(wanted), f"Debug bundle written to {wanted}")
         except OSError as exc:
             failure = f"the debug bundle could not be written to {wanted} ({_reason(exc)})"
@@ -91,6 +106,7 @@ def _write_into(root: Path, content: BundleContent) -> None:
             _save_npz(root / "got.npz", content.got)
         (root / "ir.txt").write_text(content.ir_text)
         (root / "report.txt").write_text(content.report_text.rstrip("\n") + "\n")
+        _write_extras(root, content)
     except OSError:
         _remove_new_entries(root, top, before)
         raise
@@ -125,3 +141,132 @@ def _remove_new_entries(root: Path, top: Path | None, before: set[str]) -> None:
 def _save_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
     savez: Any = np.savez
     savez(path, **dict(arrays))
+
+
+ARCHIVE_SUFFIXES = (".tgz", ".tar.gz", ".tar")
+
+
+def archive_suffix(path: Path) -> str:
+    """The archive suffix of ``path`` (``""``: the bundle is a folder)."""
+    return next((s for s in ARCHIVE_SUFFIXES if path.name.endswith(s) and path.name != s), "")
+
+
+def _write_archive(path: Path, content: BundleContent) -> None:
+    """The bundle as one archive at ``path``: built in a temporary folder, packed beside
+    ``path`` and renamed into place, so a failure leaves no partial archive."""
+    with tempfile.TemporaryDirectory(prefix="t2n-bundle-") as tmp:
+        root = Path(tmp) / path.name.removesuffix(archive_suffix(path))
+        _write_into(root, content)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+        os.close(fd)
+        try:
+            with tarfile.open(partial, "w") if archive_suffix(path) == ".tar" else tarfile.open(partial, "w:gz") as tar:
+                tar.add(root, arcname=root.name)
+            os.replace(partial, path)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
+
+
+def _write_extras(root: Path, content: BundleContent) -> None:
+    """The IR after each pass, the versions and the replay script."""
+    if content.ir_stages:
+        (root / "ir").mkdir(exist_ok=True)
+        for i, (label, text) in enumerate(content.ir_stages):
+            (root / "ir" / f"{i:03d}-{_file_label(label)}.ir").write_text(text)
+    (root / "versions.json").write_text(json.dumps(versions(), indent=2, sort_keys=True) + "\n")
+    if content.replay:
+        (root / "replay.json").write_text(json.dumps(dict(content.replay), indent=2, sort_keys=True) + "\n")
+        (root / "replay.py").write_text(REPLAY_SCRIPT)
+
+
+def _file_label(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:80]
+
+
+VERSIONED = {"t2n": "t2n", "torch": "torch", "tract": "tract", "nnef": "nnef", "nnef_tools": "nnef-tools",
+             "numpy": "numpy"}
+"""Key in versions.json → distribution name."""
+
+
+def versions() -> dict[str, str]:
+    """The versions a bug report needs: packages (``"not installed"`` when absent),
+    Python and the platform."""
+    import platform
+    from importlib import metadata
+
+    found: dict[str, str] = {}
+    for key, dist in VERSIONED.items():
+        try:
+            found[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[key] = "not installed"
+    found["python"] = platform.python_version()
+    found["platform"] = platform.platform()
+    return found
+
+
+REPLAY_SCRIPT = '''"""Run the engine again on this debug bundle and print the comparison with the
+expected outputs: exit status 0 when they match, 1 when they differ, 2 when the engine
+fails or crashes. Needs t2n and the engine (tract, or nnef + nnef-tools) installed.
+
+    python replay.py [--tolerance exact|approximate|loose|very_loose]
+"""
+
+import sys
+from pathlib import Path
+
+from t2n.check.replay import main
+
+if __name__ == "__main__":
+    sys.exit(main([str(Path(__file__).resolve().parent), *sys.argv[1:]]))
+'''
+"""The ``replay.py`` written into bundles (the work is in :mod:`t2n.check.replay`)."""
+
+
+class IRRecorder:
+    """Keeps the IR text after each pass (the PassManager's ``dump`` hook) for a bundle."""
+
+    def __init__(self) -> None:
+        self.stages: list[tuple[str, str]] = []
+
+    def __call__(self, label: str, graph: Any) -> None:
+        from t2n.ir import print_graph
+
+        self.stages.append((label, print_graph(graph, with_locs=True)))
+
+
+def got_names(output_names: Sequence[str], count: int) -> list[str]:
+    """Keys of ``got.npz``: the output names, or ``output_N`` when the engine gave another
+    number of outputs."""
+    return list(output_names) if count == len(output_names) else [f"output_{i}" for i in range(count)]
+
+
+def replay_spec(artifact: Any, model: Path, tolerance: Any, symbols: Mapping[str, int] | None) -> dict[str, Any]:
+    """``replay.json`` for a check of ``artifact`` that ran ``model`` at ``tolerance``."""
+    target = artifact.target
+    return {
+        "engine": getattr(target, "name", "") or type(target).__name__,
+        "engine_label": target.engine,
+        "target": str(target),
+        "model": "model" if model.is_dir() else model.name,
+        "registries": list(artifact.rendered.registries),
+        "symbols": dict(symbols or {}),
+        "tolerance": getattr(tolerance, "value", str(tolerance)),
+        "input_names": list(artifact.input_names),
+        "output_names": list(artifact.output_names),
+    }
+
+
+def recording(dump: Callable[[str, Any], None] | None,
+              recorder: IRRecorder | None) -> Callable[[str, Any], None] | None:
+    """The PassManager's ``dump`` hook that also feeds ``recorder`` (either may be None)."""
+    if recorder is None or dump is None:
+        return dump if recorder is None else recorder
+
+    def both(label: str, graph: Any) -> None:
+        dump(label, graph)
+        recorder(label, graph)
+
+    return both

@@ -191,11 +191,19 @@ class Lowering:
     def store_result(self, node: torch._C.Node, outs: Sequence[torch._C.Value], result: Any) -> None:
         if len(outs) == 1:
             self.env[outs[0].unique()] = result
+            self.note_traced_name(outs[0], result)
         elif outs:
             if not isinstance(result, (tuple, list)) or len(result) != len(outs):
                 raise LoweringError(f"rule for {node.kind()} returned {result!r} for {len(outs)} outputs")
             for o, r in zip(outs, result):
                 self.env[o.unique()] = r
+                self.note_traced_name(o, r)
+
+    def note_traced_name(self, out: torch._C.Value, result: Any) -> None:
+        """Remember the trace's name of the value that first gave ``result`` (the
+        ``raw`` naming scheme writes it)."""
+        if isinstance(result, Value):
+            self.graph.info.traced_names.setdefault(result, out.debugName())
 
     def lower_node(self, node: torch._C.Node) -> None:
         outs = list(node.outputs())

@@ -47,3 +47,9 @@ class GraphInfo:
     baked_constants: list[BakedConstant] = attrs.field(factory=list)
     symbols: dict[str, int] = attrs.field(factory=dict)
     baked_sizes: list[str] = attrs.field(factory=list)
+    naming_scheme: str = "natural_verbose"
+    """How graph.nnef names tensors (see :mod:`t2n.backends.nnef.naming`)."""
+    traced_names: dict[Value, str] = attrs.field(factory=dict)
+    """The TorchScript debug name of the values the trace named (the ``raw`` scheme)."""
+    same_io_names: tuple[str, ...] = ()
+    """Names that are both an input and an output (the output is that input)."""

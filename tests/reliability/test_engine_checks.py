@@ -26,7 +26,8 @@ from t2n.check import EngineWorker, run_tract
 from t2n.errors import CheckMismatchError, EngineCrashedError, EngineError
 from t2n.serialize.dat import write_dat
 
-BUNDLE_FILES = {"model", "inputs.npz", "expected.npz", "got.npz", "ir.txt", "report.txt"}
+BUNDLE_FILES = {"model", "inputs.npz", "expected.npz", "got.npz", "ir.txt", "report.txt", "versions.json",
+                "replay.json", "replay.py"}
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from t2n.backends.nnef.naming import Namer
 from t2n.errors import OpProblem, T2NError
 from t2n.ir import ArrayData, DType, Graph, Op, Sym, TensorData, Trait, Value
-from t2n.ir.graph import sanitize_name
 
 if TYPE_CHECKING:
     from t2n.backends.target import Target
@@ -99,10 +99,12 @@ class EmitContext:
         self._materialized: dict[Value, str] = {}
         self._ranked: dict[tuple[Value, int], str] = {}
         self.op: Op | None = None
+        self.namer = Namer(graph.info.naming_scheme, graph.info.traced_names)
 
     # -- identifiers ---------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        base = self.target.identifier_rules.usable(sanitize_name(hint))
+        """A new identifier for ``hint``, as the graph's naming scheme forms it."""
+        base = self.target.identifier_rules.usable(self.namer.form(hint))
         name, i = base, 1
         while name in self._used:
             name = f"{base}_{i}"
@@ -117,7 +119,7 @@ class EmitContext:
     def id(self, v: Value) -> str:
         """The identifier that names ``v`` in graph.nnef."""
         if v not in self._ids:
-            self._ids[v] = self.fresh(v.name)
+            self._ids[v] = self.fresh(self.namer.value_hint(v))
         return self._ids[v]
 
     def reserve(self, v: Value, name: str) -> str:

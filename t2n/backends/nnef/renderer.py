@@ -187,7 +187,8 @@ class NNEFRenderer:
             if name != wanted and wanted not in ctx._ids.values():
                 ctx.assign(wanted, ctx.call("copy", Raw(name)))
                 name = wanted
-            elif name in output_ids or name in input_ids or not name.isidentifier():
+            elif name in output_ids or (name in input_ids and name not in graph.info.same_io_names) \
+                    or not name.isidentifier():
                 name = ctx.emit(v.name, "copy", Raw(name))
             output_ids.append(name)
         return output_ids
