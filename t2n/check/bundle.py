@@ -182,6 +182,9 @@ def _write_extras(root: Path, content: BundleContent) -> None:
 
 
 def _file_label(label: str) -> str:
+    """A file name for a dump label (without the pass manager's own count: nested
+    managers restart it, so the bundle numbers the stages itself)."""
+    label = label.split("-", 1)[1] if label[:3].isdigit() and "-" in label else label
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:80]
 
 

@@ -7,7 +7,8 @@ decides only how the other tensors are named:
 
 * ``natural_verbose`` (default): parameters by their path (``encoder_0_fc1_weight``),
   computed tensors by the module that computes them and the IR op
-  (``encoder_0_fc1_matmul``); tensors of the top-level module by the op alone.
+  (``encoder_0_fc1_matmul``, then ``encoder_0_fc1_matmul_1`` in the same module);
+  tensors of the top-level module by the op alone.
 * ``natural_verbose_camel``: the same words in camelCase (``encoder0Fc1Matmul``).
 * ``raw``: the names the TorchScript trace gave the values (their debug names, such
   as ``input_1`` or ``v17``); tensors the trace had no name for keep their IR name.
@@ -20,6 +21,7 @@ byte, at every export.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from t2n.errors import InvalidArgumentError
@@ -30,6 +32,8 @@ NAMING_SCHEMES = ("raw", "natural_verbose", "natural_verbose_camel", "numeric")
 """The accepted values of ``nnef_variable_naming_scheme``."""
 
 DEFAULT_NAMING_SCHEME = "natural_verbose"
+
+_COUNTED = re.compile(r"_\d+\Z")
 
 _UNPREFIXED_KINDS = frozenset(["variable", "const"])
 """Op kinds whose values are already named for what they hold (a parameter's path)."""
@@ -74,7 +78,8 @@ class Namer:
         module = sanitize_name(op.loc.module) if op is not None and op.loc.module else ""
         if not module or op is None or op.kind in _UNPREFIXED_KINDS or v.name.startswith(module + "_"):
             return v.name
-        return f"{module}_{v.name}"
+        # the IR's `_N` counts over the whole graph; within a module the count restarts
+        return f"{module}_{_COUNTED.sub('', v.name)}"
 
     def form(self, hint: str) -> str:
         """The base identifier for ``hint`` under the scheme."""
