@@ -36,11 +36,14 @@ _LAZY = {
     "harden_jit_for_export": "t2n.frontend.jit",
     "BakedSizeWarning": "t2n.passes.dynamic_axes",
     "SpecializedTraceWarning": "t2n.frontend.specialization",
+    # naming schemes
+    "VariableNamingScheme": "t2n.backends.nnef.naming",
 }
 
 if TYPE_CHECKING:
     from t2n.api import compile, export
     from t2n.artifact import Artifact
+    from t2n.backends.nnef.naming import VariableNamingScheme
     from t2n.backends.target import KhronosNNEF, Target, TractNNEF
     from t2n.check.compare import CheckReport, Tolerance
     from t2n.frontend.context import LoweringContext
@@ -76,3 +79,4 @@ __all__ = [
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",
 ]
+__all__ += ["VariableNamingScheme"]  # naming schemes

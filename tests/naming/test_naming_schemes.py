@@ -112,6 +112,12 @@ def test_natural_verbose_is_the_default_and_names_the_module(tract_artifacts):
     assert "_true_scale" in names
 
 
+def test_the_enum_names_the_same_schemes(tract_artifacts):
+    art = t2n.compile(Net(), (X,), nnef_variable_naming_scheme=t2n.VariableNamingScheme.NUMERIC)
+    assert _defined(art.graph_nnef) == _defined(tract_artifacts["numeric"].graph_nnef)
+    assert [s.value for s in t2n.VariableNamingScheme] == list(NAMING_SCHEMES)
+
+
 def test_camel_uses_the_same_words(tract_artifacts):
     names = _defined(tract_artifacts["natural_verbose_camel"].graph_nnef)
     assert "encoder0Fc1Matmul" in names and "encoder0Fc1Weight" in names

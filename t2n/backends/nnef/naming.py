@@ -21,6 +21,7 @@ byte, at every export.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
 
@@ -32,6 +33,15 @@ NAMING_SCHEMES = ("raw", "natural_verbose", "natural_verbose_camel", "numeric")
 """The accepted values of ``nnef_variable_naming_scheme``."""
 
 DEFAULT_NAMING_SCHEME = "natural_verbose"
+
+
+class VariableNamingScheme(enum.StrEnum):
+    """The schemes as an enum, for scripts that name them so; the strings work too."""
+
+    RAW = "raw"
+    NATURAL_VERBOSE = "natural_verbose"
+    NATURAL_VERBOSE_CAMEL = "natural_verbose_camel"
+    NUMERIC = "numeric"
 
 _COUNTED = re.compile(r"_\d+\Z")
 
