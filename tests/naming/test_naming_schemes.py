@@ -161,3 +161,36 @@ def test_export_refuses_an_unknown_scheme_and_writes_nothing(tmp_path):
     with pytest.raises(InvalidArgumentError, match="nnef_variable_naming_scheme"):
         t2n.export(Net(), (X,), tmp_path / "m.nnef.tgz", nnef_variable_naming_scheme="short")
     assert list(tmp_path.iterdir()) == []
+
+
+_EXPORT_IN_A_PROCESS = """
+import sys, torch, t2n
+sys.path.insert(0, {tests!r})
+from test_naming_schemes import Net, X
+torch.manual_seed(0)
+for scheme in t2n.VariableNamingScheme:
+    t2n.export(Net(), (X,), {out!r} + "/" + scheme.value + ".nnef", nnef_variable_naming_scheme=scheme)
+"""
+
+
+@pytest.mark.slow
+def test_graphs_are_byte_identical_across_processes(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(t2n.__file__).resolve().parents[1]
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / seed
+        out.mkdir()
+        code = _EXPORT_IN_A_PROCESS.format(tests=str(Path(__file__).parent), out=str(out))
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(repo)}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outs.append(out)
+    for scheme in NAMING_SCHEMES:
+        first, second = (o / f"{scheme}.nnef" / "graph.nnef" for o in outs)
+        assert first.read_bytes() == second.read_bytes(), scheme
