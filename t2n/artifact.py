@@ -20,7 +20,7 @@ from t2n.backends.running import run_on_target
 from t2n.backends.target import Target
 from t2n.check.bundle import BundleContent, BundleResult, got_names, replay_spec, write_bundle
 from t2n.check.compare import CheckReport, Tolerance, compare
-from t2n.errors import CheckMismatchError, EngineCrashedError, InvalidArgumentError
+from t2n.errors import CheckMismatchError, EngineError, InvalidArgumentError
 from t2n.ir import Graph, print_graph
 from t2n.serialize.archive import artifact_form, open_writer, read_artifact
 from t2n.serialize.dat import dat_size, iter_dat
@@ -132,7 +132,8 @@ class Artifact:
         By default the example inputs and the outputs PyTorch computed at export are
         used; pass ``inputs`` and ``expected`` to check other values. Raises
         :class:`CheckMismatchError` when outputs differ, and :class:`EngineCrashedError`
-        (with the phase: loading, optimizing or running) when the engine dies; both
+        (with the phase: loading, optimizing or running) when the engine dies, or
+        :class:`EngineError` (with the phase) when it refuses the artifact; all
         write a debug bundle to ``debug_dir`` (default: the compile's ``debug_bundle_path``,
         else a new temporary folder; a ``.tgz``/``.tar`` path gives one archive) and name
         it in the message. A ``debug_dir`` that cannot be written never replaces the
@@ -157,7 +158,9 @@ class Artifact:
             try:
                 outputs = run_on_target(self.target, path, ins, registries=self.rendered.registries,
                                         symbols=symbols)
-            except EngineCrashedError as exc:
+            except EngineError as exc:
+                if not exc.phase:  # not a run of the artifact (no engine installed, a target's bug)
+                    raise
                 bundle = self._debug_bundle(path, ins, refs, None, str(exc), debug_dir,
                                             replay_spec(self, path, tolerance, symbols))
                 exc.bundle = bundle.path

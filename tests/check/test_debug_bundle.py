@@ -2,10 +2,10 @@
 the artifact, inputs, both outputs, the IR after each pass, the versions and a replay
 script that reproduces the failure; nothing when the check passes.
 
-Bad inputs tried here (8): a deliberately wrong emitter (relu written as neg) checked
+Bad inputs tried here (9): a deliberately wrong emitter (relu written as neg) checked
 at compile (.tgz bundle), at export (.tar bundle) and later with artifact.check()
 (folder bundle); a tract abort (out-of-range gather index) whose bundle replays the
-crash; a bundle path whose parent is a file (the mismatch is still raised, the note
+crash; an emitter writing an op tract does not know (refused while loading, replayed); a bundle path whose parent is a file (the mismatch is still raised, the note
 says where the bundle went); debug_bundle_path of the wrong type (3) and empty ("")
 refused before the trace; a wrong emitter on Khronos NNEF (replayed in the nnef-tools
 interpreter).
@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import t2n
-from t2n.errors import CheckMismatchError, EngineCrashedError, InvalidArgumentError
+from t2n.errors import CheckMismatchError, EngineCrashedError, EngineError, InvalidArgumentError
 
 REPO = Path(t2n.__file__).resolve().parents[1]
 X = torch.randn(3, 4)
@@ -188,3 +188,20 @@ def test_khronos_mismatch_replays_in_the_khronos_interpreter(tmp_path):
     assert json.loads((path / "replay.json").read_text())["engine"] == "khronos"
     done = _replay(path)
     assert done.returncode == 1 and "Khronos NNEF interpreter" in done.stdout
+
+
+def _unknown_op(ctx, op):
+    ctx.emit(op.output, "no_such_op", op.inputs[0])
+
+
+def test_engine_refusal_writes_a_bundle_whose_replay_is_refused_too(tmp_path):
+    path = tmp_path / "refused"
+    target = t2n.TractNNEF().with_emitters({"relu": _unknown_op}, override=True)
+    with pytest.raises(EngineError) as info:
+        t2n.compile(Small(), (X,), target, check_io=True, debug_bundle_path=path)
+    err = info.value
+    assert err.phase == "loading" and "no_such_op" in str(err) and err.bundle == str(path)
+    assert f"Debug bundle written to {path}" in str(err)
+    assert "got.npz" not in os.listdir(path) and (path / "replay.py").is_file()
+    done = _replay(path)
+    assert done.returncode == 2 and "refused" in done.stdout and "no_such_op" in done.stdout
