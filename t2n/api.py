@@ -469,6 +469,10 @@ def export(
     check_io: bool = False,
     tolerance: Tolerance | str = Tolerance.APPROXIMATE,
     overwrite: bool = False,
+    nnef_variable_naming_scheme: str = "natural_verbose",
+    check_io_names_qte_match: bool = True,
+    allow_same_io_names: bool = False,
+    debug_bundle_path: str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> Artifact:
     """``compile(model, args, target, **options).save(path, ...)`` in one call, writing
@@ -484,8 +488,13 @@ def export(
     interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
     target's engine and raises if it differs from PyTorch. ``overwrite=True`` replaces
     what is at ``path`` even if t2n did not write it (by default that is refused before
-    anything is compiled or written; see :meth:`Artifact.save`).
+    anything is compiled or written; see :meth:`Artifact.save`). The naming, IO-name
+    and debug-bundle options are those of :func:`compile`; a failed ``check_io`` writes
+    the bundle to ``debug_bundle_path``.
     """
+    options.update(nnef_variable_naming_scheme=nnef_variable_naming_scheme,
+                   check_io_names_qte_match=check_io_names_qte_match,
+                   allow_same_io_names=allow_same_io_names, debug_bundle_path=debug_bundle_path)
     target = check_export_options(target, tolerance, options, path=path, progress=progress,
                                   flags=dict(sync=sync, overlap=overlap, check_io=check_io))
     p = Path(path)

@@ -220,7 +220,11 @@ fails or crashes. Needs t2n and the engine (tract, or nnef + nnef-tools) install
 import sys
 from pathlib import Path
 
-from t2n.check.replay import main
+try:
+    from t2n.check.replay import main
+except ImportError as exc:
+    print(f"replay.py needs t2n and its engines: pip install 't2n[check]' ({exc})", file=sys.stderr)
+    sys.exit(2)
 
 if __name__ == "__main__":
     sys.exit(main([str(Path(__file__).resolve().parent), *sys.argv[1:]]))

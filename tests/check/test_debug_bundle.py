@@ -205,3 +205,15 @@ def test_engine_refusal_writes_a_bundle_whose_replay_is_refused_too(tmp_path):
     assert "got.npz" not in os.listdir(path) and (path / "replay.py").is_file()
     done = _replay(path)
     assert done.returncode == 2 and "refused" in done.stdout and "no_such_op" in done.stdout
+
+
+def test_replay_without_t2n_says_what_to_install(tmp_path):
+    path = tmp_path / "b"
+    with pytest.raises(CheckMismatchError):
+        t2n.compile(Small(), (X,), _wrong(t2n.TractNNEF()), check_io=True, debug_bundle_path=path)
+    fake = tmp_path / "fake" / "t2n"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no t2n here')\n")
+    done = subprocess.run([sys.executable, str(path / "replay.py")], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(fake.parent)}, check=False)
+    assert done.returncode == 2 and "pip install 't2n[check]'" in done.stderr
