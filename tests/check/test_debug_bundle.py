@@ -2,13 +2,13 @@
 the artifact, inputs, both outputs, the IR after each pass, the versions and a replay
 script that reproduces the failure; nothing when the check passes.
 
-Bad inputs tried here (9): a deliberately wrong emitter (relu written as neg) checked
+Bad inputs tried here (10): a deliberately wrong emitter (relu written as neg) checked
 at compile (.tgz bundle), at export (.tar bundle) and later with artifact.check()
 (folder bundle); a tract abort (out-of-range gather index) whose bundle replays the
 crash; an emitter writing an op tract does not know (refused while loading, replayed); a bundle path whose parent is a file (the mismatch is still raised, the note
 says where the bundle went); debug_bundle_path of the wrong type (3) and empty ("")
 refused before the trace; a wrong emitter on Khronos NNEF (replayed in the nnef-tools
-interpreter).
+interpreter); replay.py run where t2n cannot be imported (says what to install).
 """
 
 import json
