@@ -185,9 +185,25 @@ def checked_io_names(input_names: Sequence[str] | None, output_names: Sequence[s
     given_outs = matched_names(output_names, len(traced.output_paths), traced.output_spec, "output", check=check)
     ins, _ = io_names(given_ins, None, traced.input_paths, [], rules=target.identifier_rules)
     same = same_names(ins, given_outs, allow=allow_same, khronos=isinstance(target, KhronosNNEF))
-    stand_ins = [f"{n}__out" if n in same else n for n in given_outs] if given_outs is not None else None
+    stand_ins = _stand_ins(given_outs, same, ins) if given_outs is not None else None
     ins, outs = io_names(given_ins, stand_ins, traced.input_paths, traced.output_paths,
                          rules=target.identifier_rules)
     if given_outs is not None and same:
         outs = list(given_outs)
     return ins, outs, same
+
+
+def _stand_ins(outputs: Sequence[str], same: Sequence[str], inputs: Sequence[str]) -> list[str]:
+    """``outputs`` with each name in ``same`` replaced by a free one, so that the usual
+    distinct-names rule checks everything else."""
+    taken = {*outputs, *inputs}
+    out: list[str] = []
+    for name in outputs:
+        if name in same:
+            stand, i = f"{name}_out", 1
+            while stand in taken:
+                stand, i = f"{name}_out{i}", i + 1
+            taken.add(stand)
+            name = stand
+        out.append(name)
+    return out

@@ -186,3 +186,16 @@ def test_same_name_on_khronos_is_refused_before_the_trace():
     msg = str(info.value)
     assert "Khronos NNEF cannot express" in msg and "'length'" in msg and "TractNNEF" in msg
     assert model.calls == 0
+
+
+class PassTwo(Counting):
+    def forward(self, x, length, length_out):
+        return x + length_out, length
+
+
+def test_same_name_beside_names_like_the_internal_stand_in():
+    args = (X, torch.tensor([3]), torch.rand(2, 3))
+    art = t2n.compile(PassTwo(), args, input_names=["x", "length", "length_out"],
+                      output_names=["y", "length"], allow_same_io_names=True)
+    assert "graph main(x, length, length_out) -> (y, length)" in art.graph_nnef
+    assert art.check().ok
