@@ -181,6 +181,7 @@ def test_bad_bundle_paths_are_refused_before_the_trace(bad):
     assert model.calls == 0
 
 
+@pytest.mark.slow
 def test_khronos_mismatch_replays_in_the_khronos_interpreter(tmp_path):
     path = tmp_path / "k"
     with pytest.raises(CheckMismatchError):
