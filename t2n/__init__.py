@@ -36,6 +36,11 @@ _LAZY = {
     "harden_jit_for_export": "t2n.frontend.jit",
     "BakedSizeWarning": "t2n.passes.dynamic_axes",
     "SpecializedTraceWarning": "t2n.frontend.specialization",
+    # drop-in entry point (names of the widely used exporter)
+    "export_model_to_nnef": "t2n.dropin.export",
+    "SemanticVersion": "t2n.dropin.version",
+    "TractCheckTolerance": "t2n.dropin.names",
+    "TractFeatureFlag": "t2n.dropin.names",
 }
 
 if TYPE_CHECKING:
@@ -43,6 +48,9 @@ if TYPE_CHECKING:
     from t2n.artifact import Artifact
     from t2n.backends.target import KhronosNNEF, Target, TractNNEF
     from t2n.check.compare import CheckReport, Tolerance
+    from t2n.dropin.export import export_model_to_nnef
+    from t2n.dropin.names import TractCheckTolerance, TractFeatureFlag
+    from t2n.dropin.version import SemanticVersion
     from t2n.frontend.context import LoweringContext
     from t2n.frontend.extractors import ExtractorContext, ModuleExtractor
     from t2n.frontend.jit import harden_jit_for_export
@@ -75,4 +83,5 @@ __all__ = [
     "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",
+    "export_model_to_nnef", "SemanticVersion", "TractCheckTolerance", "TractFeatureFlag",
 ]

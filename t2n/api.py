@@ -23,6 +23,7 @@ from t2n.backends.nnef.context import label_to_path
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
+from t2n.dropin.checking import resolve_check
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
 from t2n.frontend.io import io_names, normalize_args
@@ -213,8 +214,8 @@ def compile(
     registry: LoweringRegistry | None = None,
     op_set: OpSet | None = None,
     extractors: Sequence[ModuleExtractor] | None = None,
-    check_io: bool = False,
-    tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    check_io: bool | None = None,
+    tolerance: Tolerance | str | None = None,
     log_level: int | str | None = None,
     verify_ir: bool = False,
     dump_ir: str | Path | None = None,
@@ -251,7 +252,9 @@ def compile(
     +my-pass@after:fold-batch-norm"`` or a list mixing names and Pass objects, with
     user passes named in ``pass_registry={"my-pass": MyPass()}`` (see
     :mod:`t2n.passes.spec` and :mod:`t2n.passes.pipeline`); ``check_io`` runs the result in the
-    target's engine and raises if it differs from PyTorch; ``verify_ir`` checks the IR
+    target's engine and raises if it differs from PyTorch (``None``: the target's
+    ``check_io``, else no; ``tolerance`` ``None``: the target's ``check_io_tolerance``,
+    else ``approximate``; see :mod:`t2n.dropin.checking`); ``verify_ir`` checks the IR
     after every pass and ``dump_ir`` writes it to a folder after each change.
 
     ``dynamic_axes={"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol ``S``
@@ -298,6 +301,7 @@ def compile(
     ``compile`` makes ``save``/``check`` raise ``WeightsChangedError`` (compile again).
     """
     target = check_target(target)
+    check_io, tolerance = resolve_check(target, check_io, tolerance, default=False)
     op_set = check_op_set(op_set)
     opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
                                  pass_registry=pass_registry,
@@ -440,8 +444,8 @@ def export(
     sync: bool = False,
     progress: bool | None = None,
     overlap: bool = True,
-    check_io: bool = False,
-    tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    check_io: bool | None = None,
+    tolerance: Tolerance | str | None = None,
     overwrite: bool = False,
     **options: Any,
 ) -> Artifact:
@@ -460,6 +464,7 @@ def export(
     what is at ``path`` even if t2n did not write it (by default that is refused before
     anything is compiled or written; see :meth:`Artifact.save`).
     """
+    check_io, tolerance = resolve_check(check_target(target), check_io, tolerance, default=False)
     target = check_export_options(target, tolerance, options, path=path, progress=progress,
                                   flags=dict(sync=sync, overlap=overlap, check_io=check_io))
     p = Path(path)
@@ -476,7 +481,7 @@ def export(
             early = EarlyWriter(writer, planned, bar, order=parameter_paths(model)).start() if planned else None
             try:
                 with _one_core_left(early is not None):
-                    artifact = compile(model, args, target, **options)
+                    artifact = compile(model, args, target, check_io=False, **options)
             except BaseException:
                 if early is not None:
                     early.cancel()
