@@ -24,6 +24,7 @@ from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import Target
 from t2n.check.compare import Tolerance
 from t2n.dropin.checking import resolve_check
+from t2n.dropin.reify import apply_target_passes
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
 from t2n.frontend.io import io_names, normalize_args
@@ -347,7 +348,7 @@ def compile(
                               verify_each=verify_ir, dump=dump)
     result = compile_pipeline(passes, registry=pass_registry, builtins=builtins, fold_batch_norm=fold_batch_norm,
                               verify_each=verify_ir, dump=dump)(graph)
-    graph = result.graph
+    graph, target_stats = apply_target_passes(target, result.graph)
     timings["passes"] = time.perf_counter() - t0
 
     graph.info.custom_extensions += opts.custom_extensions
@@ -363,7 +364,7 @@ def compile(
         output_names=outs,
         example_inputs=[_to_numpy(t, target.bf16_as.numpy) for t in traced.example_inputs],
         reference_outputs=[_to_numpy(t) for t in traced.reference_outputs],
-        stats={"timings": timings, "pass_stats": dict(result.stats)},
+        stats={"timings": timings, "pass_stats": {**result.stats, **target_stats}},
     )
     if check_io:
         artifact.check(opts.tolerance)

@@ -190,7 +190,7 @@ def _khronos_version(value: object) -> str:
 def _check_io(value: object) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise InvalidArgumentError(
-            f"check_io must be True, False or None (the entry point decides), got {value!r}"
+            f"check_io must be True or False (or None: the entry point decides), got {value!r}"
         )
     return value
 
@@ -309,8 +309,9 @@ class TractNNEF(Target):
 
     def builtin_emitters(self) -> Mapping[str, Emitter]:
         from t2n.backends.nnef.renderer import emitter_table
+        from t2n.dropin.emit import tract_form_emitters
 
-        return emitter_table("tract")
+        return {**emitter_table("tract"), **tract_form_emitters()}
 
     def renderer(self) -> NNEFRenderer:
         from t2n.backends.nnef.renderer import tract_renderer

@@ -54,13 +54,12 @@ class Tolerance(enum.Enum):
     @classmethod
     def parse(cls, value: object) -> Tolerance:
         """A Tolerance, its name in any case (``"loose"``, ``"VERY_LOOSE"``, ``"super"``),
-        tract's ``"approx"``, or an enum of another exporter with such a ``value``."""
+        or an enum of another exporter whose ``value`` is such a name."""
         if isinstance(value, Tolerance):
             return value
         text = value if isinstance(value, str) else getattr(value, "value", None)
         if isinstance(text, str):
             wanted = text.strip().lower()
-            wanted = "approximate" if wanted == "approx" else wanted
             for t in cls:
                 if wanted in (t.value, t.name.lower()):
                     return t

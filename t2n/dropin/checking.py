@@ -21,7 +21,7 @@ def resolve_check(target: Target, check_io: object, tolerance: object,
     if check_io is None:
         check_io = own if own is not None else default
     if not isinstance(check_io, bool):
-        raise InvalidArgumentError(f"check_io must be True, False or None (the target decides), got {check_io!r}")
+        raise InvalidArgumentError(f"check_io must be True or False (or None: the target decides), got {check_io!r}")
     if tolerance is None:
         tolerance = getattr(target, "check_io_tolerance", None) or Tolerance.APPROXIMATE
     return check_io, Tolerance.parse(tolerance)

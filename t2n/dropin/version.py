@@ -32,9 +32,13 @@ def version_text(value: object, what: str = "version") -> str:
              getattr(value, "patch", getattr(value, "micro", None))]
     if all(_natural(p) for p in parts) and not isinstance(value, (int, float)):
         return ".".join(str(p) for p in parts)
+    if isinstance(value, (int, float)):
+        from t2n.backends.target import parse_version
+
+        parse_version(value, what)  # raises, with the float hint
     raise InvalidArgumentError(
-        f"{what} must be text such as '0.23.9', a tuple such as (0, 23, 9) or a version object "
-        f"with major, minor and patch (or micro) numbers; got {type(value).__name__} {value!r}"
+        f"{what} must be a string such as '0.23.9', a tuple such as (0, 23, 9) or a version "
+        f"object with major, minor and patch (or micro) numbers; got {type(value).__name__} {value!r}"
     )
 
 
