@@ -18,10 +18,10 @@ def emit_sdpa(ctx: EmitContext, op: Op) -> None:
 
 
 def emit_debox(ctx: EmitContext, op: Op) -> None:
-    """``debox`` with a window and stride of ``factor`` on one axis, one elsewhere."""
+    """``debox`` with a window and stride of the factor of each axis (the form of NNEF's
+    ``nearest_upsample``)."""
     rank = op.output.rank
-    axis, factor = int(op.attrs["axis"]), int(op.attrs["factor"])
-    window = [factor if i == axis else 1 for i in range(rank)]
+    window = [int(f) for f in op.attrs["factors"]]
     ctx.emit(op.output, "debox", op.inputs[0], size=window, stride=window, padding=[(0, 0)] * rank,
              border="constant")
 

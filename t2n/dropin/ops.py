@@ -3,8 +3,8 @@
 
 ``tract_sdpa(q, k, v[, mask]) {scale}``: softmax(q kᵀ · scale + mask) v, one
 ``tract_transformers_sdpa`` in graph.nnef (``mask`` additive, broadcast like the scores).
-``tract_debox(x) {axis, factor}``: every element repeated ``factor`` times along
-``axis`` (nearest upsampling by an integer factor), one ``debox`` in graph.nnef.
+``tract_debox(x) {factors}``: every element repeated ``factors[i]`` times along each
+axis ``i`` (nearest upsampling by integer factors), one ``debox`` in graph.nnef.
 """
 
 from __future__ import annotations
@@ -39,17 +39,18 @@ def _sdpa(ctx: InferContext) -> list[TensorType]:
 
 
 def _debox_eval(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.ndarray]:
-    return [np.repeat(xs[0], int(attrs["factor"]), axis=int(attrs["axis"]))]
+    out = xs[0]
+    for axis, factor in enumerate(attrs["factors"]):
+        out = np.repeat(out, int(factor), axis=axis)
+    return [out]
 
 
 @TRACT_FORMS.op("tract_debox", evaluate=_debox_eval)
 def _debox(ctx: InferContext) -> list[TensorType]:
-    """Output: x's type with axis ``axis`` ``factor`` times longer."""
+    """Output: x's type with each axis ``factors[axis]`` times longer."""
     (x,) = ctx.types
-    shape = list(x.shape)
-    axis = int(ctx.attrs["axis"])
-    shape[axis] = shape[axis] * int(ctx.attrs["factor"])
-    return [tensor(x.dtype, shape)]
+    factors = [int(f) for f in ctx.attrs["factors"]]
+    return [tensor(x.dtype, [d * f if f != 1 else d for d, f in zip(x.shape, factors)])]
 
 
 def with_tract_forms(opset: OpSet) -> OpSet:

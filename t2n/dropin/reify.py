@@ -7,12 +7,14 @@ by pattern (whatever module or function wrote them):
   masks merged into one additive mask. A row that masks every key still gives zeros,
   as in PyTorch: the select that makes them is kept, on the output.
 - :class:`DeboxUpsample` (``upsample_with_debox``, tract 0.23+): nearest upsampling by
-  an integer factor along a spatial axis (``reshape(tile(unsqueeze(x)))``) becomes one
-  ``tract_debox`` op (``debox``: a transposed convolution with a kernel of ones, whose
+  integer factors along spatial axes (``reshape(tile(unsqueeze(x)))`` per axis) becomes
+  one ``tract_debox`` op (``debox``: a transposed convolution with a kernel of ones, whose
   windows do not overlap, so every output is one input times one: exact).
 
 Matches are rewritten only where every intermediate value has no other reader; what
-does not match keeps its decomposed form.
+does not match keeps its decomposed form. A nearest upsampling of a convolution or
+matrix product (directly or through element-wise ops) keeps its form too: see
+``_FUSED_BY_TRACT``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,19 @@ import attrs
 import numpy as np
 
 from t2n.dropin.ops import with_tract_forms
-from t2n.ir import DType, Graph, Op, Value
+from t2n.ir import DType, Graph, Op, Trait, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
 from t2n.passes.dead_node_elimination import DeadNodeElimination
 
 _FLOATS = (DType.F16, DType.F32)
+
+_NEAREST_STEPS = frozenset({"unsqueeze", "tile", "reshape"})
+
+_FUSED_BY_TRACT = frozenset({"conv", "deconv", "matmul"})
+"""Layers a ``debox`` may not follow (directly or through element-wise ops): tract
+0.23.9 fails to prepare such a model (its optimiser fuses debox's all-one kernel into
+the layer's matrix product with the wrong shape); the tile form is kept there."""
 
 
 def _only_reader(graph: Graph, v: Value, reader: Op) -> bool:
@@ -193,10 +202,11 @@ class ReifySdpa(Pass):
         return PassResult(graph, count > 0, {"attentions": count} if count else {})
 
 
-def match_nearest(graph: Graph, reshape: Op) -> tuple[Value, int, int] | None:
-    """(x, axis, factor) when ``reshape`` ends the frontend's nearest upsampling by an
+def match_nearest(graph: Graph, reshape: Op) -> tuple[Value, tuple[int, ...]] | None:
+    """(x, factors by axis) when ``reshape`` ends the frontend's nearest upsampling by an
     integer factor: reshape(tile(unsqueeze(x, axes=[axis + 1]), reps)), reps all one
-    but ``factor`` at axis + 1, along a spatial axis (2 or later) of a float tensor."""
+    but the factor at axis + 1, along a spatial axis (2 or later) of a float tensor.
+    An ``x`` that is itself a ``tract_debox`` read only here is merged into one op."""
     if reshape.kind != "reshape":
         return None
     tile = _producer(reshape.inputs[0], "tile")
@@ -218,7 +228,27 @@ def match_nearest(graph: Graph, reshape: Op) -> tuple[Value, int, int] | None:
     expected = [d * factor if i == axis else d for i, d in enumerate(x.type.shape)]
     if factor < 2 or list(reshape.output.type.shape) != expected:
         return None
-    return x, axis, factor
+    factors = [factor if i == axis else 1 for i in range(x.rank)]
+    inner = _producer(x, "tract_debox")
+    if inner is not None and _only_reader(graph, x, unsq):
+        factors = [a * b for a, b in zip(factors, inner.attrs["factors"])]
+        x = inner.inputs[0]
+    if _after_a_layer(x):
+        return None
+    return x, tuple(factors)
+
+
+def _after_a_layer(x: Value) -> bool:
+    """``x`` is a convolution or matrix product, possibly through element-wise ops
+    (which tract fuses into the layer, with the debox after them) and the tile form of
+    an upsampling of another axis."""
+    p = x.producer
+    while p is not None and (p.has(Trait.ELEMENTWISE) or p.kind in _NEAREST_STEPS):
+        computed = [v for v in p.inputs if v.producer is None or not v.producer.has(Trait.CONSTANT_LIKE)]
+        if len(computed) != 1:
+            return False
+        p = computed[0].producer
+    return p is not None and p.kind in _FUSED_BY_TRACT
 
 
 @attrs.frozen
@@ -231,9 +261,8 @@ class DeboxUpsample(Pass):
         count = 0
         while (found := _first(graph, match_nearest)) is not None:  # one at a time: axes chain
             graph.opset = with_tract_forms(graph.opset)
-            op, (x, axis, factor) = found
-            out = graph.create_op("tract_debox", [x], {"axis": axis, "factor": factor}, loc=op.loc,
-                                  names=["debox"]).output
+            op, (x, factors) = found
+            out = graph.create_op("tract_debox", [x], {"factors": factors}, loc=op.loc, names=["debox"]).output
             graph.replace_all_uses_with(op.output, out)
             _take_name(graph, out, op.output.name)
             count += 1
