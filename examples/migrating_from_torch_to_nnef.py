@@ -40,6 +40,7 @@ class KeywordSpotter(nn.Module):
 
 def main(out_dir: str | Path | None = None) -> list[Path]:
     out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="nnef-migrating-"))
+    out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     model = KeywordSpotter().eval()
     test_input = torch.rand(1, 10, 50)
