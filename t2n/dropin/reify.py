@@ -78,6 +78,8 @@ def _strip_zeroing(graph: Graph, probs: Value, reader: Op) -> tuple[Value, list[
         if not _only_reader(graph, probs, reader):
             return None
         cond, a, b = sel.inputs
+        if cond.rank == 0 or cond.type.shape[-1] != 1:  # must apply to the output rows as well
+            return None
         if _scalar(b) == 0.0 and a.producer is not None:
             probs = a
         elif _scalar(a) == 0.0 and b.producer is not None:
