@@ -171,3 +171,33 @@ def test_debox_needs_tract_0_23():
 def test_passes_report_no_change_on_graphs_without_their_pattern(pass_):
     result = pass_(Graph())
     assert result.modified is False and not result.stats
+
+
+@pytest.mark.slow  # importing transformers and tracing Llama: about 10 s
+def test_llama_attention_with_grouped_heads_and_dynamic_length():
+    """transformers' Llama (SDPA attention, 2 kv heads for 4 query heads, additive causal
+    mask): every layer's attention becomes one tract op, right at another length too."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    config._attn_implementation = "sdpa"
+    llama = LlamaForCausalLM(config).eval()
+
+    class Logits(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.llama = llama
+
+        def forward(self, ids):
+            return self.llama(input_ids=ids, use_cache=False).logits
+
+    model = Logits().eval()
+    artifact = t2n.compile(model, (torch.randint(0, 64, (1, 7)),), SDPA, input_names=["ids"],
+                           dynamic_axes={"ids": {1: "S"}})
+    assert artifact.graph_nnef.count("tract_transformers_sdpa(") == 2
+    assert artifact.check().ok
+    ids = torch.randint(0, 64, (1, 12))
+    with torch.no_grad():
+        expected = model(ids).numpy()
+    assert artifact.check(inputs=[ids.numpy()], expected=[expected]).ok
