@@ -461,7 +461,9 @@ def export(
     ``.tgz`` archives are compressed after compiling (compression is CPU work, like
     compiling). Atomic like :meth:`Artifact.save`: if the compile fails or the export is
     interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
-    target's engine and raises if it differs from PyTorch. ``overwrite=True`` replaces
+    target's engine and raises if it differs from PyTorch (``None``: as the target's
+    ``check_io`` says, else no; ``tolerance`` ``None``: the target's
+    ``check_io_tolerance``). ``overwrite=True`` replaces
     what is at ``path`` even if t2n did not write it (by default that is refused before
     anything is compiled or written; see :meth:`Artifact.save`).
     """

@@ -52,7 +52,7 @@ def identity_properties() -> dict[str, str]:
         user = getpass.getuser()
     except (OSError, KeyError):  # no login name (containers without a passwd entry)
         user = "unknown"
-    return {
+    found = {
         "hostname": socket.gethostname(),
         "user": user,
         "os": platform.platform(),
@@ -60,3 +60,5 @@ def identity_properties() -> dict[str, str]:
         "export_date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "export_cmd": " ".join(sys.argv),
     }
+    # one line each in graph.nnef (a command line may hold line breaks)
+    return {key: "".join(c if ord(c) >= 32 else " " for c in value) for key, value in found.items()}

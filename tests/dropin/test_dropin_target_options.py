@@ -175,3 +175,11 @@ def test_khronos_drop_in_export_checks_in_the_khronos_interpreter(tmp_path):
     path = t2n.export_model_to_nnef(linear(), X, tmp_path / "k.nnef", t2n.KhronosNNEF("1.0.5"),
                                     compression_level=None, log_level=logging.WARNING)
     assert (path / "graph.nnef").read_text().startswith("version 1.0;")
+
+
+def test_identity_properties_stay_on_one_line(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["train.py", "--note", "two\nlines"])
+    artifact = t2n.compile(linear(), X, t2n.TractNNEF.latest(dump_identity_properties=True))
+    line = next(line for line in artifact.graph_nnef.splitlines() if '"export_cmd"' in line)
+    assert "train.py --note two lines" in line
+    assert artifact.check().ok
