@@ -55,7 +55,8 @@ def export_model_to_nnef(
     → ``model.nnef.tar``; with ``1..9`` → ``model.nnef.tgz``. A path ending in
     ``.tgz``/``.tar.gz``/``.tar`` is the archive itself. After writing, the artifact
     is run in the target's engine and compared with PyTorch unless
-    ``inference_target.check_io`` is ``False`` (at its ``check_io_tolerance``); a
+    ``inference_target.check_io`` is ``False`` or the target has no engine (a
+    ``t2n.Target`` of your own without ``run()``), at its ``check_io_tolerance``; a
     mismatch raises ``CheckMismatchError`` and the artifact stays on disk for study.
     Every argument is checked before the model is traced or anything is written.
     """
@@ -70,7 +71,13 @@ def export_model_to_nnef(
             f"custom_extensions must be a list of extension lines such as ['tract_assert S >= 1'], "
             f"got {custom_extensions!r}"
         )
-    check_io, tolerance = resolve_check(target, None, None, default=True)
+    runs = type(target).run is not Target.run
+    check_io, tolerance = resolve_check(target, None, None, default=runs)
+    if not runs and check_io:
+        raise InvalidArgumentError(
+            f"inference_target {target} asks for check_io but cannot run an artifact (its class "
+            "defines no run()); define run() or pass check_io=False"
+        )
     given: dict[str, Any] = {"nnef_variable_naming_scheme": nnef_variable_naming_scheme,
              "check_io_names_qte_match": check_io_names_qte_match,
              "allow_same_io_names": allow_same_io_names, "debug_bundle_path": debug_bundle_path}

@@ -141,3 +141,19 @@ def test_bad_tolerance_names_list_the_good_ones(bad):
     with pytest.raises(t2n.errors.InvalidArgumentError) as info:
         t2n.Tolerance.parse(bad)
     assert "'exact'" in str(info.value) and "'ultra'" in str(info.value)
+
+
+
+@attrs.frozen
+class NoEngine(t2n.TractNNEF):
+    """A target of one's own that renders like tract but has no engine to run it."""
+
+    run = t2n.Target.run
+
+
+def test_targets_without_an_engine_are_not_checked_by_default(tmp_path):
+    path = t2n.export_model_to_nnef(model(), X, tmp_path / "m.nnef", NoEngine(), log_level=logging.WARNING)
+    assert path.is_file()
+    with pytest.raises(t2n.errors.InvalidArgumentError, match="cannot run an artifact"):
+        t2n.export_model_to_nnef(model(), X, tmp_path / "n.nnef", NoEngine(check_io=True))
+    assert not (tmp_path / "n.nnef.tar").exists()
