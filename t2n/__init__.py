@@ -38,6 +38,11 @@ _LAZY = {
     "SpecializedTraceWarning": "t2n.frontend.specialization",
     # naming schemes
     "VariableNamingScheme": "t2n.backends.nnef.naming",
+    # drop-in entry point (names of the widely used exporter)
+    "export_model_to_nnef": "t2n.dropin.export",
+    "SemanticVersion": "t2n.dropin.version",
+    "TractCheckTolerance": "t2n.dropin.names",
+    "TractFeatureFlag": "t2n.dropin.names",
 }
 
 if TYPE_CHECKING:
@@ -46,6 +51,9 @@ if TYPE_CHECKING:
     from t2n.backends.nnef.naming import VariableNamingScheme
     from t2n.backends.target import KhronosNNEF, Target, TractNNEF
     from t2n.check.compare import CheckReport, Tolerance
+    from t2n.dropin.export import export_model_to_nnef
+    from t2n.dropin.names import TractCheckTolerance, TractFeatureFlag
+    from t2n.dropin.version import SemanticVersion
     from t2n.frontend.context import LoweringContext
     from t2n.frontend.extractors import ExtractorContext, ModuleExtractor
     from t2n.frontend.jit import harden_jit_for_export
@@ -78,5 +86,6 @@ __all__ = [
     "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",
+    "export_model_to_nnef", "SemanticVersion", "TractCheckTolerance", "TractFeatureFlag",
 ]
 __all__ += ["VariableNamingScheme"]  # naming schemes

@@ -24,6 +24,8 @@ from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import Target
 from t2n.check.bundle import IRRecorder, recording
 from t2n.check.compare import Tolerance
+from t2n.dropin.checking import resolve_check
+from t2n.dropin.reify import apply_target_passes
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
 from t2n.frontend.io import normalize_args
@@ -215,8 +217,8 @@ def compile(
     registry: LoweringRegistry | None = None,
     op_set: OpSet | None = None,
     extractors: Sequence[ModuleExtractor] | None = None,
-    check_io: bool = False,
-    tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    check_io: bool | None = None,
+    tolerance: Tolerance | str | None = None,
     log_level: int | str | None = None,
     verify_ir: bool = False,
     dump_ir: str | Path | None = None,
@@ -257,7 +259,9 @@ def compile(
     +my-pass@after:fold-batch-norm"`` or a list mixing names and Pass objects, with
     user passes named in ``pass_registry={"my-pass": MyPass()}`` (see
     :mod:`t2n.passes.spec` and :mod:`t2n.passes.pipeline`); ``check_io`` runs the result in the
-    target's engine and raises if it differs from PyTorch; ``verify_ir`` checks the IR
+    target's engine and raises if it differs from PyTorch (``None``: the target's
+    ``check_io``, else no; ``tolerance`` ``None``: the target's ``check_io_tolerance``,
+    else ``approximate``; see :mod:`t2n.dropin.checking`); ``verify_ir`` checks the IR
     after every pass and ``dump_ir`` writes it to a folder after each change.
 
     ``dynamic_axes={"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol ``S``
@@ -317,6 +321,7 @@ def compile(
     (see :mod:`t2n.check.bundle`); nothing is written when the check passes.
     """
     target = check_target(target)
+    check_io, tolerance = resolve_check(target, check_io, tolerance, default=False)
     op_set = check_op_set(op_set)
     opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
                                  pass_registry=pass_registry,
@@ -367,7 +372,7 @@ def compile(
                               verify_each=verify_ir, dump=dump)
     result = compile_pipeline(passes, registry=pass_registry, builtins=builtins, fold_batch_norm=fold_batch_norm,
                               verify_each=verify_ir, dump=dump)(graph)
-    graph = result.graph
+    graph, target_stats = apply_target_passes(target, result.graph)
     timings["passes"] = time.perf_counter() - t0
 
     graph.info.custom_extensions += opts.custom_extensions
@@ -383,9 +388,9 @@ def compile(
         output_names=outs,
         example_inputs=[_to_numpy(t, target.bf16_as.numpy) for t in traced.example_inputs],
         reference_outputs=[_to_numpy(t) for t in traced.reference_outputs],
-        stats={"timings": timings, "pass_stats": dict(result.stats)},
         debug_bundle_path=opts.debug_bundle_path,
         ir_stages=recorder.stages if recorder is not None else [],
+        stats={"timings": timings, "pass_stats": {**result.stats, **target_stats}},
     )
     if check_io:
         artifact.check(opts.tolerance)
@@ -466,8 +471,8 @@ def export(
     sync: bool = False,
     progress: bool | None = None,
     overlap: bool = True,
-    check_io: bool = False,
-    tolerance: Tolerance | str = Tolerance.APPROXIMATE,
+    check_io: bool | None = None,
+    tolerance: Tolerance | str | None = None,
     overwrite: bool = False,
     nnef_variable_naming_scheme: str = "natural_verbose",
     check_io_names_qte_match: bool = True,
@@ -486,7 +491,9 @@ def export(
     ``.tgz`` archives are compressed after compiling (compression is CPU work, like
     compiling). Atomic like :meth:`Artifact.save`: if the compile fails or the export is
     interrupted, nothing is left at ``path``. ``check_io`` runs the saved artifact in the
-    target's engine and raises if it differs from PyTorch. ``overwrite=True`` replaces
+    target's engine and raises if it differs from PyTorch (``None``: as the target's
+    ``check_io`` says, else no; ``tolerance`` ``None``: the target's
+    ``check_io_tolerance``). ``overwrite=True`` replaces
     what is at ``path`` even if t2n did not write it (by default that is refused before
     anything is compiled or written; see :meth:`Artifact.save`). The naming, IO-name
     and debug-bundle options are those of :func:`compile`; a failed ``check_io`` writes
@@ -495,6 +502,7 @@ def export(
     options.update(nnef_variable_naming_scheme=nnef_variable_naming_scheme,
                    check_io_names_qte_match=check_io_names_qte_match,
                    allow_same_io_names=allow_same_io_names, debug_bundle_path=debug_bundle_path)
+    check_io, tolerance = resolve_check(check_target(target), check_io, tolerance, default=False)
     target = check_export_options(target, tolerance, options, path=path, progress=progress,
                                   flags=dict(sync=sync, overlap=overlap, check_io=check_io))
     p = Path(path)
@@ -511,7 +519,7 @@ def export(
             early = EarlyWriter(writer, planned, bar, order=parameter_paths(model)).start() if planned else None
             try:
                 with _one_core_left(early is not None):
-                    artifact = compile(model, args, target, **options)
+                    artifact = compile(model, args, target, check_io=False, **options)
             except BaseException:
                 if early is not None:
                     early.cancel()

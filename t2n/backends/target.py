@@ -97,6 +97,10 @@ class Target:
         """The emitters t2n ships for this target (none for a bare ``Target``)."""
         return {}
 
+    def extra_properties(self) -> Mapping[str, str]:
+        """Properties this target adds to the artifact's metadata (none by default)."""
+        return {}
+
     def emitter_table(self) -> dict[str, Emitter]:
         """IR op kind → emitter: the built-in ones, then :attr:`emitters`."""
         return {**self.builtin_emitters(), **self.emitters}
@@ -171,6 +175,72 @@ def _axes(value: object) -> Mapping[str, Mapping[int, str]] | None:
     return dynamic_axes_form(value, "TractNNEF(dynamic_axes=...)") or None
 
 
+def _tract_version(value: object) -> str:
+    from t2n.dropin.version import version_text
+
+    return version_text(value, "TractNNEF version")
+
+
+def _khronos_version(value: object) -> str:
+    from t2n.dropin.version import version_text
+
+    return version_text(value, "KhronosNNEF version")
+
+
+def _check_io(value: object) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise InvalidArgumentError(
+            f"check_io must be True or False (or None: the entry point decides), got {value!r}"
+        )
+    return value
+
+
+def _flag(name: str) -> Any:
+    def check(value: object) -> bool:
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"TractNNEF({name}=...) must be True or False, got {value!r}")
+        return value
+
+    return attrs.field(default=False, kw_only=True, converter=check)
+
+
+def _tolerance(value: object) -> Any:
+    from t2n.check.compare import Tolerance
+
+    return Tolerance.parse(value)
+
+
+def _properties(value: object) -> Mapping[str, str]:
+    from t2n.dropin.properties import checked_properties
+
+    return checked_properties(value)
+
+
+TRACT_FEATURE_FLAGS = frozenset({"default", "complex"})
+"""tract's feature flags a target may name (t2n emits no complex-number ops, so
+``complex`` changes nothing in what it writes)."""
+
+
+def _feature_flags(value: object) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (set, frozenset, list, tuple)):
+        raise InvalidArgumentError(f"TractNNEF(feature_flags=...) must be a set of flag names, got {value!r}")
+    names: set[Any] = {getattr(f, "value", f) for f in items}
+    unknown = sorted(map(repr, names - TRACT_FEATURE_FLAGS))
+    if unknown:
+        raise InvalidArgumentError(
+            f"TractNNEF(feature_flags=...): unknown flag(s) {', '.join(unknown)}; "
+            f"tract's flags are {', '.join(sorted(TRACT_FEATURE_FLAGS))}"
+        )
+    return frozenset(str(n) for n in names)
+
+
+TRACT_LATEST = "0.23.9"
+"""The newest tract version t2n emits for and tests against (``TractNNEF.latest()``)."""
+
+
 def _extensions(value: object) -> tuple[str, ...]:
     from t2n.backends.nnef.extensions import check_custom_extensions
 
@@ -181,16 +251,38 @@ def _extensions(value: object) -> tuple[str, ...]:
 class TractNNEF(Target):
     """tract's NNEF dialect, with tract extensions gated by ``version``.
 
+    ``version`` is text (``"0.23.9"``), a tuple of ints or a parsed version object
+    (major, minor and patch or micro); it is kept as text.
     ``dynamic_axes`` is ``{input_name: {axis: symbol}}`` (like ONNX export);
     ``custom_extensions`` are extra ``extension`` lines such as ``"tract_assert S >= 1"``.
+
+    ``check_io``: run the artifact in tract after export and compare with PyTorch at
+    ``check_io_tolerance`` (a ``t2n.Tolerance`` or its name, tract's names included).
+    ``None`` lets the entry point decide (``compile``/``export``: no,
+    ``export_model_to_nnef``: yes); a ``check_io`` given to the call wins.
+    ``specific_properties`` are written as tract properties; ``dump_identity_properties``
+    adds host, user, OS, Python, date and command line (off by default: they make every
+    export differ). ``feature_flags``: tract feature names (``"default"``, ``"complex"``).
+    ``reify_sdpa_operator``: scaled dot-product attention as one
+    ``tract_transformers_sdpa`` op (tract 0.22 and newer; older versions keep the
+    decomposed form). ``upsample_with_debox``: integer-factor nearest upsampling as
+    ``debox`` (tract 0.23 and newer).
     """
 
-    version: str = "0.23.9"
+    version: str = attrs.field(default=TRACT_LATEST, converter=_tract_version)
     bf16_as: DType = attrs.field(default=DType.F16, converter=bf16_export_dtype)
     dynamic_axes: Mapping[str, Mapping[int, str]] | None = attrs.field(default=None, converter=_axes)
     custom_extensions: Sequence[str] = attrs.field(default=(), converter=_extensions)
     emitters: Mapping[str, Emitter] = _emitter_field()
     fragments: Mapping[str, str] = _fragment_field()
+    check_io: bool | None = attrs.field(default=None, kw_only=True, converter=_check_io)
+    check_io_tolerance: Any = attrs.field(default="approximate", kw_only=True, converter=_tolerance)
+    specific_properties: Mapping[str, str] = attrs.field(
+        default=None, kw_only=True, converter=_properties, hash=False)
+    dump_identity_properties: bool = _flag("dump_identity_properties")
+    feature_flags: frozenset[str] = attrs.field(default=None, kw_only=True, converter=_feature_flags)
+    reify_sdpa_operator: bool = _flag("reify_sdpa_operator")
+    upsample_with_debox: bool = _flag("upsample_with_debox")
 
     name: ClassVar[str] = "tract"
     supports_symbols: ClassVar[bool] = True
@@ -202,10 +294,24 @@ class TractNNEF(Target):
         if parse_version(self.version, "TractNNEF version") < (0, 19, 0):
             raise InvalidArgumentError(f"t2n emits for tract 0.19 and newer, not {self.version}")
 
+    @classmethod
+    def latest(cls, **options: Any) -> Self:
+        """The newest tract t2n emits for (``TRACT_LATEST``), with ``options``."""
+        return cls(TRACT_LATEST, **options)
+
+    def extra_properties(self) -> Mapping[str, str]:
+        """``specific_properties``, and the identity ones when asked."""
+        if not self.dump_identity_properties:
+            return self.specific_properties
+        from t2n.dropin.properties import identity_properties
+
+        return {**identity_properties(), **self.specific_properties}
+
     def builtin_emitters(self) -> Mapping[str, Emitter]:
         from t2n.backends.nnef.renderer import emitter_table
+        from t2n.dropin.emit import tract_form_emitters
 
-        return emitter_table("tract")
+        return {**emitter_table("tract"), **tract_form_emitters()}
 
     def renderer(self) -> NNEFRenderer:
         from t2n.backends.nnef.renderer import tract_renderer
@@ -231,10 +337,13 @@ KHRONOS_VERSIONS = ((1, 0, 5),)
 
 @attrs.frozen
 class KhronosNNEF(Target):
-    """Strict Khronos NNEF (1.0.x): standard operations only, static shapes."""
+    """Strict Khronos NNEF (1.0.x): standard operations only, static shapes.
 
-    version: str = "1.0.5"
-    bf16_as: DType = attrs.field(default=DType.F32, converter=bf16_export_dtype)
+    ``check_io`` as for :class:`TractNNEF` (checked in the nnef-tools interpreter)."""
+
+    version: str = attrs.field(default="1.0.5", converter=_khronos_version)
+    check_io: bool | None = attrs.field(default=None, converter=_check_io)
+    bf16_as: DType = attrs.field(default=DType.F32, converter=bf16_export_dtype, kw_only=True)
     emitters: Mapping[str, Emitter] = _emitter_field()
     fragments: Mapping[str, str] = _fragment_field()
 
@@ -246,6 +355,11 @@ class KhronosNNEF(Target):
                 f"KhronosNNEF supports NNEF 1.0.5 (the version the Khronos parser and "
                 f"nnef-tools implement), not {self.version!r}; use KhronosNNEF('1.0.5')"
             )
+
+    @classmethod
+    def latest(cls, **options: Any) -> Self:
+        """The newest NNEF version t2n emits (1.0.5), with ``options``."""
+        return cls("1.0.5", **options)
 
     def builtin_emitters(self) -> Mapping[str, Emitter]:
         from t2n.backends.nnef.renderer import emitter_table

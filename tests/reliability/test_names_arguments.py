@@ -377,7 +377,7 @@ def test_compression_level_of_the_wrong_type(artifact, tmp_path, level):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"input_name": ["x", "y"]}, "unknown option(s) 'input_name'"),
-    ({"tolerance": "close"}, "tolerance must be"),
+    ({"tolerance": "closest"}, "tolerance must be"),
     ({"input_names": ["graph", "b"]}, "input_names[0] = 'graph'"),
     ({"dynamic_axes": {"input_0": {"0": "B"}}}, "axis '0' is not an int"),
     ({"custom_extensions": ["x;y"]}, "';' inside"),

@@ -241,7 +241,7 @@ class TractRenderer(NNEFRenderer):
         return regs + syms + asserts + rest + custom
 
     def preamble_fragments(self, ctx: EmitContext, graph: Graph) -> list[str]:
-        props = graph.info.properties
+        props = {**self.target.extra_properties(), **graph.info.properties}
         items = ",\n".join(f"        ({literal(k)}, {literal(props[k])})" for k in sorted(props))
         fragment = (
             "fragment tract_core_properties(\n) -> (properties: (string, tensor<scalar>)[])\n{\n"

@@ -1,0 +1,313 @@
+"""Passes that give a ``TractNNEF`` its own forms of two computations, found in the IR
+by pattern (whatever module or function wrote them):
+
+- :class:`ReifySdpa` (``reify_sdpa_operator``, tract 0.22+): the scaled dot-product
+  attention the frontend writes as ``matmul(softmax(matmul(q · c, kᵀ) [masked]), v)``
+  becomes one ``tract_sdpa`` op (``tract_transformers_sdpa``), its bool and additive
+  masks merged into one additive mask. A row that masks every key still gives zeros,
+  as in PyTorch: the select that makes them is kept, on the output.
+- :class:`DeboxUpsample` (``upsample_with_debox``, tract 0.23+): nearest upsampling by
+  integer factors along spatial axes (``reshape(tile(unsqueeze(x)))`` per axis) becomes
+  one ``tract_debox`` op (``debox``: a transposed convolution with a kernel of ones, whose
+  windows do not overlap, so every output is one input times one: exact).
+
+Matches are rewritten only where every intermediate value has no other reader; what
+does not match keeps its decomposed form. A nearest upsampling of a convolution or
+matrix product (directly or through element-wise ops) keeps its form too: see
+``_FUSED_BY_TRACT``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+import numpy as np
+
+from t2n.dropin.ops import with_tract_forms
+from t2n.ir import DType, Graph, Op, Trait, Value
+from t2n.ir.graph import constant_data
+from t2n.passes.base import Pass, PassResult
+from t2n.passes.dead_node_elimination import DeadNodeElimination
+
+_FLOATS = (DType.F16, DType.F32)
+
+_NEAREST_STEPS = frozenset({"unsqueeze", "tile", "reshape"})
+
+_FUSED_BY_TRACT = frozenset({"conv", "deconv", "matmul"})
+"""Layers a ``debox`` may not follow (directly or through element-wise ops): tract
+0.23.9 fails to prepare such a model (its optimiser fuses debox's all-one kernel into
+the layer's matrix product with the wrong shape); the tile form is kept there."""
+
+
+def _only_reader(graph: Graph, v: Value, reader: Op) -> bool:
+    return not graph.is_output(v) and all(user is reader for user, _ in v.uses)
+
+
+def _producer(v: Value, kind: str) -> Op | None:
+    p = v.producer
+    return p if p is not None and p.kind == kind else None
+
+
+def _scalar(v: Value) -> float | None:
+    data = constant_data(v)
+    if data is None or data.size != 1:
+        return None
+    return float(np.asarray(data).reshape(()))
+
+
+@attrs.frozen
+class _Attention:
+    """One matched attention: its operands, masks and the row-zeroing selects."""
+
+    q: Value
+    k: Value
+    v: Value
+    scale: float
+    keep: Value | None
+    bias: Value | None
+    zeroing: tuple[Op, ...]
+
+
+def _strip_zeroing(graph: Graph, probs: Value, reader: Op) -> tuple[Value, list[Op]] | None:
+    """The softmax under the selects that zero dead rows: select(alive, p, 0) or
+    select(dead, 0, p)."""
+    zeroing: list[Op] = []
+    while (sel := _producer(probs, "select")) is not None:
+        if not _only_reader(graph, probs, reader):
+            return None
+        cond, a, b = sel.inputs
+        if cond.rank == 0 or cond.type.shape[-1] != 1:  # must apply to the output rows as well
+            return None
+        if _scalar(b) == 0.0 and a.producer is not None:
+            probs = a
+        elif _scalar(a) == 0.0 and b.producer is not None:
+            probs = b
+        else:
+            return None
+        zeroing.append(sel)
+        reader = sel
+    if _producer(probs, "softmax") is None or not _only_reader(graph, probs, reader):
+        return None
+    return probs, zeroing
+
+
+def _match_scores(graph: Graph, scores: Value, reader: Op) -> tuple[Value, Value | None, Value | None] | None:
+    """(q k matmul, keep, bias) under ``select(keep, s, lowest)`` and ``add(s, bias)``."""
+    keep = bias = None
+    for _ in range(2):
+        if not _only_reader(graph, scores, reader):
+            return None
+        p = scores.producer
+        if p is not None and p.kind == "add" and bias is None and keep is None:
+            a, b = p.inputs
+            scores, bias = (a, b) if _producer(a, "matmul") or _producer(a, "select") else (b, a)
+            reader = p
+        elif p is not None and p.kind == "select" and keep is None:
+            cond, a, low = p.inputs
+            lowest = _scalar(low)
+            if cond.type.dtype is not DType.BOOL or lowest is None or lowest > -1e30:
+                return None
+            scores, keep, reader = a, cond, p
+        else:
+            break
+    if not _only_reader(graph, scores, reader):
+        return None
+    return scores, keep, bias
+
+
+def match_attention(graph: Graph, out_op: Op) -> _Attention | None:
+    """The attention that ``out_op`` (``matmul(probs, v)``) ends, if it is one."""
+    if out_op.kind != "matmul" or out_op.attrs.get("transpose_a") or out_op.attrs.get("transpose_b"):
+        return None
+    probs, v = out_op.inputs
+    stripped = _strip_zeroing(graph, probs, out_op)
+    if stripped is None:
+        return None
+    probs, zeroing = stripped
+    soft = probs.producer
+    assert soft is not None
+    if list(soft.attrs["axes"]) != [probs.rank - 1]:
+        return None
+    found = _match_scores(graph, soft.inputs[0], soft)
+    if found is None:
+        return None
+    scores, keep, bias = found
+    qk = _producer(scores, "matmul")
+    if qk is None or qk.attrs.get("transpose_a") or not qk.attrs.get("transpose_b"):
+        return None
+    scaled, k = qk.inputs
+    mul = _producer(scaled, "mul")
+    if mul is None or not _only_reader(graph, scaled, qk):
+        return None
+    q, factor = mul.inputs
+    scale = _scalar(factor)
+    if scale is None or q.rank not in (3, 4) or q.type.dtype not in _FLOATS:
+        return None
+    if not (q.rank == k.rank == v.rank and q.type.shape[:-2] == k.type.shape[:-2] == v.type.shape[:-2]):
+        return None
+    if bias is not None and (bias.type.dtype is not q.type.dtype or bias.rank > q.rank):
+        return None
+    if keep is not None and keep.rank > q.rank:
+        return None
+    return _Attention(q, k, v, scale, keep, bias, tuple(zeroing))
+
+
+def _additive_mask(graph: Graph, att: _Attention, loc: Any) -> Value | None:
+    dt = att.q.type.dtype
+    mask = att.bias
+    if att.keep is not None:
+        zero = graph.create_op("const", [], {"data": _scalar_data(0.0, dt)}, loc=loc).output
+        low = graph.create_op("const", [], {"data": _scalar_data(float(np.finfo(dt.numpy).min), dt)},
+                              loc=loc).output
+        kept = graph.create_op("select", [att.keep, zero, low], loc=loc, names=["sdpa_mask"]).output
+        mask = kept if mask is None else graph.create_op("add", [kept, mask], loc=loc).output
+    return mask
+
+
+def _scalar_data(value: float, dtype: DType) -> Any:
+    from t2n.ir import ArrayData
+
+    return ArrayData(np.asarray(value, dtype=dtype.numpy), dtype)
+
+
+def _rewrite_attention(graph: Graph, out_op: Op, att: _Attention) -> Value:
+    loc = out_op.loc
+    mask = _additive_mask(graph, att, loc)
+    inputs = [att.q, att.k, att.v] + ([mask] if mask is not None else [])
+    out = graph.create_op("tract_sdpa", inputs, {"scale": att.scale}, loc=loc, names=["sdpa"]).output
+    for sel in reversed(att.zeroing):  # innermost first: the order they had on the weights
+        cond, a, _ = sel.inputs
+        zero = a if _scalar(a) == 0.0 else sel.inputs[2]
+        args = [cond, zero, out] if zero is a else [cond, out, zero]
+        out = graph.create_op("select", args, loc=sel.loc).output
+    graph.replace_all_uses_with(out_op.output, out)
+    return out
+
+
+@attrs.frozen
+class ReifySdpa(Pass):
+    """Scaled dot-product attention as one ``tract_sdpa`` op."""
+
+    name = "reify-sdpa"
+
+    def run(self, graph: Graph) -> PassResult:
+        count = 0
+        while (found := _first(graph, match_attention)) is not None:  # one at a time: a match may read another's output
+            graph.opset = with_tract_forms(graph.opset)
+            op, att = found
+            _take_name(graph, _rewrite_attention(graph, op, att), op.output.name)
+            count += 1
+            if op in graph:  # still read: never match it again
+                break
+        return PassResult(graph, count > 0, {"attentions": count} if count else {})
+
+
+def match_nearest(graph: Graph, reshape: Op) -> tuple[Value, tuple[int, ...]] | None:
+    """(x, factors by axis) when ``reshape`` ends the frontend's nearest upsampling by an
+    integer factor: reshape(tile(unsqueeze(x, axes=[axis + 1]), reps)), reps all one
+    but the factor at axis + 1, along a spatial axis (2 or later) of a float tensor.
+    An ``x`` that is itself a ``tract_debox`` read only here is merged into one op."""
+    if reshape.kind != "reshape":
+        return None
+    tile = _producer(reshape.inputs[0], "tile")
+    if tile is None or not _only_reader(graph, tile.output, reshape):
+        return None
+    unsq = _producer(tile.inputs[0], "unsqueeze")
+    reps = constant_data(tile.inputs[1])
+    if unsq is None or reps is None or not _only_reader(graph, unsq.output, tile):
+        return None
+    x = unsq.inputs[0]
+    axes = list(unsq.attrs["axes"])
+    if len(axes) != 1 or x.type.dtype not in _FLOATS or reshape.output.rank != x.rank:
+        return None
+    axis = axes[0] - 1
+    flat = [int(r) for r in np.asarray(reps).reshape(-1)]
+    if axis < 2 or len(flat) != x.rank + 1 or any(r != 1 for i, r in enumerate(flat) if i != axis + 1):
+        return None
+    factor = flat[axis + 1]
+    expected = [d * factor if i == axis else d for i, d in enumerate(x.type.shape)]
+    if factor < 2 or list(reshape.output.type.shape) != expected:
+        return None
+    factors = [factor if i == axis else 1 for i in range(x.rank)]
+    inner = _producer(x, "tract_debox")
+    if inner is not None and _only_reader(graph, x, unsq):
+        factors = [a * b for a, b in zip(factors, inner.attrs["factors"])]
+        x = inner.inputs[0]
+    if _after_a_layer(x):
+        return None
+    return x, tuple(factors)
+
+
+def _after_a_layer(x: Value) -> bool:
+    """``x`` is a convolution or matrix product, possibly through element-wise ops
+    (which tract fuses into the layer, with the debox after them) and the tile form of
+    an upsampling of another axis."""
+    p = x.producer
+    while p is not None and (p.has(Trait.ELEMENTWISE) or p.kind in _NEAREST_STEPS):
+        computed = [v for v in p.inputs if v.producer is None or not v.producer.has(Trait.CONSTANT_LIKE)]
+        if len(computed) != 1:
+            return False
+        p = computed[0].producer
+    return p is not None and p.kind in _FUSED_BY_TRACT
+
+
+@attrs.frozen
+class DeboxUpsample(Pass):
+    """Nearest upsampling by an integer factor as ``tract_debox`` ops."""
+
+    name = "debox-upsample"
+
+    def run(self, graph: Graph) -> PassResult:
+        count = 0
+        while (found := _first(graph, match_nearest)) is not None:  # one at a time: axes chain
+            graph.opset = with_tract_forms(graph.opset)
+            op, (x, factors) = found
+            out = graph.create_op("tract_debox", [x], {"factors": factors}, loc=op.loc, names=["debox"]).output
+            graph.replace_all_uses_with(op.output, out)
+            _take_name(graph, out, op.output.name)
+            count += 1
+            if op in graph:
+                break
+        return PassResult(graph, count > 0, {"upsamplings": count} if count else {})
+
+
+_T = TypeVar("_T")
+
+
+def _first(graph: Graph, match: Callable[[Graph, Op], _T | None]) -> tuple[Op, _T] | None:
+    """The first op (in graph order) that ``match`` accepts, with what it found."""
+    for op in graph.ops():
+        found = match(graph, op)
+        if found is not None:
+            return op, found
+    return None
+
+
+def _take_name(graph: Graph, value: Value, name: str) -> None:
+    """Drop the replaced ops, then give the new value the name of the one it replaced
+    (a graph output keeps its name)."""
+    DeadNodeElimination()(graph)
+    graph.rename(value, name)
+
+
+def tract_form_passes(target: Any) -> list[Pass]:
+    """The passes a ``TractNNEF``'s options ask for, where its version has the op."""
+    out: list[Pass] = []
+    if getattr(target, "reify_sdpa_operator", False) and target.at_least("0.22.0"):
+        out.append(ReifySdpa())
+    if getattr(target, "upsample_with_debox", False) and target.at_least("0.23.0"):
+        out.append(DeboxUpsample())
+    return out
+
+
+def apply_target_passes(target: Any, graph: Graph) -> tuple[Graph, Mapping[str, int]]:
+    """Run the target's own passes (after the pipeline); their change counts by name."""
+    stats: dict[str, int] = {}
+    for p in tract_form_passes(target):
+        result = p(graph)
+        graph = result.graph
+        stats.update({f"{p.name}.{key}": n for key, n in result.stats.items()})
+    return graph, stats
+
