@@ -177,6 +177,11 @@ def _extensions(value: object) -> tuple[str, ...]:
     return check_custom_extensions(value, allowed=True, where="TractNNEF(custom_extensions=...)")
 
 
+def _flag(instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"TractNNEF({attribute.name}=...) must be True or False, got {value!r}")
+
+
 @attrs.frozen
 class TractNNEF(Target):
     """tract's NNEF dialect, with tract extensions gated by ``version``.
@@ -191,6 +196,10 @@ class TractNNEF(Target):
     custom_extensions: Sequence[str] = attrs.field(default=(), converter=_extensions)
     emitters: Mapping[str, Emitter] = _emitter_field()
     fragments: Mapping[str, str] = _fragment_field()
+    # f32-forcing (t2n.passes.precision): parts of an f16 model computed in f32
+    force_attention_inner_in_f32: bool = attrs.field(default=False, kw_only=True, validator=_flag)
+    force_linear_accumulation_in_f32: bool = attrs.field(default=False, kw_only=True, validator=_flag)
+    force_norm_in_f32: bool = attrs.field(default=False, kw_only=True, validator=_flag)
 
     name: ClassVar[str] = "tract"
     supports_symbols: ClassVar[bool] = True
