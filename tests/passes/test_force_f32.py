@@ -349,3 +349,36 @@ def test_passes_keep_the_graph_valid_and_honest():
         res = p(g)
         assert res.modified == (g.edits != before)
         verify(g)
+
+
+def test_option_and_spec_naming_the_same_pass_run_it_once():
+    model = nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8)).half().eval()
+    x = torch.randn(2, 8).half()
+    art = t2n.compile(model, (x,), t2n.TractNNEF(force_norm_in_f32=True),
+                      passes="default,+force-norm-in-f32@after:bf16-as")
+    assert art.stats["pass_stats"]["force-norm-in-f32.regions"] == 1
+    art.check()
+
+
+def test_precision_table_replaces_only_its_block(tmp_path):
+    from benchmarks.precision_table import END, START, table, write
+
+    doc = tmp_path / "precision.md"
+    doc.write_text(f"intro\n{START}\nold\n{END}\nafter\n")
+    write(table({"M": {c: (0.5, c != "off") for c in ("PyTorch f16", "off", "attention", "linear", "norm", "all")}}),
+          doc)
+    text = doc.read_text()
+    assert text.startswith("intro\n") and text.endswith(f"{END}\nafter\n") and "old" not in text
+    assert "| M | 0.5 | 0.5 ✗ | 0.5 |" in text
+    doc.write_text("no markers")
+    with pytest.raises(SystemExit, match="no .* block"):
+        write("x", doc)
+    assert doc.read_text() == "no markers"
+
+
+def test_bf16_model_is_forced_after_it_becomes_f16():
+    model = affine_norm(nn.LayerNorm(32)).bfloat16().eval()
+    art = t2n.compile(model, (torch.randn(4, 32).bfloat16(),), t2n.TractNNEF(force_norm_in_f32=True))
+    assert art.stats["pass_stats"]["force-norm-in-f32.regions.layer_norm"] == 1
+    assert {v.type.dtype for v in art.ir.values()} <= {DType.F16, DType.F32, DType.I64}
+    art.check("loose")

@@ -145,7 +145,7 @@ class F32Rewriter:
             self.shared += 1
             self._bypassed.append(p)
             out = p.inputs[0]
-        elif p is not None and p.kind == "const" and isinstance(p.attrs["data"], ArrayData):
+        elif p is not None and p.kind == "const" and v.type.dtype is DType.F16 and isinstance(p.attrs["data"], ArrayData):
             arr = np.asarray(p.attrs["data"].array, dtype=np.float32)
             out = self.graph.create_op("const", [], {"data": ArrayData(arr, DType.F32)},
                                        names=[f"{v.name}_f32"], loc=p.loc).output
