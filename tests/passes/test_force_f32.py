@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 import t2n
-from t2n.errors import CheckMismatchError, InvalidArgumentError
+from t2n.errors import CheckMismatchError, InvalidArgumentError, PassError
 from t2n.ir import DType, Graph, parse_graph, verify
-from t2n.passes import PassManager
+from t2n.passes import PassManager, PassResult
 from t2n.passes.precision import (
     ForceAttentionInnerInF32,
     ForceLinearAccumulationInF32,
@@ -382,3 +382,12 @@ def test_bf16_model_is_forced_after_it_becomes_f16():
     assert art.stats["pass_stats"]["force-norm-in-f32.regions.layer_norm"] == 1
     assert {v.type.dtype for v in art.ir.values()} <= {DType.F16, DType.F32, DType.I64}
     art.check("loose")
+
+
+def test_postcondition_names_a_region_left_in_f16():
+    class Lazy(ForceAttentionInnerInF32):
+        def run(self, graph):
+            return PassResult(graph, False, {})
+
+    with pytest.raises(PassError, match=r"1 region\(s\) still compute in f16 after the pass: attention at %y"):
+        Lazy()(ir(ATTENTION))
