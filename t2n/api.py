@@ -49,6 +49,7 @@ from t2n.options import (
 from t2n.passes.base import Pass
 from t2n.passes.dynamic_axes import normalize_dynamic_axes
 from t2n.passes.pipeline import builtin_passes, compile_pipeline
+from t2n.passes.precision import forced_pass_names
 from t2n.passes.spec import PipelineSpec
 from t2n.serialize.archive import ArtifactWriter, open_writer
 from t2n.serialize.dat import dat_size
@@ -371,7 +372,7 @@ def compile(
     builtins = builtin_passes(bf16_as=target.bf16_as, dynamic_axes=axes, strict_dynamic_axes=strict_dynamic_axes,
                               verify_each=verify_ir, dump=dump)
     result = compile_pipeline(passes, registry=pass_registry, builtins=builtins, fold_batch_norm=fold_batch_norm,
-                              verify_each=verify_ir, dump=dump)(graph)
+                              verify_each=verify_ir, dump=dump, force_f32=forced_pass_names(target))(graph)
     graph, target_stats = apply_target_passes(target, result.graph)
     timings["passes"] = time.perf_counter() - t0
 

@@ -18,7 +18,7 @@ import attrs
 
 from t2n.backends.nnef.extensions import check_custom_extensions
 from t2n.backends.nnef.naming import check_naming_scheme
-from t2n.backends.target import Target
+from t2n.backends.target import Target, TractNNEF
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.io import check_given_names
@@ -26,6 +26,7 @@ from t2n.ir import OpSet, OpTable
 from t2n.ir.dtypes import bf16_export_dtype
 from t2n.passes.dynamic_axes import dynamic_axes_form
 from t2n.passes.pipeline import check_pass_registry, compile_pipeline
+from t2n.passes.precision import check_forcing_target, forced_pass_names
 
 
 @attrs.frozen
@@ -70,7 +71,7 @@ def check_compile_options(
 
         same_names(names["input"], names["output"], allow=bool((flags or {}).get("allow_same_io_names")),
                    khronos=isinstance(target, KhronosNNEF))
-    _check_passes(passes, pass_registry)
+    _check_passes(passes, pass_registry, target)
     axes = dynamic_axes_form(dynamic_axes)
     if axes and not target.supports_symbols:
         raise DynamicAxesError(
@@ -109,14 +110,17 @@ def check_log_level(level: object) -> int | None:
     raise InvalidArgumentError(f"log_level must be None, a logging level number or one of {names}; got {level!r}")
 
 
-def _check_passes(passes: object, pass_registry: object) -> None:
-    """The pipeline spec and the user's named passes, assembled once (nothing runs)."""
+def _check_passes(passes: object, pass_registry: object, target: Target) -> None:
+    """The pipeline spec and the user's named passes, assembled once (nothing runs); the
+    f32-forcing passes only for a target whose casts set a precision."""
     if isinstance(passes, Mapping):
         raise InvalidArgumentError(
             f"passes must be a pipeline string or a list of names and t2n.Pass objects, got {passes!r}; "
             "give passes by name in pass_registry={name: pass}"
         )
-    compile_pipeline(passes, registry=check_pass_registry(pass_registry))
+    pipeline = compile_pipeline(passes, registry=check_pass_registry(pass_registry),
+                                force_f32=forced_pass_names(target))
+    check_forcing_target(pipeline, target=str(target), allowed=isinstance(target, TractNNEF))
 
 
 def check_symbols_apart(axes: Mapping[str, Mapping[int, str]], names: Sequence[str]) -> None:

@@ -283,6 +283,10 @@ class TractNNEF(Target):
     feature_flags: frozenset[str] = attrs.field(default=None, kw_only=True, converter=_feature_flags)
     reify_sdpa_operator: bool = _flag("reify_sdpa_operator")
     upsample_with_debox: bool = _flag("upsample_with_debox")
+    # f32-forcing (t2n.passes.precision): parts of an f16 model computed in f32
+    force_attention_inner_in_f32: bool = _flag("force_attention_inner_in_f32")
+    force_linear_accumulation_in_f32: bool = _flag("force_linear_accumulation_in_f32")
+    force_norm_in_f32: bool = _flag("force_norm_in_f32")
 
     name: ClassVar[str] = "tract"
     supports_symbols: ClassVar[bool] = True

@@ -2,8 +2,10 @@
 and the assembly of a pipeline spec (see :mod:`t2n.passes.spec`) into a PassManager.
 
 Built-in names: ``bf16-as``, ``dynamic-axes``, ``cleanup`` (dead-node elimination and
-constant folding to a fixed point), ``fold-batch-norm``, ``constant-folding`` and
-``dead-node-elimination``. The default pipeline is ``bf16-as, dynamic-axes, cleanup,
+constant folding to a fixed point), ``fold-batch-norm``, ``constant-folding``,
+``dead-node-elimination`` and the f32-forcing passes ``force-attention-inner-in-f32``,
+``force-linear-accumulation-in-f32`` and ``force-norm-in-f32``
+(:mod:`t2n.passes.precision`). The default pipeline is ``bf16-as, dynamic-axes, cleanup,
 fold-batch-norm, cleanup``.
 
 ``compile`` always runs ``bf16-as`` and ``dynamic-axes``: they do what the target's
@@ -11,7 +13,8 @@ fold-batch-norm, cleanup``.
 to do. A spec may place them but not remove them; one that leaves them out gets them
 at its start. When the pipeline has a ``cleanup``, it also ends with one (added after
 the last pass if needed), so a pass may leave dead ops behind; two cleanups in a row
-become one.
+become one. The f32-forcing passes a target's options ask for (``force_f32``) are added
+after the spec's last pass when the spec does not place them itself.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from t2n.passes.dead_node_elimination import DeadNodeElimination
 from t2n.passes.dynamic_axes import DynamicAxes
 from t2n.passes.fold_batch_norm import FoldBatchNorm
 from t2n.passes.manager import DumpFn, PassManager
+from t2n.passes.precision import precision_passes
 from t2n.passes.spec import DEFAULT_PIPELINE, NAME_RE, REQUIRED, PipelineSpec, parse_pipeline
 
 
@@ -55,6 +59,7 @@ def builtin_passes(
         "fold-batch-norm": FoldBatchNorm(),
         "constant-folding": ConstantFolding(),
         "dead-node-elimination": DeadNodeElimination(),
+        **precision_passes(),
     }
 
 
@@ -90,17 +95,19 @@ def compile_pipeline(
     fold_batch_norm: bool = True,
     verify_each: bool = False,
     dump: DumpFn | None = None,
+    force_f32: Sequence[str] = (),
 ) -> PassManager:
     """The PassManager ``compile`` runs for ``passes=spec`` (a :data:`PipelineSpec`,
     checked here; see the module docstring). ``fold_batch_norm=False`` removes
-    ``fold-batch-norm`` wherever it is."""
+    ``fold-batch-norm`` wherever it is; ``force_f32`` names f32-forcing passes to run
+    after the spec's passes unless the spec has them already."""
     known = {**(builtins if builtins is not None else builtin_passes(verify_each=verify_each, dump=dump)),
              **check_pass_registry(registry)}
     stages = parse_pipeline(spec, known, default=DEFAULT_PIPELINE, required=REQUIRED)
     if not fold_batch_norm:
         stages = [p for p in stages if p.display_name != "fold-batch-norm"]
     names = [p.display_name for p in stages]
-    stages = [known[n] for n in REQUIRED if n not in names] + stages
+    stages = [known[n] for n in REQUIRED if n not in names] + stages + [known[n] for n in force_f32 if n not in names]
     out: list[Pass] = []
     for p in stages:
         if not (p.display_name == "cleanup" and out and out[-1].display_name == "cleanup"):
