@@ -25,7 +25,7 @@ from t2n.errors import ExtractorError, InvalidArgumentError, TraceError
 from t2n.frontend import torch_private
 from t2n.frontend.extractors import ExtractedCalls
 from t2n.frontend.io import FlatModule, Spec, flatten
-from t2n.frontend.quantized_trace import holds_packed_params, jit_trace_flat
+from t2n.frontend.quantized_trace import holds_packed_params, jit_trace_flat, mark_quantized_forms
 from t2n.frontend.module_calls import inline_autograd_functions, module_calls_recorded
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.state_guard import StateWrites
@@ -215,6 +215,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     inline_autograd_functions(graph, extracted)
     torch_private.dead_code_elimination(graph)
     torch_private.constant_pooling(graph)  # the tracer records a constant per use
+    mark_quantized_forms(graph)  # float ops PyTorch ran on quantized tensors
     return TracedModel(
         graph=graph,
         root=flat,

@@ -80,6 +80,16 @@ def quantized(ctx: LoweringContext, x: Value, scale: float, zero_point: int, dty
 
 # -- quantize / dequantize -----------------------------------------------------------
 
+def _number(ctx: LoweringContext, key: int) -> float:
+    """A scale or zero point: a constant, or a buffer of the model (FX keeps them so)."""
+    raw = ctx.raw(key)
+    if isinstance(raw, Value) and raw.producer is not None and raw.producer.kind == "variable":
+        data = np.asarray(raw.producer.attrs["data"].values())
+        if data.size == 1:
+            return float(data.reshape(()))
+    return ctx.float(key)
+
+
 @RULES.rule("aten::quantize_per_tensor", "aten::quantize_per_tensor.tensor_qparams")
 def quantize_per_tensor(ctx: LoweringContext) -> Value:
     code = ctx.int(3)
@@ -91,7 +101,7 @@ def quantize_per_tensor(ctx: LoweringContext) -> Value:
         raise ctx.unsupported(f"the input is {x.type.dtype.value}, not floating point")
     if x.type.dtype is not DType.F32:
         x = ctx.b.cast(x, DType.F32)
-    return quantized(ctx, x, ctx.float(1), ctx.int(2), _ACTIVATION_DTYPES[name])
+    return quantized(ctx, x, _number(ctx, 1), int(_number(ctx, 2)), _ACTIVATION_DTYPES[name])
 
 
 @RULES.rule("aten::quantize_per_channel")
@@ -211,7 +221,7 @@ def _binary(ctx: LoweringContext, kind: str, relu: bool) -> Value:
     y = ctx.b.op(kind, dequantized(ctx, a, qa), dequantized(ctx, b, qb))
     if relu:
         y = ctx.b.op("relu", y)
-    return quantized(ctx, y, ctx.float(2), ctx.int(3), _output_dtype(ctx))
+    return quantized(ctx, y, _number(ctx, 2), int(_number(ctx, 3)), _output_dtype(ctx))
 
 
 @RULES.rule("quantized::add")
@@ -239,17 +249,18 @@ def qcat(ctx: LoweringContext) -> Value:
     items = ctx.raw(0)
     if not isinstance(items, (list, tuple)) or not items:
         raise ctx.unsupported("the tensors to join must be a list known at export time")
-    parts = []
+    parts, quants = [], []
     for item in items:
         q = quant_of(item) if isinstance(item, Value) else None
         if q is None or len(q.scale) != 1:
             raise ctx.unsupported(f"every joined tensor must be quantized with {_SUPPORTED_SCHEMES}")
         parts.append(dequantized(ctx, item, q))
+        quants.append(q)
     axis = ctx.int(1) % parts[0].type.rank
     y = ctx.b.op("concat", *parts, axis=axis)
-    if ctx.is_none(2) or ctx.is_none(3):
-        raise ctx.unsupported("a quantized cat without output scale and zero point is not supported")
-    return quantized(ctx, y, ctx.float(2), ctx.int(3), _output_dtype(ctx))
+    if ctx.n_inputs < 4 or ctx.is_none(2) or ctx.is_none(3):  # torch.cat: the first input's
+        return quantized(ctx, y, quants[0].scale[0], quants[0].zero_point[0], _output_dtype(ctx))
+    return quantized(ctx, y, _number(ctx, 2), int(_number(ctx, 3)), _output_dtype(ctx))
 
 
 def _unary(ctx: LoweringContext, fn: Any, fixed: tuple[float, int, int] | None = None) -> Value:
@@ -259,7 +270,7 @@ def _unary(ctx: LoweringContext, fn: Any, fixed: tuple[float, int, int] | None =
     dtype = _output_dtype(ctx)
     y = fn(dequantized(ctx, x, q))
     if ctx.n_inputs >= 3 and not ctx.is_none(1):
-        return quantized(ctx, y, ctx.float(1), ctx.int(2), dtype)
+        return quantized(ctx, y, _number(ctx, 1), int(_number(ctx, 2)), dtype)
     if fixed is not None:
         return quantized(ctx, y, fixed[0], fixed[1] if dtype is DType.U8 else fixed[2], dtype)
     return quantized(ctx, y, q.scale[0], q.zero_point[0], dtype)
