@@ -6,7 +6,7 @@ PyTorch quantizes the input on every call with parameters chosen from its range
 clamped; ``qmax`` is 127 instead of 255 with ``reduce_range``), multiplies integers and
 scales the i32 sums back to f32. The graph computes the same steps at run time in f32
 (the products of 8-bit integers and their sums are exact in f32 up to 2**24), with the
-weights kept as i8 and cast in the graph.
+weights kept as i8 and converted in the graph.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def linear_dynamic(ctx: LoweringContext) -> Value:
              b.const(np.float32(255.0), DType.F32))
     where = ctx.loc.module or "model"
     wv = ctx.lowering.parameter(w.int_repr(), f"model.{where}.weight")
-    acc = b.op("matmul", b.op("sub", q, zp), b.cast(wv, DType.F32), transpose_b=True)
+    w_real = b.op("dequantize", wv, scale=1.0, zero_point=0)  # not folded: the .dat stays i8
+    acc = b.op("matmul", b.op("sub", q, zp), w_real, transpose_b=True)
     n_out = w.shape[0]
     w_scale = np.asarray(scales if len(scales) == n_out else scales * n_out, dtype=np.float32)
     y = b.op("mul", acc, b.op("mul", scale, b.variable(ArrayData(w_scale), f"{where}.weight_scales")))

@@ -57,9 +57,9 @@ def _eval_quantize(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.nd
     return [quantize_array(xs[0], a["scale"], a["zero_point"], DType(a["dtype"]))]
 
 
-def _eval_dequantize(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray]:
-    q = xs[0].astype(np.float32) - np.float32(a["zero_point"])
-    return [(q * np.float32(a["scale"])).astype(np.float32)]
+def dequantize_array(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    centered = q.astype(np.float32) - np.float32(zero_point)
+    return (centered * np.float32(scale)).astype(np.float32)
 
 
 @TABLE.op("quantize", evaluate=_eval_quantize, traits=_PURE)
@@ -72,9 +72,11 @@ def _quantize(ctx: InferContext) -> list[TensorType]:
     return [TensorType(dtype, x.shape, quant_info(ctx.attrs["scale"], ctx.attrs["zero_point"], dtype))]
 
 
-@TABLE.op("dequantize", evaluate=_eval_dequantize, traits=_PURE)
+@TABLE.op("dequantize", traits=_PURE)
 def _dequantize(ctx: InferContext) -> list[TensorType]:
-    """u8/i8 → f32 (attrs scale, zero_point)."""
+    """u8/i8 → f32 (attrs scale, zero_point). No evaluator on purpose: constant folding
+    must not turn integer weights into f32 ones in the artifact (``dequantize_array``
+    is the reference)."""
     q = ctx.types[0]
     if q.dtype not in QUANTIZED_DTYPES:
         raise InferError(f"dequantize: input must be u8 or i8, got {q.dtype}")
