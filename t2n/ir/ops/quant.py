@@ -50,7 +50,8 @@ def quantize_array(x: np.ndarray, scale: float, zero_point: int, dtype: DType) -
     lo, hi = QUANTIZED_DTYPES[dtype]
     inv = np.float32(1.0) / np.float32(scale)
     q = np.rint(x.astype(np.float32) * inv) + np.float32(zero_point)
-    return np.clip(q, lo, hi).astype(dtype.numpy)
+    out: np.ndarray = np.clip(q, lo, hi).astype(dtype.numpy)
+    return out
 
 
 def _eval_quantize(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray]:
