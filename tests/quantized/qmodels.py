@@ -1,4 +1,5 @@
-"""Quantized models for the tests in this folder, and the step comparison they use.
+"""Quantized models for the tests in this folder, the step comparison they use, and
+the autouse fixtures the test modules import (quiet deprecation warnings; fbgemm).
 
 PyTorch's quantized engine: fbgemm (x86, this CI's CPU) for per-channel weights, and
 qnnpack's default qconfig (per-tensor weights) where a case needs them; both run here.
@@ -7,11 +8,12 @@ qnnpack's default qconfig (per-tensor weights) where a case needs them; both run
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -22,6 +24,23 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import torch.ao.quantization as tq
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+
+@pytest.fixture(autouse=True)
+def quiet_quantization_warnings() -> Iterator[None]:
+    """torch.ao.quantization warns about its own deprecation on every call."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def fbgemm_engine() -> Iterator[None]:
+    before = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "fbgemm"
+    yield
+    torch.backends.quantized.engine = before
 
 
 class EagerConvNet(nn.Module):
@@ -108,9 +127,6 @@ def steps_in_tract(model: nn.Module, x: torch.Tensor, out_scale: float,
     got = run_on_target(art.target, path, [x.numpy()], registries=art.rendered.registries)[0]
     with torch.no_grad():
         ref = model(x).numpy()
-    steps = np.abs(got.astype(np.float64) - ref.astype(np.float64)) / out_scale
+    steps = np.abs(got.astype(np.float64) - ref.astype(np.float64)) / float(out_scale)
     return float(steps.max()), float((steps > 0.01).mean()), art
 
-
-def out_scale_of(model: nn.Module, x: torch.Tensor, last: Callable[[nn.Module], nn.Module]) -> float:
-    return float(last(model).scale)

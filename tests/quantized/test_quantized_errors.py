@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from qmodels import EagerConvNet, eager_quantized
+from qmodels import (  # noqa: F401 - the autouse fixtures
+    EagerConvNet,
+    eager_quantized,
+    fbgemm_engine,
+    quiet_quantization_warnings,
+)
 from torch import nn
 
 import t2n

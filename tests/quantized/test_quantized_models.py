@@ -12,12 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from qmodels import (
+from qmodels import (  # noqa: F401 - the autouse fixtures
     MLP,
     EagerConvNet,
     FXConvNet,
     eager_quantized,
+    fbgemm_engine,
     fx_quantized,
+    quiet_quantization_warnings,
     steps_in_tract,
     tq,
 )

@@ -9,6 +9,9 @@ type's ``quant``, loses nothing.
 * ``quantize(x)``: ``clamp(round_half_even(x * (1/scale)) + zero_point)``, as PyTorch's
   ``quantize_per_tensor`` computes it (in f32, by the reciprocal of the scale).
 * ``dequantize(q)``: ``(q - zero_point) * scale`` in f32.
+
+These ops have no evaluator on purpose: constant folding must not turn integer weights
+into f32 ones in the artifact (the check against PyTorch is the reference).
 * ``qconv(x, w, bias)``: convolution of quantized ``x`` by i8 weights ``w`` (per-tensor
   or per-output-channel scales ``w_scales``), i32 ``bias`` in units of
   ``x_scale * w_scale``, accumulated in i32 and requantized to ``y_scale``/``y_zero_point``;
@@ -18,10 +21,7 @@ type's ``quant``, loses nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import InferError
@@ -46,24 +46,7 @@ def _out_dtype(ctx: InferContext) -> DType:
     return DType(dtype)
 
 
-def quantize_array(x: np.ndarray, scale: float, zero_point: int, dtype: DType) -> np.ndarray:
-    lo, hi = QUANTIZED_DTYPES[dtype]
-    inv = np.float32(1.0) / np.float32(scale)
-    q = np.rint(x.astype(np.float32) * inv) + np.float32(zero_point)
-    out: np.ndarray = np.clip(q, lo, hi).astype(dtype.numpy)
-    return out
-
-
-def _eval_quantize(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray]:
-    return [quantize_array(xs[0], a["scale"], a["zero_point"], DType(a["dtype"]))]
-
-
-def dequantize_array(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    centered = q.astype(np.float32) - np.float32(zero_point)
-    return (centered * np.float32(scale)).astype(np.float32)
-
-
-@TABLE.op("quantize", evaluate=_eval_quantize, traits=_PURE)
+@TABLE.op("quantize", traits=_PURE)
 def _quantize(ctx: InferContext) -> list[TensorType]:
     """f32 → u8/i8 (attrs scale, zero_point, dtype)."""
     x = ctx.types[0]
@@ -75,9 +58,7 @@ def _quantize(ctx: InferContext) -> list[TensorType]:
 
 @TABLE.op("dequantize", traits=_PURE)
 def _dequantize(ctx: InferContext) -> list[TensorType]:
-    """u8/i8 → f32 (attrs scale, zero_point). No evaluator on purpose: constant folding
-    must not turn integer weights into f32 ones in the artifact (``dequantize_array``
-    is the reference)."""
+    """u8/i8 → f32 (attrs scale, zero_point)."""
     q = ctx.types[0]
     if q.dtype not in QUANTIZED_DTYPES:
         raise InferError(f"dequantize: input must be u8 or i8, got {q.dtype}")
