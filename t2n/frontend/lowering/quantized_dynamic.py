@@ -58,8 +58,8 @@ def linear_dynamic(ctx: LoweringContext) -> Value:
     b = ctx.b
     scale, zp = _runtime_qparams(ctx, x, 127 if reduce_range else 255)
     inv = b.op("div", b.const(np.float32(1.0), DType.F32), scale)
-    q = b.op("round", b.op("mul", x, inv))
-    q = b.op("min", b.op("max", b.op("add", q, zp), b.const(np.float32(0.0), DType.F32)),
+    q = b.op("round", b.op("add", b.op("mul", x, inv), zp))  # zero point added before rounding
+    q = b.op("min", b.op("max", q, b.const(np.float32(0.0), DType.F32)),
              b.const(np.float32(255.0), DType.F32))
     where = ctx.loc.module or "model"
     wv = ctx.lowering.parameter(w.int_repr(), f"model.{where}.weight")

@@ -6,8 +6,9 @@ need the parameters also hold them as attrs (``x_scale``, ``y_zero_point``…), 
 layout op between them (reshape, transpose), which keeps the integers and drops the
 type's ``quant``, loses nothing.
 
-* ``quantize(x)``: ``clamp(round_half_even(x * (1/scale)) + zero_point)``, as PyTorch's
-  ``quantize_per_tensor`` computes it (in f32, by the reciprocal of the scale).
+* ``quantize(x)``: ``clamp(round_half_even(x * (1/scale) + zero_point))``, as PyTorch's
+  ``quantize_per_tensor`` computes it (in f32, by the reciprocal of the scale, the zero
+  point added before rounding).
 * ``dequantize(q)``: ``(q - zero_point) * scale`` in f32.
 
 These ops have no evaluator on purpose: constant folding must not turn integer weights

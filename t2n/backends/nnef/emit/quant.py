@@ -3,7 +3,8 @@
 Activations stay plain ``u8``/``i8`` tensors in tract, their scale and zero point written
 on the ops that read them, so every step is explicit in graph.nnef:
 
-* ``quantize``: ``min(max(round_even(x * (1/scale)) + zero_point, lo), hi)`` then a cast;
+* ``quantize``: ``min(max(round_even(x * (1/scale) + zero_point), lo), hi)`` then a cast
+  (the zero point added before rounding, as fbgemm and qnnpack do);
 * ``dequantize``: ``(cast(q, f32) - zero_point) * scale``;
 * ``qconv``/``qlinear``: ``tract_core_qconv`` (i32 accumulation, requantized by tract),
   a linear being a 1-d convolution of ``[N, K, 1]`` by ``[O, K, 1]``. In tract's
@@ -38,9 +39,9 @@ def quantize(ctx: EmitContext, op: Op) -> None:
     inv = np.float32(1.0) / np.float32(a["scale"])
     base = op.output.name
     scaled = ctx.emit(f"{base}_scaled", "mul", ctx.arg(op.inputs[0]), _f32(float(inv)))
-    rounded = ctx.emit(f"{base}_round", "tract_core_round_even", Raw(scaled))
-    shifted = ctx.emit(f"{base}_shift", "add", Raw(rounded), _f32(a["zero_point"]))
-    low = ctx.emit(f"{base}_lo", "max", Raw(shifted), _f32(lo))
+    shifted = ctx.emit(f"{base}_shift", "add", Raw(scaled), _f32(a["zero_point"]))
+    rounded = ctx.emit(f"{base}_round", "tract_core_round_even", Raw(shifted))
+    low = ctx.emit(f"{base}_lo", "max", Raw(rounded), _f32(lo))
     high = ctx.emit(f"{base}_hi", "min", Raw(low), _f32(hi))
     ctx.emit(op.output, "tract_core_cast", Raw(high), to=dtype.value)
 
