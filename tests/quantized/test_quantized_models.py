@@ -79,10 +79,11 @@ def test_fx_convnet_conv1d_cat_hardswish(tmp_path: Path) -> None:
 class _QInt8Activations(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         q = torch.quantize_per_tensor(x, 0.05, -3, torch.qint8)
-        return torch.relu(q).dequantize(), torch.sigmoid(q).dequantize(), q.dequantize()
+        return (torch.relu(q).dequantize(), torch.sigmoid(q).dequantize(), q.dequantize(),
+                nn.functional.relu6(q).dequantize(), nn.functional.hardtanh(q, -1.0, 2.0).dequantize())
 
 
-def test_qint8_activations_relu_sigmoid_exact() -> None:
+def test_qint8_activations_relu_sigmoid_clamps_exact() -> None:
     x = torch.linspace(-8, 8, 120).reshape(3, 40)
     t2n.compile(_QInt8Activations(), (x,)).check("exact")
 
