@@ -284,6 +284,7 @@ def script_graph(
     torch_private.inline_calls(graph)
     inline_autograd_functions(graph, None)
     torch_private.dead_code_elimination(graph)
+    mark_quantized_forms(graph)
     return TracedModel(
         graph=graph,
         root=root,

@@ -120,3 +120,13 @@ def test_model_is_not_changed_by_export(tmp_path: Path) -> None:
     for k, v in q.state_dict().items():
         if isinstance(v, torch.Tensor):
             assert torch.equal(v, state[k]) if not v.is_quantized else torch.equal(v.int_repr(), state[k].int_repr())
+
+
+@pytest.mark.parametrize("how", ["trace", "script"])
+def test_quantized_script_modules(tmp_path: Path, how: str) -> None:
+    torch.manual_seed(6)
+    q = eager_quantized(EagerConvNet(), [["conv", "relu"]], torch.randn(16, 3, 8, 8))
+    x = torch.randn(4, 3, 8, 8)
+    scripted = torch.jit.trace(q, x) if how == "trace" else torch.jit.script(q)
+    steps, fraction, _ = steps_in_tract(scripted, x, q.fc.scale, tmp_path)
+    _assert_within_one_step(steps, fraction)

@@ -58,8 +58,14 @@ def _input_quant(ctx: LoweringContext, key: int) -> tuple[Value, QuantInfo]:
 
 
 def _output_dtype(ctx: LoweringContext) -> DType:
+    """The result's integer type: the traced one, else (a graph without dtypes, such as a
+    scripted model's) the first input's, which PyTorch's quantized ops keep."""
     t = ctx.node.outputsAt(0).type()
-    name = str(t.scalarType()) if isinstance(t, torch._C.TensorType) else ""
+    name = str(t.scalarType()) if isinstance(t, torch._C.TensorType) and t.scalarType() else ""
+    first = ctx.raw(0)
+    first = first[0] if isinstance(first, (list, tuple)) and first else first
+    if not name and isinstance(first, Value) and first.type.dtype in (DType.U8, DType.I8):
+        return first.type.dtype
     if name not in _ACTIVATION_DTYPES:
         raise ctx.unsupported(f"the result is {name or 'untyped'}; t2n supports {_SUPPORTED_SCHEMES}")
     return _ACTIVATION_DTYPES[name]
