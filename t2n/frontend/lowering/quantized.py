@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from t2n.frontend.context import LoweringContext, UnsupportedHere
+from t2n.frontend.context import LoweringContext
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
 from t2n.ir.tensor_data import ArrayData
@@ -127,7 +127,7 @@ def dequantize(ctx: LoweringContext) -> Value:
 
 # -- packed weights ------------------------------------------------------------------
 
-def _weight_scales(ctx: LoweringContext, w: torch.Tensor) -> tuple[tuple[float, ...], int]:
+def weight_scales(ctx: LoweringContext, w: torch.Tensor) -> tuple[tuple[float, ...], int]:
     """Per-tensor or per-output-channel scales of an i8 weight, and its zero point."""
     if w.dtype != torch.qint8:
         raise ctx.unsupported(f"weights quantized as {str(w.dtype).removeprefix('torch.')} are not "
@@ -144,7 +144,7 @@ def _weight_scales(ctx: LoweringContext, w: torch.Tensor) -> tuple[tuple[float, 
     raise ctx.unsupported(f"weight quantization scheme {scheme} is not supported")
 
 
-def _packed(ctx: LoweringContext, key: int) -> Any:
+def packed_params(ctx: LoweringContext, key: int) -> Any:
     p = ctx.raw(key)
     if not isinstance(p, torch.ScriptObject):
         raise ctx.unsupported("the packed weights are not a constant of the model")
@@ -154,7 +154,7 @@ def _packed(ctx: LoweringContext, key: int) -> Any:
 def _weights(ctx: LoweringContext, w: torch.Tensor, b: torch.Tensor | None, x_scale: float,
              shape: tuple[int, ...]) -> tuple[Value, Value, tuple[float, ...], int]:
     """The i8 weight and i32 bias (in units of ``x_scale * w_scale``) as variables."""
-    scales, zp = _weight_scales(ctx, w)
+    scales, zp = weight_scales(ctx, w)
     where = ctx.loc.module or "model"
     w_int = w.int_repr().reshape(shape)
     wv = ctx.lowering.parameter(w_int, f"model.{where}.weight")
@@ -180,7 +180,7 @@ def _quant_attrs(q: QuantInfo, scales: tuple[float, ...], w_zp: int, y_scale: fl
             "quantized::conv1d_relu", "quantized::conv2d_relu", "quantized::conv2d_relu.new")
 def qconv(ctx: LoweringContext) -> Value:
     x, q = _input_quant(ctx, 0)
-    p = _packed(ctx, 1)
+    p = packed_params(ctx, 1)
     if ctx.n_inputs != 4:
         raise ctx.unsupported("the legacy form with explicit stride/padding is not supported")
     if bool(p.transpose()):
@@ -200,17 +200,18 @@ def qconv(ctx: LoweringContext) -> Value:
     return ctx.b.op(
         "qconv", x, wv, bv, stride=per_axis(list(p.stride())), dilation=per_axis(list(p.dilation())),
         padding=[(pp, pp) for pp in pads], groups=int(p.groups()),
-        **_quant_attrs(q, scales, w_zp, ctx.float(2), ctx.int(3), dtype, ctx.kind.endswith("_relu")),
+        **_quant_attrs(q, scales, w_zp, _number(ctx, 2), int(_number(ctx, 3)), dtype, ctx.kind.endswith("_relu")),
     )
 
 
 @RULES.rule("quantized::linear", "quantized::linear_relu")
 def qlinear(ctx: LoweringContext) -> Value:
     x, q = _input_quant(ctx, 0)
-    w, b = torch.ops.quantized.linear_unpack(_packed(ctx, 1))
+    w, b = torch.ops.quantized.linear_unpack(packed_params(ctx, 1))
     wv, bv, scales, w_zp = _weights(ctx, w, b, q.scale[0], tuple(w.shape))
     return ctx.b.op("qlinear", x, wv, bv, **_quant_attrs(
-        q, scales, w_zp, ctx.float(2), ctx.int(3), _output_dtype(ctx), ctx.kind.endswith("_relu")))
+        q, scales, w_zp, _number(ctx, 2), int(_number(ctx, 3)), _output_dtype(ctx),
+        ctx.kind.endswith("_relu")))
 
 
 @RULES.rule("quantized::linear_dynamic_fp16", "quantized::linear_relu_dynamic_fp16")
@@ -318,4 +319,4 @@ def qhardtanh(ctx: LoweringContext) -> Value:
     return quantized(ctx, y, q.scale[0], q.zero_point[0], dtype)
 
 
-__all__ = ["RULES", "UnsupportedHere", "dequantized", "quant_of", "quantized"]
+__all__ = ["RULES", "dequantized", "packed_params", "quant_of", "quantized", "weight_scales"]

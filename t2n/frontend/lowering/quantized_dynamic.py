@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from t2n.frontend.context import LoweringContext
-from t2n.frontend.lowering.quantized import _packed, _weight_scales
+from t2n.frontend.lowering.quantized import packed_params, weight_scales
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
 from t2n.ir.tensor_data import ArrayData
@@ -50,8 +50,8 @@ def linear_dynamic(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
     if x.type.dtype is not DType.F32:
         raise ctx.unsupported(f"the input is {x.type.dtype.value}; dynamic quantized linear takes f32")
-    w, bias = torch.ops.quantized.linear_unpack(_packed(ctx, 1))
-    scales, w_zp = _weight_scales(ctx, w)
+    w, bias = torch.ops.quantized.linear_unpack(packed_params(ctx, 1))
+    scales, w_zp = weight_scales(ctx, w)
     if w_zp != 0:
         raise ctx.unsupported("dynamic quantized linear with a non-zero weight zero point is not supported")
     reduce_range = ctx.n_inputs > 2 and ctx.bool(2)
