@@ -117,6 +117,43 @@ class FXConvNet(nn.Module):
         return self.fc(y.flatten(1))
 
 
+class OneOp(nn.Module):
+    """One quantized op between QuantStub and DeQuantStub; ``out_scale`` names the
+    quantization step of its output."""
+
+    KINDS = ("conv2d", "conv2d_relu", "conv1d", "linear", "add", "add_relu", "mul", "cat",
+             "hardswish", "sigmoid")
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.quant, self.quant2, self.dequant = tq.QuantStub(), tq.QuantStub(), tq.DeQuantStub()
+        self.conv = nn.Conv2d(8, 16, 3, padding=1)
+        self.relu = nn.ReLU()
+        self.conv1d = nn.Conv1d(8, 8, 3)
+        self.fc = nn.Linear(64, 32)
+        self.f = nn.quantized.FloatFunctional()
+        self.hardswish = nn.Hardswish()
+        self.sigmoid = nn.Sigmoid()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, k = self.quant(x), self.kind
+        b = self.quant2(x * 0.7 + 0.1)
+        ops = {
+            "conv2d": lambda: self.conv(a), "conv2d_relu": lambda: self.relu(self.conv(a)),
+            "conv1d": lambda: self.conv1d(a.flatten(2)), "linear": lambda: self.fc(a.flatten(1)[:, :64]),
+            "add": lambda: self.f.add(a, b), "add_relu": lambda: self.f.add_relu(a, b),
+            "mul": lambda: self.f.mul(a, b), "cat": lambda: self.f.cat([a, b], 1),
+            "hardswish": lambda: self.hardswish(a), "sigmoid": lambda: self.sigmoid(a),
+        }
+        return self.dequant(ops[k]())
+
+    def out_scale(self) -> float:
+        owner = {"conv2d": self.conv, "conv2d_relu": self.conv, "conv1d": self.conv1d, "linear": self.fc,
+                 "hardswish": self.hardswish}.get(self.kind, self.f)
+        return 1.0 / 256.0 if self.kind == "sigmoid" else float(owner.scale)
+
+
 def steps_in_tract(model: nn.Module, x: torch.Tensor, out_scale: float,
                    tmp: Path, target: t2n.Target | None = None) -> tuple[float, float, t2n.Artifact]:
     """Export ``model``, run it in tract, and compare with PyTorch's quantized output in

@@ -16,6 +16,7 @@ from qmodels import (  # noqa: F401 - the autouse fixtures
     MLP,
     EagerConvNet,
     FXConvNet,
+    OneOp,
     eager_quantized,
     fbgemm_engine,
     fx_quantized,
@@ -34,6 +35,15 @@ MAX_FRACTION_ONE_STEP = 0.05
 def _assert_within_one_step(max_steps: float, fraction: float) -> None:
     assert max_steps <= 1.0 + 1e-4, f"{max_steps} steps off"
     assert fraction <= MAX_FRACTION_ONE_STEP, f"{fraction:.1%} of elements one step off"
+
+
+@pytest.mark.parametrize("kind", OneOp.KINDS)
+def test_each_op_alone(tmp_path: Path, kind: str) -> None:
+    torch.manual_seed(200)
+    fuse = [["conv", "relu"]] if kind == "conv2d_relu" else []
+    q = eager_quantized(OneOp(kind), fuse, torch.randn(16, 8, 8, 8))
+    steps, fraction, _ = steps_in_tract(q, torch.randn(4, 8, 8, 8), q.out_scale(), tmp_path)
+    assert steps <= 1.0 + 1e-4 and fraction <= 0.01, (steps, fraction)
 
 
 def test_eager_convnet_per_channel_weights(tmp_path: Path) -> None:
