@@ -186,6 +186,11 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     if not tensors:
         raise InvalidArgumentError("the example arguments contain no tensor")
     if holds_packed_params(model):
+        if extracted is not None and extracted.extractors:
+            raise InvalidArgumentError(
+                "module extractors are not supported on models quantized with "
+                "torch.ao.quantization (their packed weights are traced by torch.jit.trace); "
+                "export without extractors=")
         return trace_quantized_module(model, args, kwargs)
     flat = FlatModule(model, spec)
     outputs: list[torch.Tensor] = []

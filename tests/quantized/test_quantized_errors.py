@@ -16,7 +16,7 @@ from qmodels import (  # noqa: F401 - the autouse fixtures
 from torch import nn
 
 import t2n
-from t2n.errors import NotExpressibleError, T2NError, UnsupportedOpsError
+from t2n.errors import InvalidArgumentError, NotExpressibleError, T2NError, UnsupportedOpsError
 
 
 def _export_fails(model: nn.Module, x: torch.Tensor, tmp_path: Path, error: type[T2NError],
@@ -125,3 +125,13 @@ def test_weights_with_per_channel_zero_points_that_differ(tmp_path: Path) -> Non
     assert isinstance(err, UnsupportedOpsError)
     assert ("quantized::conv2d_relu", "conv") in {(p.op, p.module) for p in err.problems}
     assert "per-channel weight zero points that differ" in str(err)
+
+
+def test_module_extractors_are_refused_on_quantized_models(tmp_path: Path) -> None:
+    torch.manual_seed(2)
+    q = eager_quantized(EagerConvNet(), [["conv", "relu"]], torch.randn(8, 3, 8, 8))
+    extractor = t2n.ModuleExtractor(nn.Linear, lower=lambda ctx, module, x: x)
+    dest = tmp_path / "out.tgz"
+    with pytest.raises(InvalidArgumentError, match="module extractors are not supported on models quantized"):
+        t2n.export(q, (torch.randn(2, 3, 8, 8),), dest, extractors=[extractor])
+    assert list(tmp_path.iterdir()) == []
