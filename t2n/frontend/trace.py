@@ -26,6 +26,7 @@ from t2n.frontend import torch_private
 from t2n.frontend.extractors import ExtractedCalls
 from t2n.frontend.io import FlatModule, Spec, flatten
 from t2n.frontend.module_calls import inline_autograd_functions, module_calls_recorded
+from t2n.frontend.quantized_trace import holds_packed_params, jit_trace_flat, mark_quantized_forms
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.state_guard import StateWrites
 from t2n.frontend.trace_watch import TraceWatch, fast_paths_unwatched
@@ -184,6 +185,13 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     tensors, paths, spec = flatten((args, kwargs))
     if not tensors:
         raise InvalidArgumentError("the example arguments contain no tensor")
+    if holds_packed_params(model):
+        if extracted is not None and extracted.extractors:
+            raise InvalidArgumentError(
+                "module extractors are not supported on models quantized with "
+                "torch.ao.quantization (their packed weights are traced by torch.jit.trace); "
+                "export without extractors=")
+        return trace_quantized_module(model, args, kwargs)
     flat = FlatModule(model, spec)
     outputs: list[torch.Tensor] = []
 
@@ -212,6 +220,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     inline_autograd_functions(graph, extracted)
     torch_private.dead_code_elimination(graph)
     torch_private.constant_pooling(graph)  # the tracer records a constant per use
+    mark_quantized_forms(graph)  # float ops PyTorch ran on quantized tensors
     return TracedModel(
         graph=graph,
         root=flat,
@@ -227,6 +236,21 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         specializations=watch.found,
         start_values=start,
         extracted=extracted,
+    )
+
+
+def trace_quantized_module(model: torch.nn.Module, args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> TracedModel:
+    """A model quantized with ``torch.ao.quantization``, traced by ``torch.jit.trace`` (its
+    packed weights are read through ``prim::GetAttr``; see ``quantized_trace``)."""
+    originals = [t.detach().clone() for t in flatten((args, kwargs))[0]]
+    with _TRACE_LOCK, eval_mode(model):
+        flat, graph, _, paths, outputs = jit_trace_flat(model, args, kwargs)
+    return TracedModel(
+        graph=graph, root=flat, scope_prefix="model.", example_inputs=originals,
+        input_paths=paths, reference_outputs=[o.detach() for o in outputs],
+        output_paths=list(flat.out_paths), output_spec=flat.out_spec,
+        tensor_names=canonical_tensor_names(flat, "model."),
     )
 
 
@@ -265,6 +289,7 @@ def script_graph(
     torch_private.inline_calls(graph)
     inline_autograd_functions(graph, None)
     torch_private.dead_code_elimination(graph)
+    mark_quantized_forms(graph)
     return TracedModel(
         graph=graph,
         root=root,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Iterable, Mapping
 
@@ -72,11 +73,26 @@ class QuantInfo:
     axis: int | None = None
 
     def __str__(self) -> str:
+        """``qu8<scale, zero_point>`` (``qi8<[scales], [zero points], axis>`` per channel):
+        no ``=`` or parentheses, so that IR text lines stay parseable."""
         sc = self.scale[0] if len(self.scale) == 1 else list(self.scale)
         zp = self.zero_point[0] if len(self.zero_point) == 1 else list(self.zero_point)
-        ax = "" if self.axis is None else f", axis={self.axis}"
+        ax = "" if self.axis is None else f", {self.axis}"
         sign = "i" if self.signed else "u"
-        return f"q{sign}{self.bits}(scale={sc}, zero_point={zp}{ax})"
+        return f"q{sign}{self.bits}<{sc}, {zp}{ax}>"
+
+    @classmethod
+    def parse(cls, text: str) -> QuantInfo:
+        """The inverse of ``str``."""
+        text = text.strip()
+        head, body = text[: text.index("<")], text[text.index("<") + 1 : text.rindex(">")]
+        parts = ast.literal_eval(f"({body},)")
+        scale, zp = parts[0], parts[1]
+        return cls(
+            tuple(float(x) for x in (scale if isinstance(scale, list) else [scale])),
+            tuple(int(x) for x in (zp if isinstance(zp, list) else [zp])),
+            int(head[2:]), head[1] == "i", int(parts[2]) if len(parts) > 2 else None,
+        )
 
 
 @attrs.frozen
@@ -104,5 +120,6 @@ class TensorType:
     @classmethod
     def parse(cls, text: str) -> TensorType:
         text = text.strip()
-        i = text.index("[")
-        return cls(DType.parse(text[:i]), Shape.parse(text[i : text.index("]") + 1]))
+        i, j = text.index("["), text.index("]") + 1
+        rest = text[j:].strip()
+        return cls(DType.parse(text[:i]), Shape.parse(text[i:j]), QuantInfo.parse(rest) if rest else None)

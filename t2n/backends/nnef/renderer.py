@@ -27,6 +27,7 @@ from t2n.backends.nnef.context import (
     literal,
     nnef_type,
 )
+from t2n.backends.nnef.emit.quant import graph_quant_text
 from t2n.backends.nnef.tract import TractEmitContext
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
 from t2n.errors import EmissionError, NotExpressibleError, OpProblem
@@ -141,7 +142,7 @@ class NNEFRenderer:
             attrs.evolve(t, dtype=self.written_dtype(t.dtype)) for t in ctx.tensors
         )
         return RenderedModel(
-            self._document(ctx, graph, input_ids, output_ids), None, tensors,
+            self._document(ctx, graph, input_ids, output_ids), graph_quant_text(ctx, graph), tensors,
             tuple(ctx.registries), tuple(input_ids), tuple(output_ids),
         )
 
