@@ -36,6 +36,11 @@ _LAZY = {
     "harden_jit_for_export": "t2n.frontend.jit",
     "BakedSizeWarning": "t2n.passes.dynamic_axes",
     "SpecializedTraceWarning": "t2n.frontend.specialization",
+    # Q4_0 weight quantization
+    "quantize": "t2n.quant.model",
+    "quantize_tensor": "t2n.quant.model",
+    "quantized_state": "t2n.quant.model",
+    "Q40Recipe": "t2n.quant.recipes",
 }
 
 if TYPE_CHECKING:
@@ -51,6 +56,8 @@ if TYPE_CHECKING:
     from t2n.passes.base import Pass, PassResult
     from t2n.passes.dynamic_axes import BakedSizeWarning
     from t2n.passes.manager import PassManager
+    from t2n.quant.model import quantize, quantize_tensor, quantized_state
+    from t2n.quant.recipes import Q40Recipe
     from t2n.serialize.torch_io import (
         export_tensors_from_disk_to_nnef,
         export_tensors_to_nnef,
@@ -75,4 +82,5 @@ __all__ = [
     "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",
+    "Q40Recipe", "quantize", "quantize_tensor", "quantized_state",
 ]
