@@ -21,14 +21,14 @@ import torch
 
 from t2n.errors import InvalidArgumentError
 from t2n.ir import TensorData
-from t2n.quant.q4_0 import BLOCK, Q40Data, shape_problem
+from t2n.quant.q4_0 import BLOCK, Q40Data, quantize_blocks_, shape_problem
 from t2n.quant.recipes import Q40Recipe, recipe_of
 
 logger = logging.getLogger("t2n.quant")
 
 SCALES_ATTR = "t2n_q4_0_scales"
-CHUNK_VALUES = 1 << 22
-"""Values quantized at a time: bounded temporaries whatever the weight's size."""
+CHUNK_VALUES = 1 << 16
+"""Values quantized at a time: bounded temporaries that stay in the CPU's cache."""
 
 
 def _selected(model: torch.nn.Module, recipe: Q40Recipe) -> Iterator[tuple[str, torch.nn.Parameter]]:
@@ -69,37 +69,37 @@ def _problem(p: torch.Tensor) -> str | None:
     return shape_problem(tuple(p.shape))
 
 
-def _scale_source(blocks: torch.Tensor, percentile: float) -> torch.Tensor:
-    """Per block, the signed value the scale maps to code 0 (see :mod:`.recipes`)."""
-    mags = blocks.abs()
-    top = blocks.gather(-1, mags.argmax(-1, keepdim=True)).squeeze(-1)
-    if percentile >= 1.0:
-        return top
-    return torch.quantile(mags, percentile, dim=-1) * torch.where(top < 0, -1.0, 1.0)
+def _quantize_rows_(rows: torch.Tensor, percentile: float) -> np.ndarray:
+    """Replace a slab of rows by its dequantized values; returns its f16 scales."""
+    view = _host_view(rows)
+    host = view.astype(np.float32) if view is not None else \
+        rows.detach().to("cpu", torch.float32, copy=True).numpy()
+    scales = quantize_blocks_(host.reshape(-1, BLOCK), percentile)
+    if view is not None:
+        view[...] = host  # numpy rounds to f16 like PyTorch (to nearest even)
+    else:
+        rows.copy_(torch.from_numpy(host).to(rows.dtype))
+    return scales
 
 
-def _quantize_rows(rows: torch.Tensor, percentile: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(dequantized values like ``rows``, f16 scales) of a slab of rows."""
-    blocks = rows.reshape(-1, BLOCK).to(torch.float32)
-    scales = (_scale_source(blocks, percentile) / -8.0).to(torch.float16)
-    d = scales.to(torch.float32).unsqueeze(-1)
-    safe = torch.where(d == 0, 1.0, d)
-    codes = torch.floor(blocks / safe + 8.5).clamp_(0, 15)
-    codes = torch.where(d == 0, 8.0, codes)
-    deq = ((codes - 8.0) * d).to(rows.dtype).reshape(rows.shape)
-    return deq, scales
+def _host_view(t: torch.Tensor) -> np.ndarray | None:
+    """A numpy view of a CPU f32/f16 tensor's memory (None for others: bf16, devices)."""
+    if t.device.type != "cpu" or t.dtype not in (torch.float32, torch.float16):
+        return None
+    return t.detach().numpy()
 
 
 def quantize_weight_(p: torch.Tensor, percentile: float = 1.0) -> np.ndarray:
     """Quantize ``p`` in place (its values become the dequantized ones); returns the f16
-    scales, one per block of 32 values of each row, in C order."""
+    scales, one per block of 32 values of each row, in C order. The math runs in numpy
+    on small slabs (in the CPU's cache, on this thread: PyTorch's thread pool is many
+    times slower on a busy machine for such short element-wise ops)."""
     rows = max(1, CHUNK_VALUES // max(1, math.prod(p.shape[1:])))
     scales = []
     with torch.no_grad():
         for start in range(0, p.shape[0], rows):
-            deq, s = _quantize_rows(p[start:start + rows], percentile)
-            p[start:start + rows] = deq
-            scales.append(s.cpu().numpy())
+            scales.append(_quantize_rows_(p[start:start + rows], percentile))
+        torch.autograd.graph.increment_version(p)  # its values changed (writes through numpy)
     return np.concatenate(scales)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError, SerializationError
 from t2n.ir import DType, TensorData
-from t2n.ir.tensor_data import CONVERT_CHUNK_BYTES, DEFAULT_CHUNK_BYTES, bf16_bits_to_f32
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, bf16_bits_to_f32
 
 BLOCK = 32
 """Values per block."""
@@ -63,12 +63,44 @@ def payload_size(shape: tuple[int, ...]) -> int:
 
 def codes_for(values: np.ndarray, scales: np.ndarray) -> np.ndarray:
     """The codes (uint8, 0..15) of ``values`` ``[n, 32]`` (f32) at the f16 ``scales`` ``[n]``:
-    the nearest ``q`` with ``(q - 8) * d`` closest to the value, clamped to 0..15."""
+    ``floor(value / d + 8.5)`` clamped to 0..15 (8 in a block of scale 0)."""
     d = scales.astype(np.float32)[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.floor(values / d + np.float32(8.5))
-    q = np.where(d == 0, np.float32(8), q)
-    return np.clip(q, 0, 15).astype(np.uint8)
+    with np.errstate(divide="ignore"):
+        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d)
+    q = values * inverse
+    q += np.float32(8.5)
+    np.floor(q, out=q)
+    np.clip(q, 0, 15, out=q)
+    return q.astype(np.uint8)
+
+
+def scale_sources(values: np.ndarray, percentile: float = 1.0) -> np.ndarray:
+    """Per block of ``values`` ``[n, 32]`` (f32), the signed value its scale maps to code
+    0 (see :mod:`t2n.quant.recipes`): of the block's largest and smallest value, the one
+    of larger magnitude (the largest on a tie); with ``percentile`` < 1, that quantile of
+    the magnitudes, signed like it."""
+    high, low = values.max(axis=1), values.min(axis=1)
+    top = np.where(high >= -low, high, low)
+    if percentile >= 1.0:
+        return np.asarray(top)
+    mags = np.quantile(np.abs(values), percentile, axis=1).astype(np.float32)
+    return np.asarray(mags * np.where(top < 0, np.float32(-1), np.float32(1)))
+
+
+def quantize_blocks_(values: np.ndarray, percentile: float = 1.0) -> np.ndarray:
+    """Replace ``values`` ``[n, 32]`` (f32, in place) by their Q4_0 values; returns the f16
+    scales. Codes: ``floor(value / d + 8.5)`` clamped to 0..15, ``d`` the stored scale."""
+    scales = (scale_sources(values, percentile) / np.float32(-8)).astype(np.float16)
+    d = scales.astype(np.float32)[:, None]
+    with np.errstate(divide="ignore"):
+        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d)  # all-zero block: codes 8
+    values *= inverse
+    values += np.float32(8.5)
+    np.floor(values, out=values)
+    np.clip(values, 0, 15, out=values)
+    values -= np.float32(8)
+    values *= d
+    return scales
 
 
 def dequantize_codes(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
@@ -177,9 +209,13 @@ def _block_runs(data: TensorData, chunk_bytes: int) -> Iterator[np.ndarray]:
         raise SerializationError(f"a Q4_0 source ended inside a block ({carry.size} values left)")
 
 
-def iter_blocks(data: Q40Data, chunk_bytes: int = CONVERT_CHUNK_BYTES) -> Iterator[memoryview]:
+PACK_CHUNK_BYTES = 256 << 10
+"""Source bytes packed at a time: the temporaries stay in the CPU's cache."""
+
+
+def iter_blocks(data: Q40Data, chunk_bytes: int = PACK_CHUNK_BYTES) -> Iterator[memoryview]:
     """The Q4_0 payload of ``data``, chunk by chunk (bounded temporaries: a few times
-    ``chunk_bytes``). Refuses a weight whose values are not its blocks' values (it was
+    ``chunk_bytes``), vectorized over the blocks of each chunk. Refuses a weight whose values are not its blocks' values (it was
     changed after quantization) with :class:`InvalidArgumentError` naming it."""
     budget = max(BLOCK * data.source.dtype.itemsize, chunk_bytes - chunk_bytes % (BLOCK * 4))
     start = 0
@@ -273,7 +309,7 @@ def read_dequantized(source: str | os.PathLike[str] | bytes | BinaryIO) -> np.nd
 
 
 __all__ = [
-    "BLOCK", "BLOCK_BYTES", "ITEM_TYPE", "Q40Data", "codes_for", "dequantize_blocks",
+    "BLOCK", "BLOCK_BYTES", "ITEM_TYPE", "Q40Data", "codes_for", "quantize_blocks_", "scale_sources", "dequantize_blocks",
     "dequantize_codes", "header", "is_q4_0_header", "iter_blocks", "pack", "parse_blocks",
     "payload_size", "read_blocks", "read_dequantized", "shape_problem", "unpack",
 ]
