@@ -41,6 +41,7 @@ _LAZY = {
     "quantize_tensor": "t2n.quant.model",
     "quantized_state": "t2n.quant.model",
     "Q40Recipe": "t2n.quant.recipes",
+    "gguf_tensors": "t2n.quant.gguf_io",
 }
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from t2n.passes.base import Pass, PassResult
     from t2n.passes.dynamic_axes import BakedSizeWarning
     from t2n.passes.manager import PassManager
+    from t2n.quant.gguf_io import gguf_tensors
     from t2n.quant.model import quantize, quantize_tensor, quantized_state
     from t2n.quant.recipes import Q40Recipe
     from t2n.serialize.torch_io import (
@@ -82,5 +84,5 @@ __all__ = [
     "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",
-    "Q40Recipe", "quantize", "quantize_tensor", "quantized_state",
+    "Q40Recipe", "gguf_tensors", "quantize", "quantize_tensor", "quantized_state",
 ]

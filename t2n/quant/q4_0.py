@@ -26,7 +26,7 @@ from typing import BinaryIO
 import numpy as np
 
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError, SerializationError
-from t2n.ir import DType, TensorData
+from t2n.ir import DType, LazyData, TensorData
 from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, bf16_bits_to_f32
 
 BLOCK = 32
@@ -209,6 +209,65 @@ def _block_runs(data: TensorData, chunk_bytes: int) -> Iterator[np.ndarray]:
         raise SerializationError(f"a Q4_0 source ended inside a block ({carry.size} values left)")
 
 
+class Q40Blocks(TensorData):
+    """Q4_0 blocks as they already are (e.g. a GGUF file's ``Q4_0`` tensor, memory-mapped):
+    written to the ``.dat`` payload byte for byte, never re-quantized. Its values (for
+    anything that reads them) are the blocks' f32 values, decoded chunk by chunk."""
+
+    __slots__ = ("blocks", "dtype", "name", "shape")
+
+    def __init__(self, blocks: np.ndarray, shape: tuple[int, ...], name: str = "") -> None:
+        problem = shape_problem(shape)
+        if problem is not None:
+            raise InvalidArgumentError(f"tensor {name!r} cannot be stored as Q4_0: {problem}")
+        want = math.prod(shape) // BLOCK
+        if blocks.dtype != np.uint8 or blocks.size != want * BLOCK_BYTES:
+            raise InvalidArgumentError(
+                f"tensor {name!r}: shape {list(shape)} needs {want} Q4_0 blocks "
+                f"({want * BLOCK_BYTES} bytes), got {blocks.size} {blocks.dtype} items")
+        self.blocks = blocks.reshape(want, BLOCK_BYTES)
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = DType.F32
+        self.name = name
+
+    def raw(self) -> np.ndarray:
+        return dequantize_blocks(self.blocks, self.shape)
+
+    def iter_chunks(self, max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
+        per = max(1, max_bytes // (BLOCK * 4))
+        for start in range(0, self.blocks.shape[0], per):
+            codes, scales = unpack(self.blocks[start:start + per])
+            yield dequantize_codes(codes, scales).reshape(-1)
+
+    def __repr__(self) -> str:
+        return f"Q40Blocks({list(self.shape)} {self.name})"
+
+
+def iter_payload(data: TensorData) -> Iterator[memoryview]:
+    """The Q4_0 payload of :class:`Q40Data` (packed now) or :class:`Q40Blocks` (as is)."""
+    if isinstance(data, Q40Blocks):
+        per = DEFAULT_CHUNK_BYTES // BLOCK_BYTES
+        for start in range(0, data.blocks.shape[0], per):
+            yield np.ascontiguousarray(data.blocks[start:start + per]).data.cast("B")
+        return
+    assert isinstance(data, Q40Data)
+    yield from iter_blocks(data)
+
+
+def as_float(data: TensorData) -> TensorData:
+    """The float values of Q4_0 data, as data written in float (its own dtype)."""
+    if isinstance(data, Q40Data):
+        return data.source
+    if isinstance(data, Q40Blocks):
+        return LazyData(DType.F32, data.shape, data.raw, data.iter_chunks, f"values of {data!r}")
+    return data
+
+
+def is_q4_0(data: TensorData) -> bool:
+    """True for tensor data written as Q4_0 blocks."""
+    return isinstance(data, (Q40Data, Q40Blocks))
+
+
 PACK_CHUNK_BYTES = 256 << 10
 """Source bytes packed at a time: the temporaries stay in the CPU's cache."""
 
@@ -309,7 +368,7 @@ def read_dequantized(source: str | os.PathLike[str] | bytes | BinaryIO) -> np.nd
 
 
 __all__ = [
-    "BLOCK", "BLOCK_BYTES", "ITEM_TYPE", "Q40Data", "codes_for", "quantize_blocks_", "scale_sources", "dequantize_blocks",
+    "BLOCK", "BLOCK_BYTES", "ITEM_TYPE", "Q40Blocks", "Q40Data", "as_float", "is_q4_0", "iter_payload", "codes_for", "quantize_blocks_", "scale_sources", "dequantize_blocks",
     "dequantize_codes", "header", "is_q4_0_header", "iter_blocks", "pack", "parse_blocks",
     "payload_size", "read_blocks", "read_dequantized", "shape_problem", "unpack",
 ]

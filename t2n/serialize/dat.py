@@ -246,8 +246,7 @@ def iter_dat(data: TensorData, dtype: DType | None = None,
     errors (e.g. its weight file changed under it).
     """
     if _is_q4_0(data):
-        assert isinstance(data, q4_0.Q40Data)
-        return itertools.chain([q4_0.header(data.shape)], q4_0.iter_blocks(data))
+        return itertools.chain([q4_0.header(data.shape)], q4_0.iter_payload(data))
     out = data.dtype if dtype is None else dtype
     header = make_header(out, data.shape)
     region = data.region if isinstance(data, LazyData) else None
@@ -258,9 +257,10 @@ def iter_dat(data: TensorData, dtype: DType | None = None,
 
 
 def _is_q4_0(data: TensorData) -> bool:
-    """Q4_0 weights (:class:`t2n.quant.q4_0.Q40Data`) are written as tract's 4-bit blocks,
-    whatever dtype is asked: their values are the blocks' values in any float type."""
-    return isinstance(data, q4_0.Q40Data)
+    """Q4_0 weights (:class:`t2n.quant.q4_0.Q40Data`, ``Q40Blocks``) are written as tract's
+    4-bit blocks, whatever dtype is asked: their values are the blocks' values in any
+    float type."""
+    return q4_0.is_q4_0(data)
 
 
 def _write_to(f: BinaryIO, chunks: Iterator[bytes | memoryview | FileRegion]) -> int:

@@ -16,7 +16,7 @@ import logging
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable
 from t2n.ir import Graph, Op, Value
-from t2n.quant.q4_0 import Q40Data
+from t2n.quant.q4_0 import as_float, is_q4_0
 
 TRACT = EmitterTable("block_quant/tract")
 KHRONOS = EmitterTable("block_quant/khronos")
@@ -51,7 +51,7 @@ def q4_0_problem(graph: Graph, v: Value) -> str | None:
 def is_q4_0_operand(graph: Graph, v: Value) -> bool:
     """True when ``v`` is a variable written as Q4_0 (its readers must say so in tract)."""
     p = v.producer
-    return p is not None and p.kind == "variable" and isinstance(p.attrs["data"], Q40Data) \
+    return p is not None and p.kind == "variable" and is_q4_0(p.attrs["data"]) \
         and q4_0_problem(graph, v) is None
 
 
@@ -63,21 +63,21 @@ def gather_datum_type(ctx: EmitContext, op: Op) -> str | None:
 @TRACT.emitter("variable")
 def variable_tract(ctx: EmitContext, op: Op) -> None:
     data = op.attrs["data"]
-    if isinstance(data, Q40Data):
+    if is_q4_0(data):
         why = q4_0_problem(ctx.graph, op.output)
         if why is not None:
             logger.info("Q4_0 weight %r is written in float: %s, which tract cannot run on "
                         "4-bit blocks", op.attrs["label"], why)
-            data = data.source
+            data = as_float(data)
     ctx.variable_line(ctx.id(op.output), data, op.attrs["label"], op.output.type.dtype)
 
 
 @KHRONOS.emitter("variable")
 def variable_khronos(ctx: EmitContext, op: Op) -> None:
     data = op.attrs["data"]
-    if isinstance(data, Q40Data):
+    if is_q4_0(data):
         ctx.unsupported(
             f"weight {op.attrs['label']!r} is Q4_0 (made by t2n.quantize), and Khronos NNEF has "
             f"no 4-bit block type: export to TractNNEF, or compile an unquantized copy of the model")
-        data = data.source
+        data = as_float(data)
     ctx.variable_line(ctx.id(op.output), data, op.attrs["label"], op.output.type.dtype)
