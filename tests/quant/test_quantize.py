@@ -209,3 +209,14 @@ def test_export_writes_the_same_artifact_as_compile_then_save(tmp_path: Path) ->
     t2n.export(model, (ids,), tmp_path / "a.nnef.tar")
     t2n.compile(model, (ids,), t2n.TractNNEF()).save(tmp_path / "b.nnef.tar")
     assert (tmp_path / "a.nnef.tar").read_bytes() == (tmp_path / "b.nnef.tar").read_bytes()
+
+
+def test_bf16_models_keep_their_q4_0_weights(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(50, 64), torch.nn.Linear(64, 32)).eval()
+    t2n.quantize(model, "min_max_q4_0_with_embeddings")
+    model = model.to(torch.bfloat16)  # written as f16 by default, the weights as Q4_0 blocks
+    art = t2n.compile(model, (torch.randint(0, 50, (1, 5)),), t2n.TractNNEF())
+    art.check("very_loose")  # PyTorch computes in bf16, tract in f16
+    art.save(tmp_path / "m")
+    assert q4_0_files(tmp_path / "m") == {"0.weight.dat", "1.weight.dat"}

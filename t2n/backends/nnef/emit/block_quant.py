@@ -15,13 +15,22 @@ from __future__ import annotations
 import logging
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable
-from t2n.ir import Graph, Op, Value
+from t2n.ir import Graph, Op, TensorData, Value
+from t2n.ir.tensor_data import ConvertedData
 from t2n.quant.q4_0 import as_float, is_q4_0
 
 TRACT = EmitterTable("block_quant/tract")
 KHRONOS = EmitterTable("block_quant/khronos")
 
 logger = logging.getLogger("t2n.quant")
+
+
+def q4_0_data(data: TensorData) -> TensorData | None:
+    """The Q4_0 data a variable holds (under a bf16 → f16/f32 conversion too: its values
+    are those of the blocks in any float type), or None."""
+    if isinstance(data, ConvertedData) and is_q4_0(data.source):
+        return data.source
+    return data if is_q4_0(data) else None
 
 
 def _reader_problem(op: Op, index: int) -> str | None:
@@ -51,7 +60,7 @@ def q4_0_problem(graph: Graph, v: Value) -> str | None:
 def is_q4_0_operand(graph: Graph, v: Value) -> bool:
     """True when ``v`` is a variable written as Q4_0 (its readers must say so in tract)."""
     p = v.producer
-    return p is not None and p.kind == "variable" and is_q4_0(p.attrs["data"]) \
+    return p is not None and p.kind == "variable" and q4_0_data(p.attrs["data"]) is not None \
         and q4_0_problem(graph, v) is None
 
 
@@ -63,21 +72,24 @@ def gather_datum_type(ctx: EmitContext, op: Op) -> str | None:
 @TRACT.emitter("variable")
 def variable_tract(ctx: EmitContext, op: Op) -> None:
     data = op.attrs["data"]
-    if is_q4_0(data):
+    blocks = q4_0_data(data)
+    if blocks is not None:
         why = q4_0_problem(ctx.graph, op.output)
-        if why is not None:
+        if why is None:
+            data = blocks
+        else:
             logger.info("Q4_0 weight %r is written in float: %s, which tract cannot run on "
                         "4-bit blocks", op.attrs["label"], why)
-            data = as_float(data)
+            data = data if data is not blocks else as_float(blocks)
     ctx.variable_line(ctx.id(op.output), data, op.attrs["label"], op.output.type.dtype)
 
 
 @KHRONOS.emitter("variable")
 def variable_khronos(ctx: EmitContext, op: Op) -> None:
     data = op.attrs["data"]
-    if is_q4_0(data):
+    if q4_0_data(data) is not None:
         ctx.unsupported(
             f"weight {op.attrs['label']!r} is Q4_0 (made by t2n.quantize), and Khronos NNEF has "
             f"no 4-bit block type: export to TractNNEF, or compile an unquantized copy of the model")
-        data = as_float(data)
+        data = as_float(data) if is_q4_0(data) else data
     ctx.variable_line(ctx.id(op.output), data, op.attrs["label"], op.output.type.dtype)
