@@ -220,3 +220,16 @@ def test_bf16_models_keep_their_q4_0_weights(tmp_path: Path) -> None:
     art.check("very_loose")  # PyTorch computes in bf16, tract in f16
     art.save(tmp_path / "m")
     assert q4_0_files(tmp_path / "m") == {"0.weight.dat", "1.weight.dat"}
+
+
+def test_q4_0_weights_changed_after_compile_are_refused_at_save(tmp_path: Path) -> None:
+    from t2n.errors import WeightsChangedError
+
+    torch.manual_seed(0)
+    model = t2n.quantize(Odd().eval(), "min_max_q4_0")
+    art = t2n.compile(model, (torch.randn(3, 48),), t2n.TractNNEF())
+    with torch.no_grad():
+        model.fine.weight.mul_(-1)  # still Q4_0 values of other scales, but not the compiled ones
+    with pytest.raises(WeightsChangedError, match=r"fine\.weight"):
+        art.save(tmp_path / "m.nnef.tar")
+    assert os.listdir(tmp_path) == []
