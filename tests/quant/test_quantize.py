@@ -206,7 +206,9 @@ def test_percentile_calibration_clamps_the_outlier() -> None:
 def test_export_writes_the_same_artifact_as_compile_then_save(tmp_path: Path) -> None:
     model, ids = llama(tied=True)
     t2n.quantize(model, "min_max_q4_0_with_embeddings")
-    t2n.export(model, (ids,), tmp_path / "a.nnef.tar")
+    art = t2n.export(model, (ids,), tmp_path / "a.nnef.tar")
+    overlap = art.stats["overlap"]  # the Q4_0 weights written while compiling were kept
+    assert overlap["written_early"] == overlap["kept"] > 0, overlap
     t2n.compile(model, (ids,), t2n.TractNNEF()).save(tmp_path / "b.nnef.tar")
     assert (tmp_path / "a.nnef.tar").read_bytes() == (tmp_path / "b.nnef.tar").read_bytes()
 
