@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -89,16 +91,21 @@ def _host_view(t: torch.Tensor) -> np.ndarray | None:
     return t.detach().numpy()
 
 
-def quantize_weight_(p: torch.Tensor, percentile: float = 1.0) -> np.ndarray:
+def quantize_weight_(p: torch.Tensor, percentile: float = 1.0, *, threads: int | None = None) -> np.ndarray:
     """Quantize ``p`` in place (its values become the dequantized ones); returns the f16
     scales, one per block of 32 values of each row, in C order. The math runs in numpy
-    on small slabs (in the CPU's cache, on this thread: PyTorch's thread pool is many
-    times slower on a busy machine for such short element-wise ops)."""
+    on small slabs (in the CPU's cache; PyTorch's thread pool is many times slower on a
+    busy machine for such short element-wise ops), slabs spread over ``threads``
+    threads (default: one per CPU; numpy releases the GIL), each writing its own rows."""
     rows = max(1, CHUNK_VALUES // max(1, math.prod(p.shape[1:])))
-    scales = []
+    starts = range(0, p.shape[0], rows)
+    workers = min(len(starts), threads or os.cpu_count() or 1)
     with torch.no_grad():
-        for start in range(0, p.shape[0], rows):
-            scales.append(_quantize_rows_(p[start:start + rows], percentile))
+        if workers <= 1:
+            scales = [_quantize_rows_(p[s:s + rows], percentile) for s in starts]
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="t2n-quantize") as pool:
+                scales = list(pool.map(lambda s: _quantize_rows_(p[s:s + rows], percentile), starts))
         torch.autograd.graph.increment_version(p)  # its values changed (writes through numpy)
     return np.concatenate(scales)
 
