@@ -21,7 +21,9 @@ import math
 import os
 import struct
 import sys
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 import numpy as np
@@ -290,25 +292,45 @@ PACK_CHUNK_BYTES = 256 << 10
 """Source bytes packed at a time: the temporaries stay in the CPU's cache."""
 
 
-def iter_blocks(data: Q40Data, chunk_bytes: int = PACK_CHUNK_BYTES) -> Iterator[memoryview]:
-    """The Q4_0 payload of ``data``, chunk by chunk (bounded temporaries: a few times
-    ``chunk_bytes``), vectorized over the blocks of each chunk. Refuses a weight whose values are not its blocks' values (it was
-    changed after quantization) with :class:`InvalidArgumentError` naming it."""
+def _pack_run(data: Q40Data, values: np.ndarray, start: int) -> memoryview:
+    """The blocks of ``values`` (blocks ``start``… of ``data``), checked against the scales."""
+    scales = data.scales[start:start + values.shape[0]]
+    codes = codes_for(values, scales)
+    back = _rounded_like(dequantize_codes(codes, scales), data.dtype)
+    if not np.array_equal(back, values):
+        bad = int(np.argwhere((back != values).any(axis=1))[0, 0]) + start
+        raise InvalidArgumentError(
+            f"tensor {data.name!r}: block {bad} holds values that are not Q4_0 codes of its "
+            f"scale: the weight was changed after t2n.quantize. Call t2n.quantize on the "
+            f"model again (or export it without Q4_0).")
+    return pack(codes, scales).data.cast("B")
+
+
+def iter_blocks(data: Q40Data, chunk_bytes: int = PACK_CHUNK_BYTES, *,
+                threads: int | None = None) -> Iterator[memoryview]:
+    """The Q4_0 payload of ``data``, chunk by chunk, vectorized over the blocks of each
+    chunk, packed by ``threads`` threads (default: one per CPU; numpy releases the GIL)
+    a few chunks ahead of the consumer, in order (bounded memory: a few chunks). Refuses
+    a weight whose values are not its blocks' values (it was changed after
+    quantization) with :class:`InvalidArgumentError` naming it."""
     budget = max(BLOCK * data.source.dtype.itemsize, chunk_bytes - chunk_bytes % (BLOCK * 4))
+    runs = _block_runs(data.source, budget)
+    workers = threads or os.cpu_count() or 1
     start = 0
-    for values in _block_runs(data.source, budget):
-        n = values.shape[0]
-        scales = data.scales[start:start + n]
-        codes = codes_for(values, scales)
-        back = _rounded_like(dequantize_codes(codes, scales), data.dtype)
-        if not np.array_equal(back, values):
-            bad = int(np.argwhere((back != values).any(axis=1))[0, 0]) + start
-            raise InvalidArgumentError(
-                f"tensor {data.name!r}: block {bad} holds values that are not Q4_0 codes of its "
-                f"scale: the weight was changed after t2n.quantize. Call t2n.quantize on the "
-                f"model again (or export it without Q4_0).")
-        yield pack(codes, scales).data.cast("B")
-        start += n
+    if workers <= 1:
+        for values in runs:
+            yield _pack_run(data, values, start)
+            start += values.shape[0]
+        return
+    with ThreadPoolExecutor(workers, thread_name_prefix="t2n-q4_0") as pool:
+        pending: deque[Future[memoryview]] = deque()
+        for values in runs:
+            pending.append(pool.submit(_pack_run, data, values, start))
+            start += values.shape[0]
+            if len(pending) > 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 # -- .dat files -----------------------------------------------------------------------
