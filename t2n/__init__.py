@@ -43,6 +43,12 @@ _LAZY = {
     "SemanticVersion": "t2n.dropin.version",
     "TractCheckTolerance": "t2n.dropin.names",
     "TractFeatureFlag": "t2n.dropin.names",
+    # Q4_0 weight quantization
+    "quantize": "t2n.quant.model",
+    "quantize_tensor": "t2n.quant.model",
+    "quantized_state": "t2n.quant.model",
+    "Q40Recipe": "t2n.quant.recipes",
+    "gguf_tensors": "t2n.quant.gguf_io",
 }
 
 if TYPE_CHECKING:
@@ -62,6 +68,9 @@ if TYPE_CHECKING:
     from t2n.passes.base import Pass, PassResult
     from t2n.passes.dynamic_axes import BakedSizeWarning
     from t2n.passes.manager import PassManager
+    from t2n.quant.gguf_io import gguf_tensors
+    from t2n.quant.model import quantize, quantize_tensor, quantized_state
+    from t2n.quant.recipes import Q40Recipe
     from t2n.serialize.torch_io import (
         export_tensors_from_disk_to_nnef,
         export_tensors_to_nnef,
@@ -85,7 +94,7 @@ __all__ = [
     "Artifact", "BakedSizeWarning", "CheckReport", "ExtractorContext", "ModuleExtractor", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
     "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
-    "iter_torch_tensors_from_disk", "harden_jit_for_export",
+    "iter_torch_tensors_from_disk", "harden_jit_for_export", "VariableNamingScheme",
     "export_model_to_nnef", "SemanticVersion", "TractCheckTolerance", "TractFeatureFlag",
+    "Q40Recipe", "gguf_tensors", "quantize", "quantize_tensor", "quantized_state",
 ]
-__all__ += ["VariableNamingScheme"]  # naming schemes

@@ -51,6 +51,8 @@ from t2n.passes.dynamic_axes import normalize_dynamic_axes
 from t2n.passes.pipeline import builtin_passes, compile_pipeline
 from t2n.passes.precision import forced_pass_names
 from t2n.passes.spec import PipelineSpec
+from t2n.quant.model import q4_0_scales, with_q4_0
+from t2n.quant.q4_0 import is_q4_0
 from t2n.serialize.archive import ArtifactWriter, open_writer
 from t2n.serialize.dat import dat_size
 from t2n.serialize.overlap import EarlyWriter, PlannedTensor, ordered_like
@@ -117,6 +119,7 @@ def planned_tensors(
     against the compiled artifact.
     """
     out: list[PlannedTensor] = []
+    scales = q4_0_scales(model)
     for name, p in model.named_parameters():
         path = label_to_path(name) + ".dat"
         unchanged: Callable[[], bool]
@@ -131,7 +134,8 @@ def planned_tensors(
             except (RuntimeError, InvalidArgumentError):  # meta or inference tensors, unsupported dtypes
                 continue
             unchanged = functools.partial(_same_version, p, version)
-        if data.dtype is DType.BF16:
+        data = with_q4_0(scales, p, data, name)  # a weight t2n.quantize made Q4_0: written as blocks
+        if data.dtype is DType.BF16 and not is_q4_0(data):
             data = converted(data, bf16_as)
         out.append(PlannedTensor(path, data, data.dtype, unchanged))
     return out

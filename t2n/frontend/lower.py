@@ -38,6 +38,7 @@ from t2n.frontend.views import (
     aliases_input,
 )
 from t2n.ir import DType, Graph, OpSet, SourceLoc, TensorType, Value
+from t2n.quant.model import q4_0_scales, with_q4_0
 
 log = logging.getLogger("t2n.frontend")
 
@@ -83,6 +84,7 @@ class Lowering:
         self.module_writes: dict[tuple[int, str], Any] = {}
         self.views = ViewTracker(self.env)
         self.pending_params: dict[int, tuple[str, torch.Tensor]] = {}
+        self.q4_0_scales = q4_0_scales(traced.root)
         self.static_sizes = static_sizes
         """No axis will become symbolic: sizes read in ``forward`` are Python ints, and the
         arithmetic on them runs in Python instead of becoming IR ops folded later."""
@@ -162,6 +164,7 @@ class Lowering:
                 data = array_data(t if start is None else start, name)
                 if start is None:
                     self.traced.state_read[name] = t
+            data = with_q4_0(self.q4_0_scales, t, data, name)  # weights t2n.quantize made Q4_0
             self.params[key] = Builder(self.graph).variable(data, name)
             self._keepalive.append(t)
         return self.params[key]

@@ -23,6 +23,7 @@ from t2n.errors import InvalidArgumentError
 from t2n.frontend.context import array_data
 from t2n.ir import ArrayData, TensorData
 from t2n.ir.tensor_data import ConvertedData
+from t2n.quant.q4_0 import Q40Data
 from t2n.serialize.guarded import Check, GuardedArrayData, WeightGuards, fingerprint
 
 
@@ -79,10 +80,15 @@ def guarded_tensors(tensors: Sequence[TensorFile], sources: Mapping[str, torch.T
     for tf in tensors:
         data: TensorData = tf.data
         inner = data.source if isinstance(data, ConvertedData) else data
+        blocks = inner if isinstance(inner, Q40Data) else None  # a Q4_0 weight: guard its values
+        if blocks is not None:
+            inner = blocks.source
         if type(inner) is ArrayData and not inner.is_symbolic:
             own = index.owner(inner.array.__array_interface__["data"][0])
             guarded: TensorData = GuardedArrayData(inner, guards, own, first)
             first = False
+            if blocks is not None:
+                guarded = Q40Data(guarded, blocks.scales, blocks.name)
             data = ConvertedData(guarded, data.dtype) if isinstance(data, ConvertedData) else guarded
             tf = attrs.evolve(tf, data=data)
         out.append(tf)

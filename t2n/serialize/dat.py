@@ -34,6 +34,7 @@ from t2n.ir.tensor_data import (
     FileRegion,
     convert_raw,
 )
+from t2n.quant import q4_0
 from t2n.serialize.filecheck import array_guard, bad_address_error, is_bad_address
 
 HEADER_SIZE = 128
@@ -214,20 +215,21 @@ def write_dat(
     writers for atomic forms); ``sync=True`` flushes it to the disk before returning.
     """
     src = ArrayData(data) if isinstance(data, np.ndarray) else data
-    out = src.dtype if dtype is None else dtype
-    header = make_header(out, src.shape)
+    chunks = iter_dat(src, dtype, chunk_bytes)  # the header is made (and checked) now
     if isinstance(target, (str, os.PathLike)):
         with open(target, "wb") as f:
-            n = _write_to(f, header, src, out, chunk_bytes)
+            n = _write_to(f, chunks)
             if sync:
                 f.flush()
                 os.fsync(f.fileno())
             return n
-    return _write_to(target, header, src, out, chunk_bytes)
+    return _write_to(target, chunks)
 
 
 def dat_size(data: TensorData, dtype: DType | None = None) -> int:
     """Size in bytes of the ``.dat`` file for ``data`` written as ``dtype``."""
+    if _is_q4_0(data):
+        return HEADER_SIZE + q4_0.payload_size(data.shape)
     return HEADER_SIZE + payload_size(data.dtype if dtype is None else dtype, data.shape)
 
 
@@ -243,6 +245,8 @@ def iter_dat(data: TensorData, dtype: DType | None = None,
     file; only consumers that handle those ask for them. ``name`` names the tensor in
     errors (e.g. its weight file changed under it).
     """
+    if _is_q4_0(data):
+        return itertools.chain([q4_0.header(data.shape)], q4_0.iter_payload(data))
     out = data.dtype if dtype is None else dtype
     header = make_header(out, data.shape)
     region = data.region if isinstance(data, LazyData) else None
@@ -252,9 +256,17 @@ def iter_dat(data: TensorData, dtype: DType | None = None,
     return itertools.chain([header], iter_payload(data, dtype, chunk_bytes, name=name))
 
 
-def _write_to(f: BinaryIO, header: bytes, src: TensorData, out: DType, chunk_bytes: int) -> int:
-    n = f.write(header)
-    for chunk in iter_payload(src, out, chunk_bytes):
+def _is_q4_0(data: TensorData) -> bool:
+    """Q4_0 weights (:class:`t2n.quant.q4_0.Q40Data`, ``Q40Blocks``) are written as tract's
+    4-bit blocks, whatever dtype is asked: their values are the blocks' values in any
+    float type."""
+    return q4_0.is_q4_0(data)
+
+
+def _write_to(f: BinaryIO, chunks: Iterator[bytes | memoryview | FileRegion]) -> int:
+    n = 0
+    for chunk in chunks:
+        assert not isinstance(chunk, FileRegion)  # asked without regions
         try:
             n += f.write(chunk)
         except OSError as exc:
@@ -332,6 +344,8 @@ def read_dat(source: str | os.PathLike[str] | bytes | BinaryIO) -> np.ndarray:
     else:
         blob = source.read()
     view = memoryview(blob).cast("B")
+    if q4_0.is_q4_0_header(bytes(view[:HEADER_SIZE])):
+        return q4_0.dequantize_blocks(*q4_0.parse_blocks(view, name))
     dtype, shape, bits = parse_header(bytes(view[:HEADER_SIZE]), name)
     size = struct.unpack_from("<I", view, 4)[0]
     payload = view[HEADER_SIZE:]

@@ -27,6 +27,7 @@ import attrs
 
 from t2n.ir import ArrayData, DType, LazyData, TensorData
 from t2n.ir.tensor_data import ConvertedData, chunk_nbytes
+from t2n.quant.q4_0 import Q40Data
 from t2n.serialize.archive import ArtifactWriter
 from t2n.serialize.dat import dat_size, iter_dat, make_header
 from t2n.serialize.progress import Progress
@@ -44,6 +45,9 @@ def data_key(data: TensorData) -> tuple[Any, ...] | None:
     if isinstance(data, ConvertedData):
         inner = data_key(data.source)
         return None if inner is None else ("converted", data.dtype, inner)
+    if isinstance(data, Q40Data):  # a Q4_0 weight: the same values and the same scales
+        inner = data_key(data.source)
+        return None if inner is None else ("q4_0", data.scales.__array_interface__["data"][0], inner)
     if isinstance(data, LazyData):  # the same reader object (kept alive by both sides)
         return ("lazy", id(data), data.dtype, data.shape)
     return None

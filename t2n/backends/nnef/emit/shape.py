@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
+from t2n.backends.nnef.emit.block_quant import gather_datum_type
 from t2n.ir import DType, Op, Sym, Value
 from t2n.ir.infer_utils import slice_dim
 
@@ -250,7 +251,7 @@ KHRONOS.add("pad", _pad_khronos)
 @TRACT.emitter("gather")
 def gather_tract(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, "tract_core_gather", op.inputs[0], indices=Raw(ctx.arg(op.inputs[1])),
-             axis=int(op.attrs["axis"]))
+             axis=int(op.attrs["axis"]), datum_type=gather_datum_type(ctx, op))
 
 
 @KHRONOS.emitter("gather")
