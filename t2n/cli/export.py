@@ -46,6 +46,20 @@ def _extensions(target: str, asserts: tuple[str, ...], extensions: tuple[str, ..
     return [f"tract_assert {a.strip()}" for a in asserts] + list(extensions)
 
 
+def _check_output(output: Path, compression_level: int | None, overwrite: bool) -> None:
+    """Refuse a destination before the model is loaded: a suffix that is no artifact
+    form is a usage error; something t2n did not write there, a failure (exit 1)."""
+    from t2n.errors import InvalidArgumentError
+    from t2n.serialize.archive import artifact_form
+    from t2n.serialize.destination import check_destination
+
+    try:
+        artifact_form(output, compression_level)
+    except InvalidArgumentError as exc:
+        raise click.BadParameter(str(exc), param_hint="--output") from exc
+    check_destination(output, overwrite)
+
+
 def _save_io(folder: Path, artifact: Any) -> None:
     """The example inputs and PyTorch's outputs as ``inputs.npz``/``outputs.npz`` (by
     name), ready for ``t2n check --inputs ... --outputs ...``."""
@@ -135,6 +149,7 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
     for key, value in (("passes", passes), ("weights_from", weights_from), ("dump_ir", dump_ir)):
         if value is not None:
             options[key] = value
+    _check_output(output, compression_level, overwrite)
     from t2n.cli.factory import load_source
 
     source = load_source(spec, shapes=shapes, dtypes=dtypes, factory_kwargs=key_values(factory_args, "--factory-arg"))

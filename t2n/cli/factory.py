@@ -148,8 +148,6 @@ def check_factory_result(result: Any, spec: str) -> ModelSource:
 
 def load_torchscript(path: Path, shapes: Sequence[tuple[int, ...]], dtypes: Sequence[str]) -> ModelSource:
     """A TorchScript file and example inputs of the given shapes and dtypes."""
-    import torch
-
     if not shapes:
         raise click.UsageError(
             f"{path} is a TorchScript file: give its example inputs' shapes with --input-shape "
@@ -158,6 +156,8 @@ def load_torchscript(path: Path, shapes: Sequence[tuple[int, ...]], dtypes: Sequ
         raise click.UsageError(
             f"{len(shapes)} --input-shape but {len(dtypes)} --input-dtype: give one --input-dtype "
             "per input (in the same order), or none for float32 everywhere")
+    import torch
+
     try:
         model = torch.jit.load(str(path), map_location="cpu")  # type: ignore[no-untyped-call]
     except (RuntimeError, ValueError, OSError) as exc:
