@@ -115,7 +115,7 @@ def load_factory(spec: str, factory_kwargs: Mapping[str, str]) -> ModelSource:
         obj = getattr(obj, part)
     if not callable(obj):
         raise click.BadParameter(
-            f"{spec!r} is a {type(obj).__name__}, not a callable; FACTORY must be a function "
+            f"{spec!r} is {_a(obj)}, not a callable; FACTORY must be a function "
             "returning (model, example_inputs)", param_hint="SPEC")
     result = obj(**factory_kwargs)
     return check_factory_result(result, spec)
@@ -131,19 +131,24 @@ def check_factory_result(result: Any, spec: str) -> ModelSource:
             "optional dict of keyword arguments")
     if not isinstance(result, (tuple, list)) or len(result) not in (2, 3):
         size = f" of {len(result)} items" if isinstance(result, (tuple, list)) else ""
-        raise InvalidArgumentError(f"the factory {spec} returned a {type(result).__name__}{size}; {what}")
+        raise InvalidArgumentError(f"the factory {spec} returned {_a(result)}{size}; {what}")
     model, args = result[0], result[1]
     kwargs = result[2] if len(result) == 3 else None
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(model, torch.nn.Module):
         raise InvalidArgumentError(
-            f"the factory {spec} returned a {type(model).__name__} as the model (first item); {what}")
+            f"the factory {spec} returned {_a(model)} as the model (first item); {what}")
     if kwargs is not None and not isinstance(kwargs, Mapping):
         raise InvalidArgumentError(
-            f"the factory {spec} returned a {type(kwargs).__name__} as keyword arguments (third item); {what}")
+            f"the factory {spec} returned {_a(kwargs)} as keyword arguments (third item); {what}")
     if isinstance(args, list):
         args = tuple(args)
     return ModelSource(model, args, dict(kwargs) if kwargs is not None else None, spec)
+
+
+def _a(obj: object) -> str:
+    name = type(obj).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def load_torchscript(path: Path, shapes: Sequence[tuple[int, ...]], dtypes: Sequence[str]) -> ModelSource:

@@ -79,8 +79,8 @@ def returns_strings():
     return "model", ()
 
 
-def returns_triple_with_list():
-    return "model", (), ["not", "a", "dict"]
+def returns_four():
+    return 1, 2, 3, 4
 
 
 def raises():

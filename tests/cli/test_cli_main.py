@@ -8,8 +8,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from cli_support import Run
+
 from t2n.cli import SUBCOMMANDS, register_subcommand
 from t2n.errors import InvalidArgumentError
 
@@ -96,4 +96,4 @@ def test_register_subcommand_refuses_clashes_and_bad_targets() -> None:
         register_subcommand("inspect", "x:y", "no")
     with pytest.raises(InvalidArgumentError, match="'module:attribute'.*'nocolon'"):
         register_subcommand("new", "nocolon", "no")
-    assert SUBCOMMANDS == before
+    assert before == SUBCOMMANDS
