@@ -85,7 +85,8 @@ def render_text(info: dict[str, Any]) -> str:
     lines.append("inputs:")
     lines += [f"  {i['name']}: {i['dtype']}{_shape_text(i['shape'])}" for i in info["inputs"]]
     lines.append("outputs:")
-    lines += [f"  {o['name']}" for o in info["outputs"]]
+    lines += [f"  {o['name']}" + (f": {o['dtype']}{_shape_text(o['shape'])}" if "shape" in o else "")
+              for o in info["outputs"]]
     for key, title in (("symbols", "symbols"), ("assertions", "assertions"),
                        ("registries", "registries"), ("extensions", "other extensions"),
                        ("fragments", "fragments")):
@@ -112,17 +113,27 @@ def render_text(info: dict[str, Any]) -> str:
 @click.command("inspect")
 @click.argument("artifact", type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON (for scripts).")
+@click.option("--output-shapes", is_flag=True,
+              help="Also give the outputs' dtypes and shapes, as tract infers them (needs tract).")
 @debug_option
 @guarded
-def inspect_command(artifact: Path, as_json: bool) -> None:
+def inspect_command(artifact: Path, as_json: bool, output_shapes: bool) -> None:
     """Describe ARTIFACT (a folder, .tar or .tgz): inputs and outputs with their types,
     shapes and symbols, assertions, properties, the ops it calls (how many of each),
     and its tensors (count and bytes per dtype).
 
-    Reads graph.nnef and the .dat headers only: no engine needed. Output shapes are
-    not declared in graph.nnef; run `t2n check` to see them. An artifact that cannot be
-    read (not an archive, no graph.nnef, a bad tensor header) fails with exit status 1.
+    Reads graph.nnef and the .dat headers only: no engine needed. graph.nnef does not
+    declare the outputs' shapes: --output-shapes asks tract (in a child process). An
+    artifact that cannot be read (not an archive, no graph.nnef, a bad tensor header)
+    fails with exit status 1.
     """
     files = read_artifact_files(artifact)
-    info = describe_artifact(files, read_graph_text(files.graph_nnef, f"{artifact}: graph.nnef"))
+    graph = read_graph_text(files.graph_nnef, f"{artifact}: graph.nnef")
+    info = describe_artifact(files, graph)
+    if output_shapes:
+        from t2n.cli.facts import output_facts
+
+        facts = output_facts(artifact, graph.registries)
+        for row, fact in zip(info["outputs"], facts):
+            row.update(fact)
     click.echo(json.dumps(info, indent=2) if as_json else render_text(info))

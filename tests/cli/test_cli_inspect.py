@@ -112,3 +112,20 @@ def test_missing_path_is_a_usage_error(t2n_cli: Run, tmp_path: Path) -> None:
     res = t2n_cli("inspect", tmp_path / "nothing.tgz")
     assert res.returncode == 2
     assert "nothing.tgz" in res.stderr and "does not exist" in res.stderr
+
+
+def test_output_shapes_from_tract(t2n_cli: Run, hand_artifact: Path) -> None:
+    res = t2n_cli("inspect", hand_artifact, "--output-shapes", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["outputs"] == [
+        {"name": "out", "dtype": "f32", "shape": ["N", 3]},
+        {"name": "total", "dtype": "f32", "shape": [1, 1]},
+    ]
+
+
+def test_output_shapes_when_tract_refuses_the_graph(t2n_cli: Run, tmp_path: Path) -> None:
+    art = write_artifact(tmp_path / "a", graph=GRAPH_NNEF.replace("add(inp, w)", "no_such_op_xyz(inp, w)"))
+    res = t2n_cli("inspect", art, "--output-shapes")
+    assert res.returncode == 1
+    assert "EngineError: tract could not load" in res.stderr and str(art) in res.stderr
+    assert t2n_cli("inspect", art).returncode == 0
