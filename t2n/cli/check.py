@@ -16,7 +16,7 @@ import numpy as np
 
 from t2n.cli.artifact_files import as_folder, read_artifact_files
 from t2n.cli.main import debug_option, fail, guarded
-from t2n.cli.nnef_text import Declared, read_graph_text
+from t2n.cli.nnef_text import Declared, GraphText, read_graph_text
 from t2n.cli.params import KeyValueType, key_values, tolerance_option
 from t2n.errors import InvalidArgumentError
 
@@ -70,6 +70,17 @@ def check_declared(declared: Sequence[Declared], arrays: Sequence[np.ndarray]) -
                 f"[{shape}] (symbols may take any size); save an array of that shape")
 
 
+def refuse_tract_artifact(artifact: Path, graph: GraphText) -> None:
+    """A tract artifact (tract extension lines or ``tract_`` ops) cannot load in a Khronos
+    consumer: say so, instead of the parser's first complaint."""
+    tract = [*(f"extension {e}" for e in graph.registries[:1]), *(f"symbol {s}" for s in graph.symbols[:1]),
+             *(op for op in graph.ops if op.startswith("tract_"))]
+    if tract:
+        raise InvalidArgumentError(
+            f"{artifact} is written for tract (it uses {', '.join(tract[:4])}), which Khronos NNEF "
+            "consumers do not read; check it with --engine tract, or export with --target khronos")
+
+
 def _target(engine: str) -> Any:
     from t2n.backends.target import KhronosNNEF, TractNNEF
 
@@ -118,6 +129,8 @@ def check_command(artifact: Path, inputs_path: Path, outputs_path: Path | None, 
     inputs = load_arrays(inputs_path, [d.name for d in graph.inputs], "input", "--inputs")
     expected = (load_arrays(outputs_path, list(graph.outputs), "output", "--outputs")
                 if outputs_path is not None else None)
+    if engine == "khronos":
+        refuse_tract_artifact(artifact, graph)
     target = _target(engine)
     check_declared(graph.inputs, inputs)
     place: AbstractContextManager[Path] = as_folder(artifact) if engine == "khronos" else nullcontext(artifact)

@@ -121,3 +121,11 @@ def test_bad_options_are_usage_errors(t2n_cli: Run, hand_artifact: Path, tmp_pat
 def test_inputs_option_is_required(t2n_cli: Run, hand_artifact: Path) -> None:
     res = t2n_cli("check", hand_artifact)
     assert res.returncode == 2 and "--inputs" in res.stderr
+
+
+def test_khronos_engine_refuses_a_tract_artifact(t2n_cli: Run, hand_artifact: Path, tmp_path: Path) -> None:
+    np.savez(tmp_path / "in.npz", inp=INP)
+    res = t2n_cli("check", hand_artifact, "--engine", "khronos", "--inputs", tmp_path / "in.npz")
+    assert res.returncode == 1
+    assert f"{hand_artifact} is written for tract (it uses extension tract_core, symbol N)" in res.stderr
+    assert "--engine tract" in res.stderr
