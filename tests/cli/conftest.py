@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_support import Run, make_runner, write_artifact, write_factories
+
+from .cli_support import Run, make_runner, write_artifact, write_factories
 
 
 @pytest.fixture(scope="session")

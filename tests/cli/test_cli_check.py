@@ -4,11 +4,13 @@ a .npz file; compared with expected outputs, or printed and saved."""
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_support import WEIGHT, Run
+
+from .cli_support import GRAPH_NNEF, WEIGHT, Run, write_artifact
 
 INP = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
 
@@ -58,10 +60,6 @@ def test_without_outputs_prints_and_writes_them(t2n_cli: Run, hand_artifact: Pat
 
 
 def test_khronos_engine_on_a_tar(t2n_cli: Run, tmp_path: Path) -> None:
-    import tarfile
-
-    from cli_support import write_artifact
-
     graph = "version 1.0;\n\ngraph main(inp) -> (out)\n{\n    inp = external<scalar>(shape = [4, 3]);\n" \
             '    w = variable<scalar>(shape = [1, 3], label = "layer.w");\n    out = add(inp, w);\n}\n'
     folder = write_artifact(tmp_path / "k", graph=graph)
@@ -98,8 +96,6 @@ def test_inputs_not_an_npz(t2n_cli: Run, hand_artifact: Path, tmp_path: Path) ->
 
 
 def test_engine_refusal_exits_1_and_says_what_tract_did(t2n_cli: Run, tmp_path: Path) -> None:
-    from cli_support import GRAPH_NNEF, write_artifact
-
     art = write_artifact(tmp_path / "a", graph=GRAPH_NNEF.replace("add(inp, w)", "no_such_op_xyz(inp, w)"))
     np.savez(tmp_path / "in.npz", inp=INP)
     res = t2n_cli("check", art, "--inputs", tmp_path / "in.npz")

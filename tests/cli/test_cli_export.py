@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from cli_support import Run
+
+from .cli_support import Run
 
 
 def _factory_model(factories: Path) -> torch.nn.Module:

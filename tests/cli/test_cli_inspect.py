@@ -9,9 +9,10 @@ import tarfile
 from pathlib import Path
 
 import numpy as np
-from cli_support import GRAPH_NNEF, WEIGHT, Run, write_artifact
 
 from t2n.serialize.dat import dat_bytes
+
+from .cli_support import GRAPH_NNEF, WEIGHT, Run, write_artifact
 
 
 def _tar(folder: Path, out: Path, mode: str = "w") -> Path:

@@ -8,10 +8,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli_support import Run
 
 from t2n.cli import SUBCOMMANDS, register_subcommand
 from t2n.errors import InvalidArgumentError
+
+from .cli_support import Run
 
 COMMANDS = ("export", "inspect", "check", "tensors")
 

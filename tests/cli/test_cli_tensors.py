@@ -7,10 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_support import Run
 from safetensors.numpy import save_file
 
 from t2n.serialize.dat import read_dat
+
+from .cli_support import Run
 
 TENSORS = {
     "enc.w": np.arange(12, dtype=np.float32).reshape(3, 4),
