@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.backends.nnef.versions import tract_has
 from t2n.ir import DType, Op
 
 COMMON = EmitterTable("elementwise")
@@ -166,8 +167,8 @@ def _is_nan_generic(ctx: EmitContext, op: Op) -> None:
 
 @TRACT.emitter("is_nan")
 def is_nan_tract(ctx: EmitContext, op: Op) -> None:
-    """tract's is_nan and is_inf have no f64 kernel."""
-    if op.inputs[0].type.dtype is DType.F64:
+    """tract's is_nan and is_inf have no f64 kernel (and no is_nan before 0.23)."""
+    if op.inputs[0].type.dtype is DType.F64 or not tract_has(ctx, "tract_core_is_nan"):
         _is_nan_generic(ctx, op)
     else:
         ctx.emit(op.output, "tract_core_is_nan", op.inputs[0])
@@ -194,7 +195,7 @@ def _is_inf_generic(ctx: EmitContext, op: Op) -> None:
 
 @TRACT.emitter("is_inf")
 def is_inf_tract(ctx: EmitContext, op: Op) -> None:
-    if ctx.target.at_least("0.23.0") and op.inputs[0].type.dtype is not DType.F64:
+    if tract_has(ctx, "tract_core_is_inf") and op.inputs[0].type.dtype is not DType.F64:
         ctx.emit(op.output, "tract_core_is_inf", op.inputs[0],
                  detect_positive=bool(op.attrs.get("detect_positive", True)),
                  detect_negative=bool(op.attrs.get("detect_negative", True)))
@@ -250,7 +251,7 @@ def _silu_generic(ctx: EmitContext, op: Op) -> None:
 
 @TRACT.emitter("silu")
 def silu_tract(ctx: EmitContext, op: Op) -> None:
-    if ctx.target.at_least("0.23.0"):
+    if tract_has(ctx, "tract_core_silu"):
         ctx.emit(op.output, "tract_core_silu", op.inputs[0])
     else:
         _silu_generic(ctx, op)
@@ -285,7 +286,7 @@ def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str) -> None:
 
 @TRACT.emitter("gelu")
 def gelu_tract(ctx: EmitContext, op: Op) -> None:
-    if op.attrs.get("approximate", "none") == "tanh" and ctx.target.at_least("0.23.0"):
+    if op.attrs.get("approximate", "none") == "tanh" and tract_has(ctx, "tract_core_gelu_approx"):
         ctx.emit(op.output, "tract_core_gelu_approx", op.inputs[0], fast_impl=False)
     else:
         gelu_from_erf(ctx, op, "tract_core_erf")

@@ -4,6 +4,7 @@ not (no emitter: Khronos exports that need them are refused, naming the op)."""
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.backends.nnef.versions import require
 from t2n.ir import Op
 
 TRACT = EmitterTable("index/tract")
@@ -32,6 +33,8 @@ def scatter_nd(ctx: EmitContext, op: Op) -> None:
 
 @TRACT.emitter("grid_sample")
 def grid_sample(ctx: EmitContext, op: Op) -> None:
+    if not require(ctx, "tract_core_grid_sample", "grid_sample"):
+        return
     ctx.emit(op.output, "tract_core_grid_sample", op.inputs[0], op.inputs[1],
              mode=op.attrs["mode"], padding_mode=op.attrs["padding_mode"],
              align_corners=bool(op.attrs["align_corners"]))
