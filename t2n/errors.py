@@ -227,3 +227,11 @@ class UnsupportedTorchError(T2NError, ImportError):
 class ExtractorError(TraceError):
     """A module extractor was given or used wrongly (named with the module class, its
     path in the model and what to change)."""
+
+
+# -- tract versions: environments holding another tract release
+
+
+class TractEnvironmentError(EngineError):
+    """The environment holding a given tract version could not be made or started
+    (named with the version, the folder and what pip or the system said)."""

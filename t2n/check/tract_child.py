@@ -51,7 +51,7 @@ def _to_numpy(tract: Any, np: Any, value: Any) -> Any:
     """The output as numpy. Before 0.23 the binding's ``Value.to_numpy`` reads every
     tensor as f32 whatever its type (f16, bool and integer outputs come back as
     garbage), so the bytes are read here with their datum type."""
-    lib = getattr(tract, "lib", None)
+    lib: Any = getattr(tract, "lib", None)
     if type(value).__name__ != "Value" or not hasattr(lib, "tract_value_as_bytes"):
         return value.to_numpy()
     import ctypes
@@ -70,24 +70,39 @@ def _to_numpy(tract: Any, np: Any, value: Any) -> Any:
     return np.frombuffer(raw, dtype=dtype).reshape(dims).copy()
 
 
+def has_symbols(model: Any) -> bool:
+    """Whether an input's size is symbolic (its fact reads like ``1,S,I64``)."""
+    for i in range(model.input_count()):
+        dims = model.input_fact(i).dump().split(",")[:-1]
+        if any(not d.strip().isdigit() for d in dims):
+            return True
+    return False
+
+
 def run_one(tract: Any, np: Any, index: int, job: dict[str, Any]) -> None:
     _say(run=index, phase="loading")
     loader = _loader(tract, list(job.get("registries") or []))
     path = job["path"]
     model = loader.load(path) if hasattr(loader, "load") else loader.model_for_path(path)
-    symbols = job.get("symbols") or {}
-    if symbols:
-        if hasattr(tract, "SetSymbols"):
-            model.transform(tract.SetSymbols(dict(symbols)))
-        else:
-            model.concretize_symbols(dict(symbols))
     with np.load(job["inputs"]) as data:
         inputs = [np.require(data[f"input_{i}"], requirements="C") for i in range(len(data.files))]
     if model.input_count() != len(inputs):
         # tract's Python binding crashes when given fewer inputs than the model has.
         raise ValueError(f"the model has {model.input_count()} inputs but {len(inputs)} were given")
+    symbols = dict(job.get("symbols") or {})
+    optimize = True
+    if hasattr(tract, "SetSymbols"):
+        if symbols:
+            model.transform(tract.SetSymbols(symbols))
+    elif symbols:
+        model.concretize_symbols(symbols)
+    else:
+        # tract before 0.23 optimizes some graphs with symbolic sizes into wrong numbers
+        # (a LLaMA MLP over a symbolic length); setting the symbols first breaks others
+        # (it leaves them in dyn_slice lengths). Such graphs run as loaded.
+        optimize = not has_symbols(model)
     _say(run=index, phase="optimizing")
-    if hasattr(model, "into_optimized") and not hasattr(tract, "SetSymbols"):
+    if optimize and hasattr(model, "into_optimized") and not hasattr(tract, "SetSymbols"):
         model = model.into_optimized()
     runnable = model.into_runnable()
     _say(run=index, phase="running")

@@ -41,7 +41,7 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
     Requirement("tract_core_rms_norm", "0.23.0", "x * rsqrt(mean_reduce(x * x) + eps)"),
     Requirement("tract_core_is_inf", "0.23.0", "x == x and x - x != x - x"),
     Requirement("tract_core_is_nan", "0.23.0", "x != x"),
-    Requirement("slice of a static axis to a symbolic end", "0.22.0",
+    Requirement("slice of a static axis to a symbolic end", "0.23.0",
                 "tract_core_dyn_slice with the symbolic length"),
     Requirement("range of i64 bounds sliced to its symbolic length", "0.23.0",
                 "tract_core_range of dimension literals (length S), cast to i64"),

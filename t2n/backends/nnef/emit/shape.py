@@ -9,6 +9,7 @@ import numpy as np
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
 from t2n.backends.nnef.versions import tract_has
 from t2n.ir import DType, Op, Sym, Value
+from t2n.ir.dims import Dim
 from t2n.ir.infer_utils import slice_dim
 
 COMMON = EmitterTable("shape")
@@ -134,10 +135,10 @@ def slice_tract(ctx: EmitContext, op: Op) -> None:
 SYMBOLIC_SLICE = "slice of a static axis to a symbolic end"
 
 
-def _dyn_slices(ctx: EmitContext, op: Op, plan: list[tuple[int, object, object, object, int]]) -> None:
-    """tract before 0.22 types ``slice(x, end = [S])`` of a 64-long axis as min(S, 64),
-    which it cannot equate with S (reshapes then fail): ``tract_core_dyn_slice`` takes
-    the length as given."""
+def _dyn_slices(ctx: EmitContext, op: Op, plan: list[tuple[int, Dim, Dim, Dim, int]]) -> None:
+    """tract before 0.23 types ``slice(x, end = [S])`` of a 64-long axis as min(S, 64),
+    which it cannot equate with S (reshapes then fail, at load or once S is set):
+    ``tract_core_dyn_slice`` takes the length as given."""
     cur: Value | Raw = op.inputs[0]
     dims = list(op.inputs[0].type.shape)
     for ax, bb, ee, length, _ in plan:
