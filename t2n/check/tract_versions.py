@@ -88,19 +88,28 @@ def tract_python(version: str, *, cache: Path | None = None, create: bool = True
         raise TractEnvironmentError(
             f"no environment with tract {wanted} in {env}; create it with "
             f"t2n.check.tract_versions.tract_python({wanted!r}) (needs the package registry)")
-    with _locked(env.with_name(env.name + ".lock")):
-        if not (env / READY_MARK).exists():
-            _create(env, wanted)
+    try:
+        with _locked(env.with_name(env.name + ".lock")):
+            if not (env / READY_MARK).exists():
+                _create(env, wanted)
+    except OSError as exc:
+        raise TractEnvironmentError(
+            f"cannot make the environment for tract {wanted} in {env}: {exc}. What to do: "
+            f"point {CACHE_VARIABLE} to a writable folder") from exc
     return python
 
 
 def _create(env: Path, version: str) -> None:
+    wanted = [f"tract=={version}", numpy_requirement(version)]
+    # No pip inside the environment: this Python's pip installs into it (--python), which
+    # saves bootstrapping a pip per version.
     steps = [
-        [sys.executable, "-m", "venv", "--clear", str(env)],
-        [str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         f"tract=={version}", numpy_requirement(version)],
+        [sys.executable, "-m", "venv", "--clear", "--without-pip", str(env)],
+        [sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "install", "--quiet",
+         "--disable-pip-version-check", *wanted],
     ]
     for step in steps:
+        what = "python -m venv" if step is steps[0] else "pip install " + " ".join(wanted)
         try:
             done = subprocess.run(step, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -112,7 +121,7 @@ def _create(env: Path, version: str) -> None:
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
             raise TractEnvironmentError(
                 f"cannot make the environment for tract {version} in {env} "
-                f"({' '.join(step[2:5])} failed):\n{tail}\nWhat to do: check that tract=={version} "
+                f"({what} failed):\n{tail}\nWhat to do: check that tract=={version} "
                 "exists on the package registry for this Python and that the registry is "
                 f"reachable, or point {CACHE_VARIABLE} to a folder holding a ready environment")
     (env / READY_MARK).write_text(version + "\n")
@@ -179,8 +188,19 @@ def _serve(python: Path, version: str, tmp: Path, spec: list[dict[str, object]],
     why = "did not answer in time" if code is None else f"died (exit status {code})"
     results[current] = EngineCrashedError(
         f"the tract {version} process {why} while {describe_phase(phase)} for "
-        f"{spec[current]['path']}: {stderr.strip()[-400:]}", phase=phase)
+        f"{spec[current]['path']}: {panic_summary(stderr)}. The crash is in the engine: this tract "
+        "aborts on some graphs instead of refusing them", phase=phase)
     return current + 1
+
+
+def panic_summary(stderr: str) -> str:
+    """What tract said when it aborted: its panic lines, without the backtrace."""
+    lines = stderr.strip().splitlines()
+    at = next((i for i, line in enumerate(lines) if "panicked" in line), None)
+    if at is None:
+        return " ".join(lines[-3:]) or "no message"
+    kept = [lines[at]] + [line for line in lines[at + 1:at + 4] if not line.lstrip().startswith(("stack", "0:"))]
+    return " ".join(line.strip() for line in kept)
 
 
 def run_in_tract_version(version: str, path: str, inputs: Sequence[np.ndarray], *,

@@ -144,7 +144,7 @@ def build_table(registry: LoweringRegistry, evidence: Mapping[str, Any], core: s
 def tract_version_section() -> str:
     """The section listing the oldest tract release that loads each operation t2n may
     write (t2n.backends.nnef.versions), and what older targets get instead."""
-    from t2n.backends.nnef.versions import version_table_rows
+    from t2n.backends.nnef.versions import SYMBOLIC_RESHAPE_BROKEN, version_table_rows
 
     lines = [
         "", "## Minimum tract version per emitted operation", "",
@@ -152,7 +152,9 @@ def tract_version_section() -> str:
         "an older version it writes the form in the last column (or refuses the export, naming",
         "the version that has the operation). Operations not listed load in every version t2n",
         "emits for (0.19 and newer). The matrix tests run the artifacts in tract 0.21.19,",
-        "0.22.4 and 0.23.9.", "",
+        "0.22.4 and 0.23.9. tract "
+        + " and ".join(".".join(map(str, v)) for v in sorted(SYMBOLIC_RESHAPE_BROKEN))
+        + " cannot load a reshape to a symbolic shape: t2n refuses dynamic axes for them.", "",
         "| operation | oldest tract | written for older versions |",
         "|---|---|---|",
     ]

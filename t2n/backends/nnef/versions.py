@@ -12,6 +12,7 @@ without an entry loads in every version t2n emits for (0.19 and newer).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ import attrs
 if TYPE_CHECKING:
     from t2n.backends.nnef.context import EmitContext
     from t2n.backends.target import Target
+    from t2n.errors import OpProblem
 
 
 @attrs.frozen
@@ -47,8 +49,13 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
                 "tract_core_range of dimension literals (length S), cast to i64"),
     Requirement("tract_core_grid_sample", "0.23.3", "none: the export is refused"),
     Requirement("tract_core_topk", "0.20.0", "none: the export is refused"),
+    Requirement("extension tract_assert", "0.21.6", "no assertion line (S >= 1 is not stated)"),
+    Requirement("symbol as an operand (tract_core_cast(S), tract_core_range(0, S, 1))", "0.21.5",
+                "none: the export is refused (a dynamic axis used only by shape-preserving ops is fine)"),
 )})
 """Operation (or syntax) → the oldest tract release that loads it."""
+
+TRACT_ASSERT = "extension tract_assert"
 
 
 def min_tract_version(name: str) -> str | None:
@@ -89,3 +96,51 @@ def version_table_rows() -> list[tuple[str, str, str]]:
     """(operation, oldest tract, what older targets get), for the documentation."""
     rows = sorted(TRACT_REQUIREMENTS.values(), key=lambda r: (tuple(int(p) for p in r.since.split(".")), r.name))
     return [(r.name, r.since, r.older) for r in rows]
+
+
+SYMBOLIC_RESHAPE_BROKEN = frozenset({(0, 21, 6), (0, 21, 7)})
+"""tract releases that refuse ``reshape(x, shape = [S, 32])`` ("Converting argument
+shape"): t2n refuses dynamic axes for them."""
+
+SYMBOL_EXPRESSIONS = "symbol as an operand (tract_core_cast(S), tract_core_range(0, S, 1))"
+
+_LISTS = re.compile(r"\[[^\[\]]*\]")
+_ATTRIBUTES = re.compile(r"\b\w+ = [^,()]+")
+
+
+def operand_text(line: str) -> str:
+    """A body line without its attribute values and lists (where symbols are fine)."""
+    while _LISTS.search(line):
+        line = _LISTS.sub("", line)
+    return _ATTRIBUTES.sub("", line)
+
+
+def symbol_use_problems(target: Target, graph_nnef: str, symbols: list[str]) -> list[OpProblem]:
+    """Where the graph body passes a symbol as an operand (a range to ``S``, a cast of
+    ``S``) for a tract that resolves symbols only in shapes and attributes: one problem
+    per symbol, naming the first such line."""
+    from t2n.errors import OpProblem
+
+    version = getattr(target, "version_tuple", None)
+    if symbols and version in SYMBOLIC_RESHAPE_BROKEN:
+        return [OpProblem(
+            "dynamic axis", "", "",
+            f"tract {target.version} cannot load a reshape to a symbolic shape (sizes "
+            f"{', '.join(symbols)}); export with TractNNEF('0.21.8') or newer, or without dynamic axes")]
+    if not symbols or target_has(target, SYMBOL_EXPRESSIONS):
+        return []
+
+    body = graph_nnef[graph_nnef.find("\ngraph "):]
+    problems = []
+    for sym in symbols:
+        word = re.compile(rf"\b{re.escape(sym)}\b")
+        used = [line.strip() for line in body.splitlines()[1:]
+                if word.search(operand_text(line))]
+        if used:
+            problems.append(OpProblem(
+                "dynamic axis", "", "",
+                f"the size '{sym}' is an operand in '{used[0]}', and tract {target.version} reads "
+                f"symbols only in shapes and attributes (tract {min_tract_version(SYMBOL_EXPRESSIONS)} "
+                f"and newer compute with them); export with TractNNEF('{min_tract_version(SYMBOL_EXPRESSIONS)}') or newer, "
+                "or without this dynamic axis"))
+    return problems
