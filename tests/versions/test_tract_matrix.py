@@ -1,6 +1,6 @@
 """Each model exported with TractNNEF(version) loads in that very tract release and gives
 PyTorch's numbers: conv net, LSTM, GRU, LSTM over a dynamic length, transformer encoder,
-causal attention, LLaMA over a dynamic length, bf16 weights as f16 and the ops whose
+causal attention, LLaMA and BERT over a dynamic length, bf16 weights as f16 and the ops whose
 fused tract form is new in 0.23 (rms_norm, silu, tanh-GELU, is_inf/is_nan, any/all).
 
 One test per version: its models are exported, then run together in one child process
@@ -101,6 +101,16 @@ def llama() -> Case:
             [(torch.randint(0, 99, (1, 4)),)], "approximate")
 
 
+def bert_dynamic() -> Case:
+    """Position ids sliced to the dynamic length out of a 64-long buffer."""
+    import transformers as tf
+
+    m = tf.BertModel(tf.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                   intermediate_size=64, max_position_embeddings=64)).eval()
+    return (m, (torch.randint(0, 99, (1, 9)),), {"dynamic_axes": {"ids": {1: "S"}}, "input_names": ["ids"]},
+            [], "approximate")
+
+
 def bf16_as_f16() -> Case:
     m = nn.Sequential(nn.Linear(16, 32), nn.GELU(approximate="tanh"), nn.LayerNorm(32), nn.Linear(32, 8),
                       nn.Softmax(-1)).to(torch.bfloat16).eval()
@@ -113,7 +123,7 @@ def new_ops() -> Case:
 
 MODELS: dict[str, Callable[[], Case]] = {
     "conv": conv, "lstm": lstm, "gru": gru, "lstm_dynamic": lstm_dynamic, "encoder": encoder,
-    "attention": attention, "llama_dynamic": llama, "bf16_as_f16": bf16_as_f16, "new_ops": new_ops,
+    "attention": attention, "llama_dynamic": llama, "bert_dynamic": bert_dynamic, "bf16_as_f16": bf16_as_f16, "new_ops": new_ops,
 }
 
 
@@ -121,6 +131,7 @@ def _reference(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[np.nd
     with torch.no_grad():
         out = model(*inputs)
     out = out.logits if hasattr(out, "logits") else out
+    out = out.to_tuple() if hasattr(out, "to_tuple") else out
     outs = out if isinstance(out, tuple) else (out,)
     return [o.float().numpy() if o.dtype == torch.bfloat16 else o.numpy() for o in outs]
 
