@@ -36,6 +36,8 @@ _LAZY = {
     "harden_jit_for_export": "t2n.frontend.jit",
     "BakedSizeWarning": "t2n.passes.dynamic_axes",
     "SpecializedTraceWarning": "t2n.frontend.specialization",
+    # tract version matrix
+    "run_in_tract_version": "t2n.check.tract_versions",
 }
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from t2n.artifact import Artifact
     from t2n.backends.target import KhronosNNEF, Target, TractNNEF
     from t2n.check.compare import CheckReport, Tolerance
+    from t2n.check.tract_versions import run_in_tract_version
     from t2n.frontend.context import LoweringContext
     from t2n.frontend.extractors import ExtractorContext, ModuleExtractor
     from t2n.frontend.jit import harden_jit_for_export
@@ -75,4 +78,5 @@ __all__ = [
     "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export",
+    "run_in_tract_version",
 ]

@@ -31,7 +31,7 @@ import numpy as np
 
 from t2n.backends.target import parse_version
 from t2n.check.engines import describe_phase
-from t2n.errors import EngineCrashedError, EngineError, TractEnvironmentError
+from t2n.errors import EngineCrashedError, EngineError, InvalidArgumentError, TractEnvironmentError
 
 CACHE_VARIABLE = "T2N_TRACT_CACHE"
 SWITCH_VARIABLE = "T2N_TRACT_ENVIRONMENTS"
@@ -127,11 +127,20 @@ def _create(env: Path, version: str) -> None:
     (env / READY_MARK).write_text(version + "\n")
 
 
+def _path_text(path: object) -> str:
+    if isinstance(path, (str, os.PathLike)):
+        return os.fspath(path)  # type: ignore[return-value]
+    hint = " (pass artifact.saved_path, or save it first)" if hasattr(path, "saved_path") else ""
+    raise InvalidArgumentError(
+        f"the artifact to run must be the path of a saved artifact (folder, .tar or .tgz), "
+        f"got {type(path).__name__}{hint}")
+
+
 @attrs.frozen
 class TractJob:
     """One artifact to run: its path (folder or archive), inputs, registries and symbols."""
 
-    path: str
+    path: str = attrs.field(converter=_path_text)
     inputs: Sequence[np.ndarray]
     registries: Sequence[str] = ()
     symbols: Mapping[str, int] | None = None
@@ -203,7 +212,7 @@ def panic_summary(stderr: str) -> str:
     return " ".join(line.strip() for line in kept)
 
 
-def run_in_tract_version(version: str, path: str, inputs: Sequence[np.ndarray], *,
+def run_in_tract_version(version: str, path: str | os.PathLike[str], inputs: Sequence[np.ndarray], *,
                          registries: Sequence[str] = (), symbols: Mapping[str, int] | None = None,
                          cache: Path | None = None) -> list[np.ndarray]:
     """Outputs of the artifact at ``path`` run in tract ``version``; raises its EngineError."""

@@ -137,3 +137,14 @@ def test_check_runs_in_the_targets_own_tract_when_asked(version, monkeypatch):
     art = t2n.compile(model, (torch.randn(3, 4),), t2n.TractNNEF(version))
     report = art.check()
     assert report.ok and version in str(report)
+
+
+def test_runner_is_public_and_runs_a_saved_artifact_in_the_installed_tract(tmp_path):
+    model = nn.Sequential(nn.Linear(4, 2)).eval()
+    x = torch.randn(3, 4)
+    art = t2n.compile(model, (x,), t2n.TractNNEF(INSTALLED))
+    with pytest.raises(InvalidArgumentError, match="saved_path"):
+        t2n.run_in_tract_version(INSTALLED, art, [x.numpy()])  # type: ignore[arg-type]
+    path = art.save(tmp_path / "m.nnef.tgz")
+    [out] = t2n.run_in_tract_version(INSTALLED, path, [x.numpy()])
+    np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
