@@ -79,6 +79,24 @@ def has_symbols(model: Any) -> bool:
     return False
 
 
+def _to_value(tract: Any, np: Any, x: Any) -> Any:
+    """An input for the binding. Before 0.23 it turns a 0-d array into a 1-d one
+    (``ascontiguousarray``), which the model refuses: scalars are passed by hand."""
+    lib: Any = getattr(tract, "lib", None)
+    if x.ndim != 0 or not hasattr(tract, "Value") or not hasattr(lib, "tract_value_from_bytes"):
+        return x
+    import ctypes
+
+    from tract.value import dt_numpy_to_tract
+
+    ptr = ctypes.c_void_p()
+    data = np.ascontiguousarray(x.reshape(1))
+    tract.check(lib.tract_value_from_bytes(dt_numpy_to_tract(x.dtype), ctypes.c_size_t(0),
+                                           (ctypes.c_size_t * 1)(), ctypes.c_void_p(data.ctypes.data),
+                                           ctypes.byref(ptr)))
+    return tract.Value(ptr)
+
+
 def run_one(tract: Any, np: Any, index: int, job: dict[str, Any]) -> None:
     _say(run=index, phase="loading")
     loader = _loader(tract, list(job.get("registries") or []))
@@ -94,19 +112,20 @@ def run_one(tract: Any, np: Any, index: int, job: dict[str, Any]) -> None:
     if hasattr(tract, "SetSymbols"):
         if symbols:
             model.transform(tract.SetSymbols(symbols))
+    elif has_symbols(model):
+        # tract before 0.23 optimizes some graphs with symbolic sizes into wrong numbers
+        # (a LLaMA MLP over a symbolic length), and setting the symbols first breaks
+        # others (they stay in dyn_slice lengths and reshapes). Such graphs run as loaded,
+        # their sizes given by the inputs.
+        optimize = False
     elif symbols:
         model.concretize_symbols(symbols)
-    else:
-        # tract before 0.23 optimizes some graphs with symbolic sizes into wrong numbers
-        # (a LLaMA MLP over a symbolic length); setting the symbols first breaks others
-        # (it leaves them in dyn_slice lengths). Such graphs run as loaded.
-        optimize = not has_symbols(model)
     _say(run=index, phase="optimizing")
     if optimize and hasattr(model, "into_optimized") and not hasattr(tract, "SetSymbols"):
         model = model.into_optimized()
     runnable = model.into_runnable()
     _say(run=index, phase="running")
-    outputs = runnable.run(inputs)
+    outputs = runnable.run([_to_value(tract, np, x) for x in inputs])
     np.savez(job["outputs"], **{f"output_{i}": _to_numpy(tract, np, o) for i, o in enumerate(outputs)})
 
 

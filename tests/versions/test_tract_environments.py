@@ -148,3 +148,24 @@ def test_runner_is_public_and_runs_a_saved_artifact_in_the_installed_tract(tmp_p
     path = art.save(tmp_path / "m.nnef.tgz")
     [out] = t2n.run_in_tract_version(INSTALLED, path, [x.numpy()])
     np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+SCALAR_INPUT = """version 1.0;
+graph g(x, s) -> (y)
+{
+  x = external<scalar>(shape = [2]);
+  s = external<scalar>(shape = []);
+  y = mul(x, s);
+}
+"""
+
+
+@pytest.mark.parametrize("version", ["0.21.19", INSTALLED])
+def test_scalar_inputs_and_typed_outputs_survive_every_binding(version, tmp_path):
+    """tract-python before 0.23 turns a 0-d input into 1-d and reads every output as
+    f32; the runner passes and reads them with their real rank and type."""
+    environment_or_skip(version)
+    model = _model(tmp_path, "scalar", SCALAR_INPUT)
+    [out] = run_in_tract_version(version, model, [np.array([1.0, 2.0], np.float32), np.array(3.0, np.float32)])
+    np.testing.assert_array_equal(out, [3.0, 6.0])
+    assert out.dtype == np.float32

@@ -137,3 +137,22 @@ def test_a_target_without_tract_versions_is_taken_to_have_everything():
     assert target_has(object(), "tract_core_silu")  # type: ignore[arg-type]
     assert target_has(t2n.TractNNEF("0.23.9"), "tract_core_silu")
     assert not target_has(t2n.TractNNEF("0.22.4"), "tract_core_silu")
+
+
+def test_scatter_with_a_reduction_before_0_23_is_refused_not_silently_overwritten():
+    class ScatterAdd(nn.Module):
+        def forward(self, x, index):
+            return x.scatter_add(0, index, x)
+
+    args = (torch.randn(3, 4), torch.zeros(3, 4, dtype=torch.long))
+    with pytest.raises(NotExpressibleError) as err:
+        t2n.compile(ScatterAdd(), args, t2n.TractNNEF("0.22.4"))
+    assert "scatter_add" in str(err.value) and "TractNNEF('0.23.0')" in str(err.value)
+    art = t2n.compile(ScatterAdd(), args, t2n.TractNNEF("0.23.0"))
+    assert 'reduction = "add"' in art.graph_nnef
+
+    class Scatter(nn.Module):  # a plain scatter (no reduction) is fine everywhere
+        def forward(self, x, index):
+            return x.scatter(0, index, x)
+
+    t2n.compile(Scatter(), args, t2n.TractNNEF("0.21.19"))

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from t2n.errors import OpProblem
 
 
+SCATTER_REDUCTION = "tract_core_scatter_elements/scatter_nd with a reduction"
+
+
 @attrs.frozen
 class Requirement:
     """The oldest tract that loads ``name``, and what t2n writes for older targets."""
@@ -47,6 +50,8 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
                 "tract_core_dyn_slice with the symbolic length"),
     Requirement("range of i64 bounds sliced to its symbolic length", "0.23.0",
                 "tract_core_range of dimension literals (length S), cast to i64"),
+    Requirement(SCATTER_REDUCTION, "0.23.0",
+                "none: the export is refused (older tract ignores the reduction and overwrites)"),
     Requirement("tract_core_grid_sample", "0.23.3", "none: the export is refused"),
     Requirement("tract_core_topk", "0.20.0", "none: the export is refused"),
     Requirement("extension tract_assert", "0.21.6", "no assertion line (S >= 1 is not stated)"),
