@@ -58,6 +58,7 @@ class _NewOps(nn.Module):
 
 def conv() -> Case:
     m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.AvgPool2d(3, stride=1, padding=1),  # padding counted in the divisor
                       nn.Conv2d(8, 8, 3, stride=2, groups=2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
                       nn.Linear(8, 4))
     return m.eval(), (torch.randn(2, 3, 16, 16),), {}, [], "approximate"

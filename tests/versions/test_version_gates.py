@@ -156,3 +156,13 @@ def test_scatter_with_a_reduction_before_0_23_is_refused_not_silently_overwritte
             return x.scatter(0, index, x)
 
     t2n.compile(Scatter(), args, t2n.TractNNEF("0.21.19"))
+
+
+def test_average_pool_counting_padding_gets_an_explicit_pad_on_older_tract():
+    pool = nn.AvgPool1d(3, stride=2, padding=1)  # count_include_pad: padding in the divisor
+    old = t2n.compile(pool, (torch.randn(1, 2, 11),), t2n.TractNNEF("0.22.4")).graph_nnef
+    assert "pad(" in old and "padding = [(0, 0), (0, 0), (0, 0)]" in old
+    new = t2n.compile(pool, (torch.randn(1, 2, 11),), t2n.TractNNEF("0.23.9")).graph_nnef
+    assert "pad(" not in new and 'border = "constant"' in new
+    khronos = t2n.compile(pool, (torch.randn(1, 2, 11),), t2n.KhronosNNEF()).graph_nnef
+    assert "pad(" not in khronos  # only tract is gated

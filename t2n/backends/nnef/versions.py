@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from t2n.errors import OpProblem
 
 
+AVG_POOL_CONSTANT_BORDER = "avg_pool with border = 'constant' (padding in the divisor)"
 SCATTER_REDUCTION = "tract_core_scatter_elements/scatter_nd with a reduction"
 
 
@@ -50,6 +51,8 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
                 "tract_core_dyn_slice with the symbolic length"),
     Requirement("range of i64 bounds sliced to its symbolic length", "0.23.0",
                 "tract_core_range of dimension literals (length S), cast to i64"),
+    Requirement(AVG_POOL_CONSTANT_BORDER, "0.23.9",
+                "an explicit zero pad, then avg_pool without padding (older tract leaves the padding out of the divisor)"),
     Requirement(SCATTER_REDUCTION, "0.23.0",
                 "none: the export is refused (older tract ignores the reduction and overwrites)"),
     Requirement("tract_core_grid_sample", "0.23.3", "none: the export is refused"),
@@ -70,10 +73,10 @@ def min_tract_version(name: str) -> str | None:
 
 
 def target_has(target: Target, name: str) -> bool:
-    """Whether ``target``'s engine loads operation ``name`` (a target without a tract
-    version, such as a user's own, is taken to have everything)."""
+    """Whether ``target``'s engine loads operation ``name`` (a target that is not a tract
+    target, or has no version, is taken to have everything)."""
     since = min_tract_version(name)
-    if since is None:
+    if since is None or getattr(target, "name", "tract") != "tract":
         return True
     at_least = getattr(target, "at_least", None)
     return bool(at_least(since)) if callable(at_least) else True
