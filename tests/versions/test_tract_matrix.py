@@ -1,7 +1,8 @@
 """Each model exported with TractNNEF(version) loads in that very tract release and gives
 PyTorch's numbers: conv net, LSTM, GRU, LSTM over a dynamic length, transformer encoder,
 causal attention, LLaMA and BERT over a dynamic length, bf16 weights as f16 and the ops whose
-fused tract form is new in 0.23 (rms_norm, silu, tanh-GELU, is_inf/is_nan, any/all).
+fused tract form is new in 0.23 (rms_norm, silu, tanh-GELU, is_inf/is_nan, any/all) or
+whose older kernels differ (integer sign and division, average pools counting padding).
 
 One test per version: its models are exported, then run together in one child process
 of that version's environment (t2n.check.tract_versions)."""
@@ -52,8 +53,10 @@ class _NewOps(nn.Module):
         f = nn.functional
         bad = x / (x > 0.5).float()  # inf where x <= 0.5 and x > 0, nan at 0/0 never
         flags = torch.isinf(bad) | torch.isnan(bad - bad)
+        ints = (x * 10).to(torch.int64)
         return (self.norm(x), f.silu(x), f.gelu(x, approximate="tanh"), x.softmax(-1),
-                flags, (x > 0).any(-1), (x > -3).all(-1))
+                flags, (x > 0).any(-1), (x > -3).all(-1), torch.sign(ints), torch.div(ints, 4, rounding_mode="trunc"),
+                ints // 3, nn.functional.avg_pool1d(x.unsqueeze(0), 3, 2, 1))
 
 
 def conv() -> Case:

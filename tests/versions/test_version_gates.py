@@ -166,3 +166,18 @@ def test_average_pool_counting_padding_gets_an_explicit_pad_on_older_tract():
     assert "pad(" not in new and 'border = "constant"' in new
     khronos = t2n.compile(pool, (torch.randn(1, 2, 11),), t2n.KhronosNNEF()).graph_nnef
     assert "pad(" not in khronos  # only tract is gated
+
+
+class _IntMath(nn.Module):
+    def forward(self, i):
+        return torch.sign(i), torch.div(i, 4, rounding_mode="trunc"), i // 3
+
+
+def test_integer_sign_and_division_by_a_constant_get_exact_forms_on_older_tract():
+    i = torch.tensor([-7, 7, -8, 3, 0, -1])
+    old = t2n.compile(_IntMath(), (i,), t2n.TractNNEF("0.23.0")).graph_nnef
+    assert "sign(" not in old and "idiv_mag" in old
+    new = t2n.compile(_IntMath(), (i,), t2n.TractNNEF("0.23.9")).graph_nnef
+    assert "sign(" in new and "idiv_mag" not in new
+    floats = t2n.compile(_IntMath(), (i.float(),), t2n.TractNNEF("0.21.19")).graph_nnef
+    assert "sign(" in floats  # the float kernels are fine everywhere

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
-from t2n.backends.nnef.versions import tract_has
+from t2n.backends.nnef.versions import INT_DIV_BY_CONSTANT, INT_SIGN, tract_has
 from t2n.ir import DType, Op
 
 COMMON = EmitterTable("elementwise")
@@ -310,3 +310,35 @@ def xor_khronos(ctx: EmitContext, op: Op) -> None:
     left = Raw(ctx.emit("xor_l", "and", a, Raw(ctx.emit("xor_nb", "not", b))))
     right = Raw(ctx.emit("xor_r", "and", Raw(ctx.emit("xor_na", "not", a)), b))
     ctx.emit(op.output, "or", left, right)
+
+
+def _int_literal(ctx: EmitContext, value: int, dtype: DType) -> Raw:
+    return Raw(ctx.call("tract_core_cast", Raw(str(value)), to=dtype.value))
+
+
+@TRACT.emitter("sign")
+def sign_tract(ctx: EmitContext, op: Op) -> None:
+    """Older tract has no integer ``sign`` kernel: (x > 0) - (x < 0), cast back."""
+    x, dt = op.inputs[0], op.output.type.dtype
+    if not dt.is_int or tract_has(ctx, INT_SIGN):
+        ctx.emit(op.output, "sign", x)
+        return
+    zero = _int_literal(ctx, 0, dt)
+    pos = Raw(ctx.call("tract_core_cast", Raw(ctx.call("gt", x, zero)), to=dt.value))
+    neg = Raw(ctx.call("tract_core_cast", Raw(ctx.call("lt", x, zero)), to=dt.value))
+    ctx.emit(op.output, "sub", pos, neg)
+
+
+@TRACT.emitter("div")
+def div_tract(ctx: EmitContext, op: Op) -> None:
+    """Older tract rounds an integer division by a constant towards -inf for negative
+    numerators (its rewrite into a multiply and shift), not towards zero: divide the
+    magnitude, then restore the sign."""
+    a, b = operands(ctx, op)
+    dt = op.output.type.dtype
+    if not dt.is_int or ctx.const_data(op.inputs[1]) is None or tract_has(ctx, INT_DIV_BY_CONSTANT):
+        ctx.emit(op.output, "div", a, b)
+        return
+    negative = Raw(ctx.emit("idiv_neg", "lt", a, _int_literal(ctx, 0, dt)))
+    magnitude = Raw(ctx.emit("idiv_mag", "div", Raw(ctx.call("neg", a)), b))
+    ctx.emit(op.output, "select", negative, Raw(ctx.call("neg", magnitude)), Raw(ctx.call("div", a, b)))
