@@ -56,7 +56,7 @@ class _NewOps(nn.Module):
         ints = (x * 10).to(torch.int64)
         return (self.norm(x), f.silu(x), f.gelu(x, approximate="tanh"), x.softmax(-1),
                 flags, (x > 0).any(-1), (x > -3).all(-1), torch.sign(ints), torch.div(ints, 4, rounding_mode="trunc"),
-                ints // 3, nn.functional.avg_pool1d(x.unsqueeze(0), 3, 2, 1))
+                ints // 3, nn.functional.avg_pool1d(x.unsqueeze(0), 3, 2, 1), x.double().abs())
 
 
 def conv() -> Case:

@@ -181,3 +181,15 @@ def test_integer_sign_and_division_by_a_constant_get_exact_forms_on_older_tract(
     assert "sign(" in new and "idiv_mag" not in new
     floats = t2n.compile(_IntMath(), (i.float(),), t2n.TractNNEF("0.21.19")).graph_nnef
     assert "sign(" in floats  # the float kernels are fine everywhere
+
+
+def test_f64_abs_is_spelled_out_for_older_tract():
+    class Abs(nn.Module):
+        def forward(self, x):
+            return x.abs()
+
+    x = torch.randn(4, dtype=torch.float64)
+    old = t2n.compile(Abs(), (x,), t2n.TractNNEF("0.22.4")).graph_nnef
+    assert "abs(" not in old and "select(" in old
+    assert "abs(" in t2n.compile(Abs(), (x,), t2n.TractNNEF("0.23.9")).graph_nnef
+    assert "abs(" in t2n.compile(Abs(), (x.float(),), t2n.TractNNEF("0.21.19")).graph_nnef

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 AVG_POOL_CONSTANT_BORDER = "avg_pool with border = 'constant' (padding in the divisor)"
+F64_ABS = "abs on f64 tensors"
 INT_SIGN = "sign on integer tensors"
 INT_DIV_BY_CONSTANT = "div of integers by a constant, rounding towards zero"
 SCATTER_REDUCTION = "tract_core_scatter_elements/scatter_nd with a reduction"
@@ -55,6 +56,7 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
                 "tract_core_range of dimension literals (length S), cast to i64"),
     Requirement(AVG_POOL_CONSTANT_BORDER, "0.23.6",
                 "an explicit zero pad, then avg_pool without padding (older tract leaves the padding out of the divisor)"),
+    Requirement(F64_ABS, "0.23.9", "select(x < 0, -x, x)"),
     Requirement(INT_SIGN, "0.23.5", "(x > 0) - (x < 0), cast to the integer type"),
     Requirement(INT_DIV_BY_CONSTANT, "0.23.9",
                 "the magnitude divided, then the sign restored (older tract rounds negatives down)"),

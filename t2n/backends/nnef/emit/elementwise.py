@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
-from t2n.backends.nnef.versions import INT_DIV_BY_CONSTANT, INT_SIGN, tract_has
+from t2n.backends.nnef.versions import F64_ABS, INT_DIV_BY_CONSTANT, INT_SIGN, tract_has
 from t2n.ir import DType, Op
 
 COMMON = EmitterTable("elementwise")
@@ -342,3 +342,14 @@ def div_tract(ctx: EmitContext, op: Op) -> None:
     negative = Raw(ctx.emit("idiv_neg", "lt", a, _int_literal(ctx, 0, dt)))
     magnitude = Raw(ctx.emit("idiv_mag", "div", Raw(ctx.call("neg", a)), b))
     ctx.emit(op.output, "select", negative, Raw(ctx.call("neg", magnitude)), Raw(ctx.call("div", a, b)))
+
+
+@TRACT.emitter("abs")
+def abs_tract(ctx: EmitContext, op: Op) -> None:
+    """Older tract has no f64 ``abs`` kernel: select(x < 0, -x, x)."""
+    x = op.inputs[0]
+    if x.type.dtype is not DType.F64 or tract_has(ctx, F64_ABS):
+        ctx.emit(op.output, "abs", x)
+        return
+    zero = Raw(ctx.call("tract_core_cast", 0.0, to="f64"))
+    ctx.emit(op.output, "select", Raw(ctx.call("lt", x, zero)), Raw(ctx.call("neg", x)), x)
