@@ -5,9 +5,10 @@ version knows, and write the decomposed form (standard operations) otherwise, so
 artifact made for ``TractNNEF(version)`` loads in that version. ``docs/operators.md``
 shows this table (``t2n.frontend.coverage``).
 
-The bounds were found by loading one-operation graphs in the tract Python wheels of each
-release line (0.21.19, 0.22.4, 0.23.9) and from tract's source history; an operation
-without an entry loads in every version t2n emits for (0.19 and newer).
+The bounds were found by loading one-operation graphs and whole models in the tract
+Python wheels (0.20.22; 0.21.0, .5, .6, .7, .8, .10, .19; 0.22.4; 0.23.0, .1, .3, .5 to .9):
+"since" is the first of those releases that loads the operation and gives PyTorch's
+numbers. An operation without an entry did so in every one of them.
 """
 
 from __future__ import annotations
