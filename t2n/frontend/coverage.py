@@ -150,8 +150,8 @@ def tract_version_section() -> str:
         "", "## Minimum tract version per emitted operation", "",
         "`TractNNEF(version)` writes an operation only for a tract version that loads it; for",
         "an older version it writes the form in the last column (or refuses the export, naming",
-        "the version that has the operation). Operations not listed loaded and matched PyTorch",
-        "in every release checked (0.20.22 to 0.23.9). The matrix tests run a representative",
+        "the version that has the operation). Operations not listed loaded in every release",
+        "checked (0.20.22 to 0.23.9). The matrix tests run a representative",
         "set of models in tract 0.21.19, 0.22.4 and 0.23.9. tract "
         + " and ".join(".".join(map(str, v)) for v in sorted(SYMBOLIC_RESHAPE_BROKEN))
         + " cannot load a reshape to a symbolic shape: t2n refuses dynamic axes for them.", "",
