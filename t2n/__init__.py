@@ -49,6 +49,8 @@ _LAZY = {
     "quantized_state": "t2n.quant.model",
     "Q40Recipe": "t2n.quant.recipes",
     "gguf_tensors": "t2n.quant.gguf_io",
+    # tract version matrix
+    "run_in_tract_version": "t2n.check.tract_versions",
 }
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from t2n.backends.nnef.naming import VariableNamingScheme
     from t2n.backends.target import KhronosNNEF, Target, TractNNEF
     from t2n.check.compare import CheckReport, Tolerance
+    from t2n.check.tract_versions import run_in_tract_version
     from t2n.dropin.export import export_model_to_nnef
     from t2n.dropin.names import TractCheckTolerance, TractFeatureFlag
     from t2n.dropin.version import SemanticVersion
@@ -97,4 +100,5 @@ __all__ = [
     "iter_torch_tensors_from_disk", "harden_jit_for_export", "VariableNamingScheme",
     "export_model_to_nnef", "SemanticVersion", "TractCheckTolerance", "TractFeatureFlag",
     "Q40Recipe", "gguf_tensors", "quantize", "quantize_tensor", "quantized_state",
+    "run_in_tract_version",
 ]

@@ -238,3 +238,11 @@ class IONamesMismatchError(InvalidArgumentError):
 class SameIONameError(InvalidArgumentError):
     """An output named like an input where that cannot be: not allowed, not the input
     unchanged, or on a target that cannot express it."""
+
+
+# -- tract versions: environments holding another tract release
+
+
+class TractEnvironmentError(EngineError):
+    """The environment holding a given tract version could not be made or started
+    (named with the version, the folder and what pip or the system said)."""

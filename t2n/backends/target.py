@@ -325,8 +325,14 @@ class TractNNEF(Target):
     def run(self, path: Path, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
             symbols: Mapping[str, int] | None = None) -> list[np.ndarray]:
         """Run in tract's Python package, in a worker process (a crash in tract is an
-        ``EngineCrashedError``, not the end of this process)."""
+        ``EngineCrashedError``, not the end of this process). With
+        ``T2N_TRACT_ENVIRONMENTS=1``, a version other than the installed one runs in that
+        version's own environment (:mod:`t2n.check.tract_versions`)."""
         from t2n.check.engines import run_tract
+        from t2n.check.tract_versions import run_in_tract_version, uses_environment
+
+        if uses_environment(self.version):
+            return run_in_tract_version(self.version, str(path), inputs, registries=registries, symbols=symbols)
 
         return run_tract(str(path), inputs, registries=registries, symbols=symbols).outputs
 

@@ -141,9 +141,32 @@ def build_table(registry: LoweringRegistry, evidence: Mapping[str, Any], core: s
     return "\n".join(lines) + "\n"
 
 
+def tract_version_section() -> str:
+    """The section listing the oldest tract release that loads each operation t2n may
+    write (t2n.backends.nnef.versions), and what older targets get instead."""
+    from t2n.backends.nnef.versions import SYMBOLIC_RESHAPE_BROKEN, version_table_rows
+
+    lines = [
+        "", "## Minimum tract version per emitted operation", "",
+        "`TractNNEF(version)` writes an operation only for a tract version that loads it; for",
+        "an older version it writes the form in the last column (or refuses the export, naming",
+        "the version that has the operation). Operations not listed loaded in every release",
+        "checked (0.20.22 to 0.23.9). The matrix tests run a representative",
+        "set of models in tract 0.21.19, 0.22.4 and 0.23.9. tract "
+        + " and ".join(".".join(map(str, v)) for v in sorted(SYMBOLIC_RESHAPE_BROKEN))
+        + " cannot load a reshape to a symbolic shape: t2n refuses dynamic axes for them.", "",
+        "| operation | oldest tract | written for older versions |",
+        "|---|---|---|",
+    ]
+    for name, since, older in version_table_rows():
+        shown = f"`{name}`" if name.isidentifier() else name
+        lines.append(f"| {shown} | {since} | {older.replace('|', chr(92) + '|')} |")
+    return "\n".join(lines) + "\n"
+
+
 def generate() -> str:
     evidence = json.loads(EVIDENCE_PATH.read_text()) if EVIDENCE_PATH.exists() else {}
-    return build_table(LoweringRegistry.default(), evidence, core_aten_ops())
+    return build_table(LoweringRegistry.default(), evidence, core_aten_ops()) + tract_version_section()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,7 +45,8 @@ def nnef_float(x: float) -> str:
         raise ValueError("NaN has no NNEF literal")
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
-    text = repr(float(x))
+    # No "+" in the exponent: tract before 0.23 cannot parse 1e+38 (1e38 is the same number).
+    text = repr(float(x)).replace("e+", "e")
     return text if any(c in text for c in ".e") else text + ".0"
 
 

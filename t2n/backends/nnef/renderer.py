@@ -29,6 +29,7 @@ from t2n.backends.nnef.context import (
 )
 from t2n.backends.nnef.emit.quant import graph_quant_text
 from t2n.backends.nnef.tract import TractEmitContext
+from t2n.backends.nnef.versions import TRACT_ASSERT, symbol_use_problems, target_has
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
 from t2n.errors import EmissionError, NotExpressibleError, OpProblem
 from t2n.ir import DType, Graph, Op, Sym, Value
@@ -221,6 +222,13 @@ class TractRenderer(NNEFRenderer):
 
     _STD_EXTERNAL = {DType.F32: "scalar", DType.I64: "integer", DType.BOOL: "logical"}
 
+    def render(self, graph: Graph) -> RenderedModel:
+        rendered = super().render(graph)
+        problems = symbol_use_problems(self.target, rendered.graph_nnef, self.symbols(graph))
+        if problems:
+            raise NotExpressibleError(problems, str(self.target))
+        return rendered
+
     def external(self, ctx: EmitContext, v: Value) -> str:
         shape = literal(list(v.type.shape))
         kind = self._STD_EXTERNAL.get(v.type.dtype)
@@ -235,7 +243,7 @@ class TractRenderer(NNEFRenderer):
         symbols = self.symbols(graph)
         syms = [f"tract_symbol {s}" for s in symbols]
         # Dynamic axes are never empty: saying so lets tract simplify shape expressions.
-        asserts = [f"tract_assert {s} >= 1" for s in symbols]
+        asserts = [f"tract_assert {s} >= 1" for s in symbols] if target_has(self.target, TRACT_ASSERT) else []
         rest = [e for e in ctx.extensions if not e.startswith("tract_registry")]
         custom = [e.strip().rstrip(";") for e in
                   [*self.target.custom_extensions, *graph.info.custom_extensions]]

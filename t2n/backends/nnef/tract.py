@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, Raw, literal
+from t2n.backends.nnef.versions import tract_has
 from t2n.ir import DType, Value
 
 
 class TractEmitContext(EmitContext):
     """tract parses float literals as f32, reads integer literals as symbolic dims
-    (TDim), and does read ``inf``."""
+    (TDim), and does read ``inf``. Before 0.23 it has no ``copy``."""
+
+    def call(self, op: str, *args: Any, **attrs: Any) -> str:
+        """``copy(x)`` is written ``x`` (an assignment of the identifier) where the
+        target's tract has no ``copy``; a literal is wrapped in an ``add`` of zero so
+        that the line still computes a tensor."""
+        if op == "copy" and len(args) == 1 and not attrs and not tract_has(self, "copy"):
+            text = super().call("copy", *args)[len("copy("):-1]
+            if text.isidentifier() or text.endswith(")"):
+                return text
+            return f"add({text}, 0)" if text.lstrip("-").isdigit() else f"add({text}, 0.0)"
+        return super().call(op, *args, **attrs)
 
     def scalar_operand(self, v: Value, data: np.ndarray) -> str:
         if v.type.dtype.is_float and math.isnan(float(data.item())):

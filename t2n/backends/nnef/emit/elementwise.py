@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.backends.nnef.versions import F64_ABS, INT_DIV_BY_CONSTANT, INT_SIGN, tract_has
 from t2n.ir import DType, Op
 
 COMMON = EmitterTable("elementwise")
@@ -166,8 +167,8 @@ def _is_nan_generic(ctx: EmitContext, op: Op) -> None:
 
 @TRACT.emitter("is_nan")
 def is_nan_tract(ctx: EmitContext, op: Op) -> None:
-    """tract's is_nan and is_inf have no f64 kernel."""
-    if op.inputs[0].type.dtype is DType.F64:
+    """tract's is_nan and is_inf have no f64 kernel (and no is_nan before 0.23)."""
+    if op.inputs[0].type.dtype is DType.F64 or not tract_has(ctx, "tract_core_is_nan"):
         _is_nan_generic(ctx, op)
     else:
         ctx.emit(op.output, "tract_core_is_nan", op.inputs[0])
@@ -194,7 +195,7 @@ def _is_inf_generic(ctx: EmitContext, op: Op) -> None:
 
 @TRACT.emitter("is_inf")
 def is_inf_tract(ctx: EmitContext, op: Op) -> None:
-    if ctx.target.at_least("0.23.0") and op.inputs[0].type.dtype is not DType.F64:
+    if tract_has(ctx, "tract_core_is_inf") and op.inputs[0].type.dtype is not DType.F64:
         ctx.emit(op.output, "tract_core_is_inf", op.inputs[0],
                  detect_positive=bool(op.attrs.get("detect_positive", True)),
                  detect_negative=bool(op.attrs.get("detect_negative", True)))
@@ -250,7 +251,7 @@ def _silu_generic(ctx: EmitContext, op: Op) -> None:
 
 @TRACT.emitter("silu")
 def silu_tract(ctx: EmitContext, op: Op) -> None:
-    if ctx.target.at_least("0.23.0"):
+    if tract_has(ctx, "tract_core_silu"):
         ctx.emit(op.output, "tract_core_silu", op.inputs[0])
     else:
         _silu_generic(ctx, op)
@@ -285,7 +286,7 @@ def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str) -> None:
 
 @TRACT.emitter("gelu")
 def gelu_tract(ctx: EmitContext, op: Op) -> None:
-    if op.attrs.get("approximate", "none") == "tanh" and ctx.target.at_least("0.23.0"):
+    if op.attrs.get("approximate", "none") == "tanh" and tract_has(ctx, "tract_core_gelu_approx"):
         ctx.emit(op.output, "tract_core_gelu_approx", op.inputs[0], fast_impl=False)
     else:
         gelu_from_erf(ctx, op, "tract_core_erf")
@@ -309,3 +310,46 @@ def xor_khronos(ctx: EmitContext, op: Op) -> None:
     left = Raw(ctx.emit("xor_l", "and", a, Raw(ctx.emit("xor_nb", "not", b))))
     right = Raw(ctx.emit("xor_r", "and", Raw(ctx.emit("xor_na", "not", a)), b))
     ctx.emit(op.output, "or", left, right)
+
+
+def _int_literal(ctx: EmitContext, value: int, dtype: DType) -> Raw:
+    return Raw(ctx.call("tract_core_cast", Raw(str(value)), to=dtype.value))
+
+
+@TRACT.emitter("sign")
+def sign_tract(ctx: EmitContext, op: Op) -> None:
+    """Older tract has no integer ``sign`` kernel: (x > 0) - (x < 0), cast back."""
+    x, dt = op.inputs[0], op.output.type.dtype
+    if not dt.is_int or tract_has(ctx, INT_SIGN):
+        ctx.emit(op.output, "sign", x)
+        return
+    zero = _int_literal(ctx, 0, dt)
+    pos = Raw(ctx.call("tract_core_cast", Raw(ctx.call("gt", x, zero)), to=dt.value))
+    neg = Raw(ctx.call("tract_core_cast", Raw(ctx.call("lt", x, zero)), to=dt.value))
+    ctx.emit(op.output, "sub", pos, neg)
+
+
+@TRACT.emitter("div")
+def div_tract(ctx: EmitContext, op: Op) -> None:
+    """Older tract rounds an integer division by a constant towards -inf for negative
+    numerators (its rewrite into a multiply and shift), not towards zero: divide the
+    magnitude, then restore the sign."""
+    a, b = operands(ctx, op)
+    dt = op.output.type.dtype
+    if not dt.is_int or ctx.const_data(op.inputs[1]) is None or tract_has(ctx, INT_DIV_BY_CONSTANT):
+        ctx.emit(op.output, "div", a, b)
+        return
+    negative = Raw(ctx.emit("idiv_neg", "lt", a, _int_literal(ctx, 0, dt)))
+    magnitude = Raw(ctx.emit("idiv_mag", "div", Raw(ctx.call("neg", a)), b))
+    ctx.emit(op.output, "select", negative, Raw(ctx.call("neg", magnitude)), Raw(ctx.call("div", a, b)))
+
+
+@TRACT.emitter("abs")
+def abs_tract(ctx: EmitContext, op: Op) -> None:
+    """Older tract has no f64 ``abs`` kernel: select(x < 0, -x, x)."""
+    x = op.inputs[0]
+    if x.type.dtype is not DType.F64 or tract_has(ctx, F64_ABS):
+        ctx.emit(op.output, "abs", x)
+        return
+    zero = Raw(ctx.call("tract_core_cast", 0.0, to="f64"))
+    ctx.emit(op.output, "select", Raw(ctx.call("lt", x, zero)), Raw(ctx.call("neg", x)), x)

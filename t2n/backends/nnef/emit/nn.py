@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.backends.nnef.versions import AVG_POOL_CONSTANT_BORDER, tract_has
 from t2n.ir import Dim, Op, Value
 
 COMMON = EmitterTable("nn")
@@ -117,8 +118,13 @@ def _pool(ctx: EmitContext, op: Op) -> None:
     if missing:
         src = Raw(ctx.emit(f"{x.name}_nc", "unsqueeze", x, axes=list(range(missing))))
         lead += missing
+    padding = [(0, 0)] * lead + _pairs(op.attrs["padding"])
+    if border == "constant" and any(pair != (0, 0) for pair in padding) and \
+            not tract_has(ctx, AVG_POOL_CONSTANT_BORDER):
+        src = Raw(ctx.emit(f"{x.name}_padded", "pad", src, padding=padding, border="constant", value=0.0))
+        padding = [(0, 0)] * len(padding)
     attrs = dict(size=[1] * lead + k, border=border,
-                 padding=[(0, 0)] * lead + _pairs(op.attrs["padding"]),
+                 padding=padding,
                  stride=[1] * lead + list(op.attrs["stride"]),
                  dilation=[1] * lead + list(op.attrs["dilation"]))
     if not missing:

@@ -4,6 +4,7 @@ exact (one axis, tract 0.23+), the standard-op composition elsewhere."""
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.backends.nnef.versions import tract_has
 from t2n.ir import Op
 
 COMMON = EmitterTable("norm")
@@ -22,7 +23,7 @@ def rms_norm(ctx: EmitContext, op: Op) -> None:
 @TRACT.emitter("rms_norm")
 def rms_norm_tract(ctx: EmitContext, op: Op) -> None:
     axes = list(op.attrs["axes"])
-    if len(axes) == 1 and ctx.target.at_least("0.23.0"):
+    if len(axes) == 1 and tract_has(ctx, "tract_core_rms_norm"):
         ctx.emit(op.output, "tract_core_rms_norm", op.inputs[0], axis=axes[0],
                  eps=float(op.attrs["eps"]))
     else:

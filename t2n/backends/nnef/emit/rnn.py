@@ -88,10 +88,10 @@ def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
             ") -> (", ",\n".join(f"    {r}: tensor<scalar>" for r in results), ")", "{",
             "    x = squeeze(xw, axes = [0]);"]
     text += [f"    {lhs} = {expr};" for lhs, expr in lines]
-    text.append(f"    h_out = copy({h_next});")
+    text.append(f"    h_out = {ctx.call('copy', Raw(h_next))};")
     text.append(f"    y = unsqueeze({h_next}, axes = [0]);")
     if c0:
-        text.append(f"    c_out = copy({c_next});")
+        text.append(f"    c_out = {ctx.call('copy', Raw(c_next))};")
     text.append("}")
     ctx.fragments[body] = "\n".join(text)
     step = -1 if op.attrs.get("reverse") else 1
@@ -128,6 +128,6 @@ def rnn_scan_khronos(ctx: EmitContext, op: Op) -> None:
         ys[t] = ctx.emit(f"{op.outputs[0].name}_y{t}", "unsqueeze", Raw(h), axes=[0])
     out = op.outputs
     ctx.assign(ctx.id(out[0]), f"concat([{', '.join(ys[t] for t in range(steps))}], axis = 0)")
-    ctx.assign(ctx.id(out[1]), f"copy({h})")
+    ctx.assign(ctx.id(out[1]), ctx.call("copy", Raw(h)))
     if mode == "lstm":
-        ctx.assign(ctx.id(out[2]), f"copy({c})")
+        ctx.assign(ctx.id(out[2]), ctx.call("copy", Raw(c)))

@@ -8,7 +8,9 @@ import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
 from t2n.backends.nnef.emit.block_quant import gather_datum_type
+from t2n.backends.nnef.versions import tract_has
 from t2n.ir import DType, Op, Sym, Value
+from t2n.ir.dims import Dim
 from t2n.ir.infer_utils import slice_dim
 
 COMMON = EmitterTable("shape")
@@ -90,6 +92,10 @@ def slice_tract(ctx: EmitContext, op: Op) -> None:
         return
     plan = [(ax, *slice_dim(x.type.shape[ax], b, e, st), st)
             for ax, b, e, st in zip(op.attrs["axes"], begins, ends, steps)]
+    if not tract_has(ctx, SYMBOLIC_SLICE) and all(st == 1 for st in steps) and any(
+            isinstance(x.type.shape[ax], int) and isinstance(ee, Sym) for ax, _, ee, _, _ in plan):
+        _dyn_slices(ctx, op, plan)
+        return
     if all(st == 1 for st in steps) or not all(
             isinstance(x.type.shape[ax], int) and isinstance(bb, int) and isinstance(n, int)
             for ax, bb, _, n, st in plan if st != 1):
@@ -123,6 +129,25 @@ def slice_tract(ctx: EmitContext, op: Op) -> None:
             parts.append(ctx.emit(f"{op.output.name}_l", "slice", cur, axes=[ax], begin=[at], end=[at + 1]))
         cur = Raw(parts[0]) if len(parts) == 1 else Raw(ctx.emit(
             f"{op.output.name}_c", "concat", Raw("[" + ", ".join(parts) + "]"), axis=ax))
+        dims[ax] = length
+    ctx.emit(op.output, "copy", cur)
+
+
+SYMBOLIC_SLICE = "slice of a static axis to a symbolic end"
+
+
+def _dyn_slices(ctx: EmitContext, op: Op, plan: list[tuple[int, Dim, Dim, Dim, int]]) -> None:
+    """tract before 0.23 types ``slice(x, end = [S])`` of a 64-long axis as min(S, 64),
+    which it cannot equate with S (reshapes then fail, at load or once S is set):
+    ``tract_core_dyn_slice`` takes the length as given."""
+    cur: Value | Raw = op.inputs[0]
+    dims = list(op.inputs[0].type.shape)
+    for ax, bb, ee, length, _ in plan:
+        if bb == 0 and ee == dims[ax]:
+            continue
+        bounds = [Raw(ctx.call("tract_core_cast", Raw(literal(d)), to="i64")) for d in (bb, ee)]
+        cur = Raw(ctx.emit(f"{op.output.name}_s", "tract_core_dyn_slice", cur, *bounds,
+                           axis=ax, len=Raw(literal(length))))
         dims[ax] = length
     ctx.emit(op.output, "copy", cur)
 
@@ -285,6 +310,9 @@ def reverse_khronos(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, "slice", x, axes=axes, begin=[-1] * len(axes), end=ends, stride=[-1] * len(axes))
 
 
+SYMBOLIC_RANGE = "range of i64 bounds sliced to its symbolic length"
+
+
 @TRACT.emitter("range")
 def range_tract(ctx: EmitContext, op: Op) -> None:
     """A range whose length is a size expression (``arange(x.size(1))``) is sliced to
@@ -295,6 +323,11 @@ def range_tract(ctx: EmitContext, op: Op) -> None:
     known = [v.known for v in op.inputs]
     if op.output.type.dtype.is_int and all(k is not None and np.asarray(k).ndim == 0 for k in known):
         bounds = [np.asarray(k).item() for k in known]
+        if any(isinstance(d, Sym) for d in bounds) and not tract_has(ctx, SYMBOLIC_RANGE):
+            # before 0.23 a range of TDim literals has the length S itself
+            ctx.emit(op.output, "tract_core_cast", Raw(ctx.call("tract_core_range", *[Raw(literal(d)) for d in bounds])),
+                     to=op.output.type.dtype.value)
+            return
         if any(isinstance(d, Sym) for d in bounds):
             dt = op.output.type.dtype.value
             r = ctx.emit(f"{op.output.name}_free", "tract_core_range",

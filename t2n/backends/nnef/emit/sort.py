@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
+from t2n.backends.nnef.versions import require
 from t2n.ir import Op
 
 TRACT = EmitterTable("sort/tract")
@@ -10,6 +11,8 @@ TRACT = EmitterTable("sort/tract")
 
 @TRACT.emitter("topk")
 def topk(ctx: EmitContext, op: Op) -> None:
+    if not require(ctx, "tract_core_topk", "topk"):
+        return
     k = ctx.call("tract_core_cast", Raw(literal(op.attrs["k"])), to="i64")
     values, indices = op.outputs
     ctx.assign([ctx.id(values), ctx.id(indices)],
