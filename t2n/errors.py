@@ -227,3 +227,16 @@ class UnsupportedTorchError(T2NError, ImportError):
 class ExtractorError(TraceError):
     """A module extractor was given or used wrongly (named with the module class, its
     path in the model and what to change)."""
+
+
+# -- scripted loops
+
+
+class DataDependentLoopError(TraceError):
+    """A TorchScript loop runs a number of times that the input data decides (not the
+    sizes of the example inputs), so no exported graph can follow it. ``places`` holds
+    each such loop's source line."""
+
+    def __init__(self, message: str, places: Sequence[str] = ()) -> None:
+        self.places = list(places)
+        super().__init__(message)

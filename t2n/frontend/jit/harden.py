@@ -19,6 +19,7 @@ import torch
 from t2n.errors import TraceError
 from t2n.frontend import torch_private
 from t2n.frontend.jit.graph_edit import all_nodes, drop_unused, replace_with_constant
+from t2n.frontend.jit.loops import refuse_data_dependent_loops
 from t2n.frontend.jit.passes import PROBING_STEPS, STEPS, HardenState
 
 log = logging.getLogger("t2n.frontend")
@@ -181,5 +182,6 @@ def harden_jit_for_export(
                 _settle(state, diag)
         if not changed_now:
             break
+    refuse_data_dependent_loops(graph)
     torch_private.lint(graph)
     return HardenedGraph(graph, module, list(tensors), diag)
