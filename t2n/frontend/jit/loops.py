@@ -192,13 +192,45 @@ def resolve_list_appends(s: Any) -> int:
     return 0
 
 
+DATA_READS = frozenset({"aten::Int", "aten::Float", "aten::Bool", "aten::item", "aten::IntImplicit",
+                        "aten::FloatImplicit", "aten::ScalarImplicit", "aten::is_nonzero",
+                        "aten::equal", "aten::allclose", "aten::tolist"})
+"""Operations that turn tensor data into a Python value."""
+
+
+def _reads_data(loop: torch._C.Node) -> bool:
+    """Whether the loop's trip count or condition is computed from tensor data (as
+    opposed to sizes not yet folded)."""
+    (body,) = list(loop.blocks())
+    stack = [loop.inputsAt(0), loop.inputsAt(1), body.returnNode().inputsAt(0)]
+    seen: set[int] = set()
+    while stack:
+        value = stack.pop()
+        if value.unique() in seen:
+            continue
+        seen.add(value.unique())
+        node = value.node()
+        if node.kind() in DATA_READS:
+            return True
+        if node.kind() not in ("prim::Param", "prim::Constant", "prim::Loop", "prim::If"):
+            stack.extend(node.inputs())
+    return False
+
+
 def refuse_data_dependent_loops(graph: torch._C.Graph) -> None:
-    """Any loop left after hardening runs a number of times the data decides."""
+    """Any loop left after hardening runs a number of times the data decides (or one
+    that hardening could not settle: named too, as a plain TraceError)."""
     loops = [n for n in all_nodes(graph.block()) if n.kind() == "prim::Loop" and
              (_constant_int(n.inputsAt(0)) is None or _constant_int(n.inputsAt(1)) is None)]
     if not loops:
         return
     places = [source_of(n) or "(no source line recorded)" for n in loops]
+    if not any(_reads_data(n) for n in loops):
+        raise TraceError(
+            f"{len(loops)} loop(s) could not be unrolled: their trip count follows the sizes "
+            "of tensors computed inside the loop, which hardening could not settle: "
+            + "; ".join(places) + ". What to do: bound the loop by the sizes of the inputs "
+            "(for i in range(x.size(1) // chunk)), or trace the model instead of scripting it")
     raise DataDependentLoopError(
         f"{len(loops)} loop(s) run a number of times that depends on the input data, which "
         "an exported graph cannot follow: " + "; ".join(places) + ". What to do: make the "
