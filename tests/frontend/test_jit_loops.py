@@ -63,6 +63,19 @@ class GrowToSize(torch.nn.Module):
         return y
 
 
+class ReadsItsList(torch.nn.Module):
+    """The loop reads the list it grows (its length and last element) while growing it."""
+
+    def forward(self, x):
+        outs: list[torch.Tensor] = []
+        for i in range(x.size(1) // 2):
+            c = x[:, 2 * i:2 * i + 2]
+            if len(outs) > 0:
+                c = c + outs[-1]
+            outs.append(c)
+        return torch.cat(outs, 1)
+
+
 class Nested(torch.nn.Module):
     def forward(self, x):
         rows: list[torch.Tensor] = []
@@ -101,7 +114,9 @@ def _line_of_marker(cls: type) -> int:
     (SizeBoundedWhile(), torch.randn(2, 7, 5)),
     (Nested(), torch.randn(3, 4)),
     (GrowToSize(), torch.randn(3, 4)),
-], ids=["chunks-append-stack", "split-append-cat-index-len", "while-over-time", "nested", "grow-to-size"])
+    (ReadsItsList(), torch.randn(2, 8)),
+], ids=["chunks-append-stack", "split-append-cat-index-len", "while-over-time", "nested", "grow-to-size",
+        "reads-its-list"])
 def test_loops_with_a_size_fixed_trip_count_are_unrolled_and_run(model, x):
     scripted = torch.jit.script(model.eval())
     diag: dict[str, object] = {}
@@ -149,3 +164,17 @@ def test_a_while_loop_too_long_to_unroll_is_refused_naming_its_line():
     with pytest.raises(TraceError, match="too many to unroll") as info:
         t2n.harden_jit_for_export(torch.jit.script(Long().eval()), (torch.randn(5),))
     assert f"line {_line_of_marker(Long)}" in str(info.value)
+
+
+def test_a_list_changed_by_other_list_ops_is_left_and_named_by_the_lowering():
+    class Inserts(torch.nn.Module):
+        def forward(self, x):
+            outs: list[torch.Tensor] = []
+            for i in range(x.size(0)):
+                outs.append(x[i])
+            outs.insert(0, x[0])  # LOOP-LINE
+            return torch.stack(outs, 0)
+
+    with pytest.raises(t2n.errors.UnsupportedOpsError) as info:
+        t2n.compile(torch.jit.script(Inserts().eval()), (torch.randn(3, 2),))
+    assert "aten::insert" in str(info.value) and f"line {_line_of_marker(Inserts)}" in str(info.value)

@@ -160,7 +160,10 @@ _SIZE_OPS = ("aten::size", "aten::dim", "aten::len", "aten::numel")
 
 def _hoist(node: torch._C.Node, top: torch._C.Block) -> bool:
     """Move a size read out of nested blocks when what it reads is defined at top level
-    (a size is the same wherever it is read), so that it can be probed."""
+    (a size is the same wherever it is read), so that it can be probed. The length of a
+    list is not: a list may grow in between, so ``len`` of a list stays where it is."""
+    if any(v.type().kind() == "ListType" for v in node.inputs()):
+        return False
     if not all(v.node().owningBlock() == top or v.node().kind() == "prim::Param" for v in node.inputs()):
         return False
     outer = node
