@@ -246,3 +246,16 @@ class SameIONameError(InvalidArgumentError):
 class TractEnvironmentError(EngineError):
     """The environment holding a given tract version could not be made or started
     (named with the version, the folder and what pip or the system said)."""
+
+
+# -- scripted loops
+
+
+class DataDependentLoopError(TraceError):
+    """A TorchScript loop runs a number of times that the input data decides (not the
+    sizes of the example inputs), so no exported graph can follow it. ``places`` holds
+    each such loop's source line."""
+
+    def __init__(self, message: str, places: Sequence[str] = ()) -> None:
+        self.places = list(places)
+        super().__init__(message)

@@ -384,10 +384,11 @@ class KhronosNNEF(Target):
     def run(self, path: Path, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
             symbols: Mapping[str, int] | None = None) -> list[np.ndarray]:
         """Parse with the Khronos ``nnef`` parser and run in the nnef-tools PyTorch
-        interpreter (a folder; Khronos NNEF has no symbols or registries)."""
+        interpreter (a folder; Khronos NNEF has no symbols or registries), with their
+        default options; only fragments the user added to this target are lowered."""
         from t2n.check.engines import run_khronos
 
-        return run_khronos(str(path), inputs).outputs
+        return run_khronos(str(path), inputs, lowered=sorted(self.fragments)).outputs
 
     @property
     def engine(self) -> str:

@@ -184,10 +184,13 @@ def run_tract(
     )
 
 
-def run_khronos(path: str, inputs: Sequence[np.ndarray], *, worker: EngineWorker | None = None) -> EngineResult:
+def run_khronos(path: str, inputs: Sequence[np.ndarray], *, lowered: Sequence[str] = (),
+                worker: EngineWorker | None = None) -> EngineResult:
     """Parse ``path`` (a directory) with the Khronos parser and run it in the nnef-tools
-    PyTorch interpreter."""
+    PyTorch interpreter, both with their default options, as a user runs them.
+    ``lowered`` names fragments (added to the target by the user) to expand first."""
     require_engine("nnef", "nnef_tools", engine="the Khronos NNEF interpreter")
     return (worker or default_worker()).call(
-        "khronos", {"path": str(path), "inputs": [np.asarray(x) for x in inputs]}
+        "khronos", {"path": str(path), "inputs": [np.asarray(x) for x in inputs],
+                    "lowered": list(lowered)}
     )

@@ -55,20 +55,23 @@ def run_tract(path: str, inputs: list[np.ndarray], registries: list[str],
     return {"outputs": [o.to_numpy() for o in outs], "input_facts": facts, "output_facts": out_facts}
 
 
-def run_khronos(path: str, inputs: list[np.ndarray], phase: Phase = _no_phase) -> dict[str, Any]:
+def run_khronos(path: str, inputs: list[np.ndarray], phase: Phase = _no_phase,
+                lowered: list[str] | None = None) -> dict[str, Any]:
+    """Parse and run as a user does: ``nnef.load_graph(path)`` and the nnef-tools
+    PyTorch interpreter with their default options. ``lowered`` names fragments the
+    user added to the target, which a consumer must be told to expand; t2n's own
+    output defines none."""
     phase("loading")
-    import re
-
     import nnef
     from nnef_tools.interpreter.pytorch import Interpreter
 
-    with open(os.path.join(path, "graph.nnef")) as f:
-        text = f.read()
-    # Fragments the document defines are expanded into standard operations.
-    own = sorted(set(re.findall(r"^\s*fragment\s+(\w+)", text, flags=re.M)))
-    graph = nnef.load_graph(path, lowered=own)
+    if lowered:
+        graph = nnef.load_graph(path, lowered=list(lowered))
+        interp = Interpreter(path, device="cpu", decomposed=list(lowered))
+    else:
+        graph = nnef.load_graph(path)
+        interp = Interpreter(path, device="cpu")
     nnef.infer_shapes(graph)
-    interp = Interpreter(path, device="cpu", decomposed=own)
     phase("running")
     outs = interp([np.asarray(x) for x in inputs])
     return {"outputs": [outs[name] for name in graph.outputs], "input_facts": [], "output_facts": []}

@@ -164,9 +164,17 @@ def tract_version_section() -> str:
     return "\n".join(lines) + "\n"
 
 
+def functional_section() -> str:
+    """The torch.nn.functional table: exported / refused (why) / not for inference (why)."""
+    from t2n.frontend.functional_coverage import section
+
+    return section()
+
+
 def generate() -> str:
     evidence = json.loads(EVIDENCE_PATH.read_text()) if EVIDENCE_PATH.exists() else {}
-    return build_table(LoweringRegistry.default(), evidence, core_aten_ops()) + tract_version_section()
+    return (build_table(LoweringRegistry.default(), evidence, core_aten_ops()) + tract_version_section()
+            + functional_section())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ import torch
 from t2n.errors import TraceError
 from t2n.frontend import torch_private
 from t2n.frontend.jit.graph_edit import all_nodes, drop_unused, replace_with_constant
+from t2n.frontend.jit.loops import refuse_data_dependent_loops
 from t2n.frontend.jit.passes import PROBING_STEPS, STEPS, HardenState
 
 log = logging.getLogger("t2n.frontend")
@@ -145,8 +146,12 @@ def harden_jit_for_export(
     constants, tuple/list arguments one input per tensor), replace_size_calls_with_constants
     (only sizes that decide control flow), fold_constant_scalar_arithmetic,
     fold_constant_ifs, fold_tuple_index_through_tuple_construct,
-    fold_tuple_unpack_through_tuple_construct, strip_prim_data, strip_assertion_ifs, and
-    fold_data_dependent_ifs (each remaining ``if`` takes the branch the example inputs take).
+    fold_tuple_unpack_through_tuple_construct, strip_prim_data, strip_assertion_ifs,
+    unroll_constant_loops (loops whose trip count and condition are constants once sizes
+    are: the body copied once per iteration), resolve_list_appends (lists grown by
+    ``append`` become plain lists at each reader), and fold_data_dependent_ifs (each
+    remaining ``if`` takes the branch the example inputs take). A loop whose trip count
+    the data decides raises :class:`t2n.errors.DataDependentLoopError` naming its line.
 
     The result holds a specialized copy of the graph; ``script_module`` is unchanged.
     ``t2n.compile`` accepts it (and hardens ScriptModules itself by default).
@@ -181,5 +186,6 @@ def harden_jit_for_export(
                 _settle(state, diag)
         if not changed_now:
             break
+    refuse_data_dependent_loops(graph)
     torch_private.lint(graph)
     return HardenedGraph(graph, module, list(tensors), diag)

@@ -17,6 +17,7 @@ from t2n.frontend.jit.graph_edit import (
     is_scalar,
     replace_with_constant,
 )
+from t2n.frontend.jit.loops import resolve_list_appends, unroll_constant_loops
 from t2n.frontend.jit.probe import probe
 from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS
 
@@ -159,7 +160,10 @@ _SIZE_OPS = ("aten::size", "aten::dim", "aten::len", "aten::numel")
 
 def _hoist(node: torch._C.Node, top: torch._C.Block) -> bool:
     """Move a size read out of nested blocks when what it reads is defined at top level
-    (a size is the same wherever it is read), so that it can be probed."""
+    (a size is the same wherever it is read), so that it can be probed. The length of a
+    list is not: a list may grow in between, so ``len`` of a list stays where it is."""
+    if any(v.type().kind() == "ListType" for v in node.inputs()):
+        return False
     if not all(v.node().owningBlock() == top or v.node().kind() == "prim::Param" for v in node.inputs()):
         return False
     outer = node
@@ -199,12 +203,12 @@ def replace_size_calls_with_constants(s: HardenState) -> int:
 
 
 def fold_data_dependent_ifs(s: HardenState) -> int:
-    """Each remaining top-level ``prim::If`` takes the branch the example inputs take
-    (and each loop the trip count they give)."""
+    """Each remaining top-level ``prim::If`` takes the branch the example inputs take.
+    Loops are not specialised this way: a trip count the data decides is refused."""
     top = s.graph.block()
     conds = []
     for node in top.nodes():
-        if node.kind() == "prim::If" and not is_constant(node.inputsAt(0)) or node.kind() == "prim::Loop" and not is_constant(node.inputsAt(0)):
+        if node.kind() == "prim::If" and not is_constant(node.inputsAt(0)):
             conds.append(node.inputsAt(0))
     values = probe(s.graph, s.self_obj, s.args, conds)
     for v, val in zip(conds, values):
@@ -219,6 +223,8 @@ STEPS: list[tuple[str, Callable[[HardenState], int]]] = [
     ("fold_tuple_unpack_through_tuple_construct", fold_tuple_unpack_through_tuple_construct),
     ("strip_prim_data", strip_prim_data),
     ("strip_assertion_ifs", strip_assertion_ifs),
+    ("unroll_constant_loops", unroll_constant_loops),
+    ("resolve_list_appends", resolve_list_appends),
 ]
 """Steps that only look at the graph, run to a fixed point before anything is probed
 (a probe compiles the graph, which fails while dead branches use bound ``None``s)."""

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.backends.nnef.emit.erf import emit_erf
 from t2n.backends.nnef.versions import F64_ABS, INT_DIV_BY_CONSTANT, INT_SIGN, tract_has
 from t2n.ir import DType, Op
 
@@ -271,7 +272,9 @@ TRACT.add("hard_swish", _same("tract_core_hard_swish"))
 KHRONOS.add("hard_swish", _hard_swish_generic)
 
 
-def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str) -> None:
+def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str | None) -> None:
+    """Exact GELU, ``x · (1 + erf(x / √2)) / 2``, through ``erf_op`` (None: the
+    standard-operation expansion of :mod:`t2n.backends.nnef.emit.erf`)."""
     x = op.inputs[0]
     if op.attrs.get("approximate", "none") == "tanh":
         x3 = ctx.emit("gelu_x3", "mul", Raw(ctx.call("mul", x, x)), x)
@@ -279,7 +282,10 @@ def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str) -> None:
                          math.sqrt(2.0 / math.pi))
         t = ctx.emit("gelu_t", "tanh", Raw(inner))
     else:
-        t = ctx.emit("gelu_erf", erf_op, Raw(ctx.call("mul", x, 1.0 / math.sqrt(2.0))))
+        if erf_op:
+            t = ctx.emit("gelu_erf", erf_op, Raw(ctx.call("mul", x, 1.0 / math.sqrt(2.0))))
+        else:
+            t = emit_erf(ctx, "gelu_erf", Raw(ctx.emit("gelu_s", "mul", x, 1.0 / math.sqrt(2.0))))
     h = ctx.emit("gelu_h", "mul", Raw(ctx.call("add", Raw(t), 1.0)), 0.5)
     ctx.emit(op.output, "mul", x, Raw(h))
 
@@ -294,13 +300,14 @@ def gelu_tract(ctx: EmitContext, op: Op) -> None:
 
 @KHRONOS.emitter("gelu")
 def gelu_khronos(ctx: EmitContext, op: Op) -> None:
-    """Exact GELU through t2n_erf: the standard ``gelu`` fragment is a sigmoid approximation."""
-    gelu_from_erf(ctx, op, ctx.use_fragment("t2n_erf"))
+    """Exact GELU through erf spelled out: the standard ``gelu`` fragment is a sigmoid approximation."""
+    gelu_from_erf(ctx, op, None)
 
 
 @KHRONOS.emitter("erf")
 def erf_khronos(ctx: EmitContext, op: Op) -> None:
-    ctx.emit(op.output, ctx.use_fragment("t2n_erf"), op.inputs[0])
+    """Standard NNEF has no erf: spelled out in standard operations."""
+    emit_erf(ctx, op.output, op.inputs[0])
 
 
 @KHRONOS.emitter("xor")
