@@ -10,7 +10,7 @@ import numpy as np
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
 from t2n.backends.nnef.emit.erf import emit_erf
 from t2n.backends.nnef.versions import F64_ABS, INT_DIV_BY_CONSTANT, INT_SIGN, tract_has
-from t2n.ir import DType, Op
+from t2n.ir import DType, Op, Value
 
 COMMON = EmitterTable("elementwise")
 TRACT = EmitterTable("elementwise/tract")
@@ -272,10 +272,13 @@ TRACT.add("hard_swish", _same("tract_core_hard_swish"))
 KHRONOS.add("hard_swish", _hard_swish_generic)
 
 
-def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str | None) -> None:
+def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str | None, x: Value | Raw | None = None,
+                  out: Value | str | None = None) -> str:
     """Exact GELU, ``x · (1 + erf(x / √2)) / 2``, through ``erf_op`` (None: the
-    standard-operation expansion of :mod:`t2n.backends.nnef.emit.erf`)."""
-    x = op.inputs[0]
+    standard-operation expansion of :mod:`t2n.backends.nnef.emit.erf`), from ``x`` (default
+    the op's input) into ``out`` (default its output; a text is a name hint). Returns the
+    name of the result."""
+    x = op.inputs[0] if x is None else x
     if op.attrs.get("approximate", "none") == "tanh":
         x3 = ctx.emit("gelu_x3", "mul", Raw(ctx.call("mul", x, x)), x)
         inner = ctx.emit("gelu_in", "mul", Raw(ctx.call("add", x, Raw(ctx.call("mul", Raw(x3), 0.044715)))),
@@ -287,13 +290,20 @@ def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str | None) -> None:
         else:
             t = emit_erf(ctx, "gelu_erf", Raw(ctx.emit("gelu_s", "mul", x, 1.0 / math.sqrt(2.0))))
     h = ctx.emit("gelu_h", "mul", Raw(ctx.call("add", Raw(t), 1.0)), 0.5)
-    ctx.emit(op.output, "mul", x, Raw(h))
+    return ctx.emit(op.output if out is None else out, "mul", x, Raw(h))
 
 
 @TRACT.emitter("gelu")
 def gelu_tract(ctx: EmitContext, op: Op) -> None:
+    """The fused tanh form where tract has it; otherwise the formula, computed in f32 for
+    an f16 tensor and rounded once at the end as PyTorch does (step by step in f16, the
+    roundings of erf and 1 + erf put 40% of the outputs off, small ones by far)."""
     if op.attrs.get("approximate", "none") == "tanh" and tract_has(ctx, "tract_core_gelu_approx"):
         ctx.emit(op.output, "tract_core_gelu_approx", op.inputs[0], fast_impl=False)
+    elif op.output.type.dtype is DType.F16:
+        wide = Raw(ctx.emit("gelu_f32", "tract_core_cast", op.inputs[0], to="f32"))
+        result = gelu_from_erf(ctx, op, "tract_core_erf", x=wide, out="gelu_wide")
+        ctx.emit(op.output, "tract_core_cast", Raw(result), to="f16")
     else:
         gelu_from_erf(ctx, op, "tract_core_erf")
 
