@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import attrs
 
@@ -268,12 +268,13 @@ KHRONOS_LOGICAL = frozenset(["and", "or", "not", "xor", "any_reduce", "all_reduc
 """IR ops that standard NNEF defines on logical tensors."""
 
 
-def khronos_type_problems(graph: Graph) -> list[OpProblem]:
+def khronos_type_problems(graph: Graph, emittable: Collection[str] | None = None) -> list[OpProblem]:
     """Standard NNEF computes only on ``scalar`` (real) tensors: integer arithmetic,
-    comparisons of integers and the like have no standard form."""
+    comparisons of integers and the like have no standard form. Ops outside
+    ``emittable`` (no Khronos form at all) are left out: they are reported once, as such."""
     problems = []
     for op in graph.ops():
-        if op.kind in KHRONOS_ANY_TYPE:
+        if op.kind in KHRONOS_ANY_TYPE or (emittable is not None and op.kind not in emittable):
             continue
         operands = op.inputs[1:] if op.kind == "gather" else op.inputs
         if op.kind in KHRONOS_LOGICAL:
@@ -293,7 +294,7 @@ class KhronosRenderer(NNEFRenderer):
     flavour = "Khronos NNEF"
 
     def check_graph(self, graph: Graph) -> list[OpProblem]:
-        problems = khronos_type_problems(graph)
+        problems = khronos_type_problems(graph, self.target.emitter_table())
         for v in graph.inputs:
             if not v.type.shape.is_static:
                 problems.append(OpProblem(
