@@ -189,7 +189,7 @@ def test_multihead_attention_in_f16():
 
 @pytest.mark.slow
 def test_transformers_eager_attention_in_f16():
-    tf = pytest.importorskip("transformers")
+    import transformers as tf
     cfg = tf.BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=32)
     cfg._attn_implementation = "eager"
@@ -283,7 +283,7 @@ def test_f32_model_is_unchanged_by_the_options():
 
 @pytest.mark.slow
 def test_vit_in_f16_passes_with_f32_accumulation_and_misses_without():
-    tf = pytest.importorskip("transformers")
+    import transformers as tf
     cfg = tf.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                        image_size=16, patch_size=4, num_channels=3)
     cfg._attn_implementation = "eager"
