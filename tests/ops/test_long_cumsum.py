@@ -27,6 +27,15 @@ def test_long_cumsum_stores_no_quadratic_mask():
     art.check()
 
 
-def test_long_cumsum_over_a_dynamic_axis_stays_dynamic():
-    check_dynamic(Lambda(lambda x: x.cumsum(1)), lambda S: (torch.randn(2, S, 3),),
-                  {"input_0": {1: "S"}}, [{"S": 100}, {"S": 7}, {"S": 300}])
+def test_long_cumsum_over_a_dynamic_axis_is_one_loop_and_stays_dynamic():
+    art = check_dynamic(Lambda(lambda x: (x.cumsum(1), torch.logcumsumexp(x, 1))),
+                        lambda S: (torch.randn(2, S, 3),), {"input_0": {1: "S"}},
+                        [{"S": 100}, {"S": 1}, {"S": 7}, {"S": 300}])
+    text = art.graph_nnef
+    assert text.count("tract_core_scan(") == 2 and "matmul" not in text, text
+    assert sum(t.data.raw().size for t in art.rendered.tensors) < 100
+
+
+def test_integer_running_sum_over_a_dynamic_axis_is_exact():
+    check_dynamic(Lambda(lambda m: m.long().cumsum(-1) - 1), lambda S: (torch.arange(S) % 3 == 0,),
+                  {"input_0": {0: "S"}}, [{"S": 50}, {"S": 2}, {"S": 513}])

@@ -1,7 +1,8 @@
 """Sorting (top-k), order statistics (median, kthvalue), cumulative ops and binary search.
 
-Cumulative sums are a matmul with a triangular mask built from ``range`` (so a dynamic
-axis keeps working, in both engines; integers go through f64, exact below 2**53); other
+Cumulative sums are triangular matmuls, in blocks of about sqrt(n) over long axes, when
+sizes are static, else one ``cumsum_scan`` loop (linear in the length, the axis may be
+dynamic); integers go through f64, exact below 2**53. Other
 cumulative ops use a log-step prefix scan over a static axis: ``ceil(log2 n)`` shifted
 combines.
 """
@@ -95,18 +96,22 @@ def blocked_cumsum_last(ctx: LoweringContext, xt: Value, n: int) -> Value:
 
 
 def cumsum_float(ctx: LoweringContext, x: Value, axis: int) -> Value:
-    """A triangular matmul, blocked when the export has no dynamic axis and the axis is at
-    least :data:`BLOCKED_CUMSUM_FROM` long; the plain form keeps a dynamic axis dynamic."""
+    """Blocked triangular matmuls when the export has no dynamic axis (the fastest form
+    in tract: one pass of small dense products), else a ``cumsum_scan`` loop from zeros
+    shaped like one slice of ``x`` (read from its sizes, so a dynamic axis stays
+    dynamic), linear in the length."""
     b = ctx.b
-    xt, perm = _to_last(ctx, x, axis)
-    length = xt.type.shape[-1]
-    static = ctx.lowering.static_sizes and all(isinstance(d, int) for d in xt.type.shape)
-    if static and isinstance(length, int) and length >= BLOCKED_CUMSUM_FROM:
-        return _back(ctx, blocked_cumsum_last(ctx, xt, length), perm)
-    n = dim_value(b, xt, xt.rank - 1)
-    r = b.op("range", i64(ctx.b, 0), n, i64(ctx.b, 1))
-    upper = b.cast(b.op("le", unsqueeze(b, r, [1]), unsqueeze(b, r, [0])), x.type.dtype)
-    return _back(ctx, b.op("matmul", xt, upper, transpose_a=False, transpose_b=False), perm)
+    if ctx.lowering.static_sizes and all(isinstance(d, int) for d in x.type.shape):
+        xt, perm = _to_last(ctx, x, axis)
+        n = int(xt.type.shape[-1])
+        if n >= BLOCKED_CUMSUM_FROM:
+            return _back(ctx, blocked_cumsum_last(ctx, xt, n), perm)
+        return _back(ctx, b.op("matmul", xt, _mask(ctx, n, x.type.dtype, 0, False),
+                                transpose_a=False, transpose_b=False), perm)
+    dims = [dim_value(b, x, a) for a in range(x.rank)]
+    dims[axis] = i64(b, 1)
+    zeros = b.op("expand", ctx.as_value(0, x.type.dtype), ctx.shape_tensor(dims))
+    return b.op("cumsum_scan", x, zeros, axis=axis)
 
 
 def _scan_input(ctx: LoweringContext) -> tuple[Value, int]:
