@@ -94,7 +94,8 @@ def llama() -> Case:
                          num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=256,
                          use_cache=False)
     cfg._attn_implementation = "eager"
-    return FirstOutput(tf.LlamaForCausalLM(cfg).eval()), (torch.randint(0, 1000, (1, 128), generator=_gen()),)
+    ids = torch.randint(0, 1000, (1, 128), generator=_gen())
+    return FirstOutput(tf.LlamaForCausalLM(cfg).eval()), (ids, torch.ones(1, 128, dtype=torch.long))
 
 
 def bert() -> Case:
