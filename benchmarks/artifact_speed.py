@@ -14,6 +14,7 @@ the table says why.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -207,6 +208,17 @@ def table(rows: Sequence[dict[str, Any]], note: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def header() -> str:
+    import platform
+
+    import tract
+
+    return (f"# Artifact speed in tract: t2n against torch.onnx\n\n`python -m benchmarks.artifact_speed "
+            f"--write` (tract {tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, "
+            f"{platform.machine()}). Times in ms; load = parse, type and optimise; run = median of "
+            "the runs after one warm-up.\n\n")
+
+
 def main(argv: Sequence[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--only", nargs="*", help="substrings of model names to run")
@@ -223,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     text = table(rows, note)
     print(text)
     if ns.write:
-        DOC.write_text(text)
+        DOC.write_text(header() + text)
     return text
 
 
