@@ -14,6 +14,7 @@ the table says why.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import statistics
 import tempfile
@@ -52,7 +53,9 @@ class FirstOutput(nn.Module):
 
     def forward(self, *args: torch.Tensor) -> torch.Tensor:
         out = self.inner(*args)
-        return out[0] if isinstance(out, tuple) else out.logits if hasattr(out, "logits") else out.last_hidden_state
+        first: torch.Tensor = out[0] if isinstance(out, tuple) else out.logits if hasattr(out, "logits") \
+            else out.last_hidden_state
+        return first
 
 
 def _gen() -> torch.Generator:
@@ -96,7 +99,7 @@ def llama() -> Case:
                          use_cache=False)
     cfg._attn_implementation = "eager"
     ids = torch.randint(0, 1000, (1, 128), generator=_gen())
-    return FirstOutput(tf.LlamaForCausalLM(cfg).eval()), (ids, torch.ones(1, 128, dtype=torch.long))
+    return FirstOutput(tf.LlamaForCausalLM(cfg)).eval(), (ids, torch.ones(1, 128, dtype=torch.long))
 
 
 def bert() -> Case:
@@ -105,7 +108,7 @@ def bert() -> Case:
     cfg = tf.BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=8,
                         intermediate_size=1024, max_position_embeddings=256)
     cfg._attn_implementation = "eager"
-    return FirstOutput(tf.BertModel(cfg).eval()), (torch.randint(0, 1000, (1, 128), generator=_gen()),)
+    return FirstOutput(tf.BertModel(cfg)).eval(), (torch.randint(0, 1000, (1, 128), generator=_gen()),)
 
 
 def attention() -> Case:
@@ -135,7 +138,7 @@ MODELS: dict[str, Callable[[], Case]] = {
 def onnx_missing() -> str | None:
     """Why the ONNX columns cannot be filled, or None when they can."""
     try:
-        import onnx  # noqa: F401
+        importlib.import_module("onnx")
     except ImportError:
         return "the `onnx` package is not installed (pip install 't2n[bench]'): ONNX columns skipped"
     return None
