@@ -39,3 +39,23 @@ def test_long_cumsum_over_a_dynamic_axis_is_one_loop_and_stays_dynamic():
 def test_integer_running_sum_over_a_dynamic_axis_is_exact():
     check_dynamic(Lambda(lambda m: m.long().cumsum(-1) - 1), lambda S: (torch.arange(S) % 3 == 0,),
                   {"input_0": {0: "S"}}, [{"S": 50}, {"S": 2}, {"S": 513}])
+
+
+def _scan_graph(x: str, zeros: str, axis: int) -> str:
+    return (f"graph main(%x: {x}, %z: {zeros}) -> (%y) {{\n"
+            f"  %y: {x} = cumsum_scan(%x, %z) {{axis={axis}}}\n}}\n")
+
+
+@pytest.mark.parametrize("x, zeros, axis, why", [
+    ("f32[2, 5]", "f32[2, 1]", 2, "axis 2 out of range for rank 2"),
+    ("f32[2, 5]", "f32[2, 5]", 1, "length 1 on the axis"),
+    ("f32[2, 5]", "f64[2, 1]", 1, "x's rank and dtype"),
+    ("f32[2, 5]", "f32[1]", 1, "x's rank and dtype"),
+])
+def test_cumsum_scan_refuses_initial_sums_it_does_not_define(x, zeros, axis, why):
+    from t2n.ir import parse_graph
+    from t2n.ir.infer_utils import InferError
+
+    parse_graph(_scan_graph("f32[2, 5]", "f32[2, 1]", 1))  # the well-formed op parses
+    with pytest.raises(InferError, match=why):
+        parse_graph(_scan_graph(x, zeros, axis))
