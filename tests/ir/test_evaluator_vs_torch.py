@@ -181,6 +181,8 @@ def _cases() -> dict[str, Case]:
                      (lambda xs, a: list(torch.topk(T(xs[0]), 2, 1, largest=False))))
     cases["rnn_scan"] = ((lambda: [f32(4, 2, 9), f32(2, 3), f32(9, 3), f32(9)]),
                          {"mode": "gru", "hidden": 3}, _rnn_torch)
+    cases["cumsum_scan"] = ((lambda: [f32(3, 7, 2), np.zeros((3, 1, 2), np.float32)]), {"axis": 1},
+                            (lambda xs, a: [torch.cumsum(T(xs[0]), 1)]))
     return cases
 
 

@@ -1,18 +1,20 @@
 """Sorting (top-k), order statistics (median, kthvalue), cumulative ops and binary search.
 
-Cumulative sums are a matmul with a triangular mask built from ``range`` (so a dynamic
-axis keeps working, in both engines; integers go through f64, exact below 2**53); other
+Cumulative sums are triangular matmuls, in blocks of about sqrt(n) over long axes, when
+sizes are static, else one ``cumsum_scan`` loop (linear in the length, the axis may be
+dynamic); integers go through f64, exact below 2**53. Other
 cumulative ops use a log-step prefix scan over a static axis: ``ceil(log2 n)`` shifted
 combines.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from t2n.frontend.context import LoweringContext, Poison
+from t2n.frontend.context import LoweringContext, Poison, host_array
 from t2n.frontend.helpers import dim_value, i64, transpose, unsqueeze
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
@@ -58,13 +60,58 @@ def prefix_scan(ctx: LoweringContext, x: Value, axis: int, how: str) -> Value:
     return y
 
 
+BLOCKED_CUMSUM_FROM = 64
+"""From this static length on, a cumulative sum is computed block by block."""
+
+
+def _mask(ctx: LoweringContext, rows: int, dtype: DType, lead: int, strict_lower: bool) -> Value:
+    """An upper-triangular (or strictly lower) matrix of ones, with ``lead`` unit axes."""
+    m = np.tril(np.ones((rows, rows)), -1) if strict_lower else np.triu(np.ones((rows, rows)))
+    return ctx.b.const(host_array(m.reshape((1,) * lead + m.shape), dtype), dtype)
+
+
+def blocked_cumsum_last(ctx: LoweringContext, xt: Value, n: int) -> Value:
+    """Cumulative sum along the last (static, length ``n``) axis of ``xt`` in blocks of
+    about sqrt(n): a triangular matmul inside each block, then each block's offset (the
+    totals of the blocks before it, one more small triangular matmul). About 2 n sqrt(n)
+    products instead of n², and two small constant matrices instead of an n x n one
+    (tract built and multiplied a 1000 x 1000 mask for a 1000-step sum)."""
+    b, dtype = ctx.b, xt.type.dtype
+    lead = list(xt.type.shape[:-1])
+    block = math.isqrt(n - 1) + 1
+    count = -(-n // block)
+    if count * block > n:
+        zeros = b.op("expand", ctx.as_value(0, dtype), b.ints([*lead, count * block - n]))
+        xt = b.op("concat", xt, zeros, axis=len(lead))
+    blocks = b.op("reshape", xt, b.ints([*lead, count, block]))
+    within = b.op("matmul", blocks, _mask(ctx, block, dtype, len(lead), False),
+                  transpose_a=False, transpose_b=False)
+    totals = b.op("slice", within, b.ints([block - 1]), b.ints([block]), axes=(len(lead) + 1,), steps=(1,))
+    offsets = b.op("matmul", _mask(ctx, count, dtype, len(lead), True), totals,
+                   transpose_a=False, transpose_b=False)
+    y = b.op("reshape", b.op("add", within, offsets), b.ints([*lead, count * block]))
+    if count * block > n:
+        y = b.op("slice", y, b.ints([0]), b.ints([n]), axes=(len(lead),), steps=(1,))
+    return y
+
+
 def cumsum_float(ctx: LoweringContext, x: Value, axis: int) -> Value:
+    """Blocked triangular matmuls when the export has no dynamic axis (the fastest form
+    in tract: one pass of small dense products), else a ``cumsum_scan`` loop from zeros
+    shaped like one slice of ``x`` (read from its sizes, so a dynamic axis stays
+    dynamic), linear in the length."""
     b = ctx.b
-    xt, perm = _to_last(ctx, x, axis)
-    n = dim_value(b, xt, xt.rank - 1)
-    r = b.op("range", i64(ctx.b, 0), n, i64(ctx.b, 1))
-    upper = b.cast(b.op("le", unsqueeze(b, r, [1]), unsqueeze(b, r, [0])), x.type.dtype)
-    return _back(ctx, b.op("matmul", xt, upper, transpose_a=False, transpose_b=False), perm)
+    if ctx.lowering.static_sizes and all(isinstance(d, int) for d in x.type.shape):
+        xt, perm = _to_last(ctx, x, axis)
+        n = int(xt.type.shape[-1])
+        if n >= BLOCKED_CUMSUM_FROM:
+            return _back(ctx, blocked_cumsum_last(ctx, xt, n), perm)
+        return _back(ctx, b.op("matmul", xt, _mask(ctx, n, x.type.dtype, 0, False),
+                                transpose_a=False, transpose_b=False), perm)
+    dims = [dim_value(b, x, a) for a in range(x.rank)]
+    dims[axis] = i64(b, 1)
+    zeros = b.op("expand", ctx.as_value(0, x.type.dtype), ctx.shape_tensor(dims))
+    return b.op("cumsum_scan", x, zeros, axis=axis)
 
 
 def _scan_input(ctx: LoweringContext) -> tuple[Value, int]:

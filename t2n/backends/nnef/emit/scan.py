@@ -1,0 +1,25 @@
+"""Running sums (``cumsum_scan``): a ``tract_core_scan`` loop adding one slice per step
+(linear in the length, which may be symbolic). The frontend writes this op only for
+exports with dynamic axes, which are tract's alone: standard NNEF has no loop, and static
+exports use triangular matmuls."""
+
+from __future__ import annotations
+
+from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
+from t2n.ir import Op
+
+TRACT = EmitterTable("scan/tract")
+
+
+@TRACT.emitter("cumsum_scan")
+def cumsum_scan_tract(ctx: EmitContext, op: Op) -> None:
+    axis = int(op.attrs["axis"])
+    x, zeros = ctx.arg(op.inputs[0]), ctx.arg(op.inputs[1])
+    body = f"t2n_cumsum_body_{len(ctx.fragments)}"
+    ctx.fragments[body] = "\n".join([
+        f"fragment {body}(", "    x: tensor<scalar>,", "    acc: tensor<scalar>", ") -> (",
+        "    acc_out: tensor<scalar>,", "    y: tensor<scalar>", ")", "{",
+        "    acc_out = add(acc, x);", f"    y = {ctx.call('copy', Raw('acc_out'))};", "}"])
+    call = (f"tract_core_scan(body = {literal(body)}, scan = [(\"x\", {x}, {axis}, 1)], full = [], "
+            f"state = [(\"acc\", {zeros}, \"acc_out\")], output = [(\"y\", \"full\", {axis}, 1)])")
+    ctx.assign(ctx.id(op.output), call)

@@ -1,0 +1,27 @@
+"""The artifact speed benchmark (benchmarks/artifact_speed.py) runs without the optional
+``onnx`` package and says so, and names the models torch.onnx could not export."""
+
+from __future__ import annotations
+
+import sys
+
+from benchmarks import artifact_speed
+
+
+def test_without_onnx_the_onnx_columns_are_skipped_with_a_message(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    monkeypatch.setattr(artifact_speed, "DOC", tmp_path / "speed.md")
+    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--write"])
+    row = next(line for line in text.splitlines() if line.startswith("| cumsum"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[1]) > 0 and float(cells[2]) > 0, row
+    assert cells[3:] == ["–", "–", "–"], row
+    assert "onnx" in text and "pip install 't2n[bench]'" in text and "skipped" in text
+    assert (tmp_path / "speed.md").read_text().endswith(text)
+
+
+def test_a_model_torch_onnx_refuses_is_named_with_the_reason():
+    rows = [{"model": "m", "t2n": {"load": 0.001, "run": 0.002}, "onnx_error": "UnsupportedOperatorError: aten::diff"}]
+    text = artifact_speed.table(rows, None)
+    assert "| m | 1.0 | 2.0 | – | – | – |" in text
+    assert "* m: torch.onnx failed (UnsupportedOperatorError: aten::diff)" in text
