@@ -58,7 +58,10 @@ class KVCacheWrapper(torch.nn.Module):
         from transformers import DynamicCache
 
         pairs = [(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)]
-        cache = DynamicCache(ddp_cache_data=pairs, config=self.model.config)
+        # Full layers for every model: a sliding-window layer crops the cache with its
+        # window as a constant size; the attention mask, built from the config, still
+        # keeps each token to its window, so the outputs are the same.
+        cache = DynamicCache(ddp_cache_data=pairs)
         past_length = past[0].shape[2]
         positions = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0) + past_length
         extra: dict[str, Any] = {}
