@@ -70,19 +70,40 @@ def check_folder(folder: Path) -> dict[str, Any]:
 
 def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bool) -> torch.nn.Module:
     """The causal LM of ``folder``, read from local files only (never the network)."""
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
 
     check_folder(folder)
     try:
-        model = AutoModelForCausalLM.from_pretrained(
+        model, info = AutoModelForCausalLM.from_pretrained(
             str(folder), local_files_only=True, trust_remote_code=trust_remote_code,
-            dtype=dtype if dtype is not None else "auto")
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            dtype=dtype if dtype is not None else "auto", output_loading_info=True,
+            ignore_mismatched_sizes=True)  # reported by name below instead
+    except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as exc:
         raise CheckpointFolderError(
             f"the checkpoint in {folder} cannot be loaded by transformers: {exc}; check that its "
             "safetensors shards are complete and match config.json") from exc
+    _refuse_disagreement(folder, info)
     model.eval()
     return model
+
+
+def _refuse_disagreement(folder: Path, info: dict[str, Any]) -> None:
+    """transformers fills weights missing from the shards with random values (and skips
+    extra or mis-shaped ones) with only a log line: an export of that would generate
+    garbage, so each such tensor is named instead."""
+    problems = []
+    for key, what in (("missing_keys", "missing from the shards"),
+                      ("unexpected_keys", "in the shards but not in the model config.json describes"),
+                      ("mismatched_keys", "of another shape than config.json says")):
+        names = sorted(str(k if isinstance(k, str) else k[0]) for k in info.get(key) or ())
+        if names:
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            problems.append(f"{len(names)} tensor(s) {what}: {shown}")
+    if problems:
+        raise CheckpointFolderError(
+            f"the checkpoint in {folder} does not match its config.json: {'; '.join(problems)}; "
+            "re-save the model with save_pretrained or fix config.json")
 
 
 def copy_side_files(folder: Path | None, model: torch.nn.Module, out: Path) -> None:
