@@ -75,7 +75,7 @@ def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: b
 
     check_folder(folder)
     try:
-        model, info = AutoModelForCausalLM.from_pretrained(
+        loaded: Any = AutoModelForCausalLM.from_pretrained(
             str(folder), local_files_only=True, trust_remote_code=trust_remote_code,
             dtype=dtype if dtype is not None else "auto", output_loading_info=True,
             ignore_mismatched_sizes=True)  # reported by name below instead
@@ -83,9 +83,10 @@ def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: b
         raise CheckpointFolderError(
             f"the checkpoint in {folder} cannot be loaded by transformers: {exc}; check that its "
             "safetensors shards are complete and match config.json") from exc
+    model, info = loaded
     _refuse_disagreement(folder, info)
     model.eval()
-    return model
+    return model  # type: ignore[no-any-return]
 
 
 def _refuse_disagreement(folder: Path, info: dict[str, Any]) -> None:
@@ -109,7 +110,8 @@ def _refuse_disagreement(folder: Path, info: dict[str, Any]) -> None:
 def copy_side_files(folder: Path | None, model: torch.nn.Module, out: Path) -> None:
     """The config (``OUT/config.json``) and, from a folder, the tokenizer files
     (``OUT/tokenizer/``) beside the graph."""
-    model.config.save_pretrained(str(out))
+    config: Any = model.config
+    config.save_pretrained(str(out))
     if folder is None:
         return
     found = [folder / n for n in (*TOKENIZER_FILES, "generation_config.json") if (folder / n).is_file()]

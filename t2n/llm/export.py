@@ -114,6 +114,13 @@ def _to_numpy(t: torch.Tensor) -> np.ndarray:
     return (t.half() if t.dtype == torch.bfloat16 else t).numpy()  # bf16 is written as f16
 
 
+def _save(path: Path, names_in: list[str], inputs: list[torch.Tensor], names_out: list[str],
+          outputs: tuple[torch.Tensor, ...]) -> None:
+    arrays: dict[str, Any] = {n: _to_numpy(t) for n, t in zip(names_in, inputs)}
+    arrays.update({n: _to_numpy(t) for n, t in zip(names_out, outputs)})
+    np.savez(path, **arrays)
+
+
 def write_samples(wrapper: KVCacheWrapper, layout: CacheLayout, vocab: int, out: Path) -> None:
     """``tests/prefill.npz`` (``P == 0``) and ``tests/decode.npz`` (``S == 1``): the inputs
     under the graph's input names and PyTorch's outputs under its output names."""
@@ -122,12 +129,10 @@ def write_samples(wrapper: KVCacheWrapper, layout: CacheLayout, vocab: int, out:
     inputs, outputs = _sample(wrapper, layout, prompt, layout.empty_cache(0))
     (out / "tests").mkdir(exist_ok=True)
     names_in, names_out = layout.input_names(), layout.output_names()
-    np.savez(out / "tests" / "prefill.npz", **{n: _to_numpy(t) for n, t in zip(names_in, inputs)},
-             **{n: _to_numpy(t) for n, t in zip(names_out, outputs)})
+    _save(out / "tests" / "prefill.npz", names_in, inputs, names_out, outputs)
     token = outputs[0][:, -1:].argmax(-1)
     inputs, outputs = _sample(wrapper, layout, token, list(outputs[1:]))
-    np.savez(out / "tests" / "decode.npz", **{n: _to_numpy(t) for n, t in zip(names_in, inputs)},
-             **{n: _to_numpy(t) for n, t in zip(names_out, outputs)})
+    _save(out / "tests" / "decode.npz", names_in, inputs, names_out, outputs)
 
 
 def _written_dtype(dtype: torch.dtype) -> str:
@@ -200,7 +205,8 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
         quantize(model, compression)
     layout = cache_layout(model)
     wrapper = KVCacheWrapper(model, num_logits_to_keep).eval()
-    vocab = int(model.get_input_embeddings().weight.shape[0])
+    embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
+    vocab = int(embeddings.weight.shape[0])
     example_ids = torch.randint(0, vocab, (1, 3), generator=torch.Generator().manual_seed(1))
     names = layout.input_names()
     axes = {"input_ids": {1: "S"}, **{n: {2: "P"} for n in names[1:]}}
