@@ -33,7 +33,7 @@ def test_family_generates_identically(family: str, tmp_path: Path) -> None:
     _generates_identically(tiny_model(family), tmp_path / "out")
 
 
-@pytest.mark.parametrize("family", ["qwen3", "mistral", "phi3", "olmo", "gpt_neox"])
+@pytest.mark.parametrize("family", ["qwen3", "mistral", "phi3", "olmo", "gpt_neox", "gemma2", "gemma3"])
 def test_more_families_generate_identically(family: str, tmp_path: Path) -> None:
     _generates_identically(tiny_model(family), tmp_path / "out")
 

@@ -29,6 +29,8 @@ def tiny_model(family: str, seed: int = 0) -> torch.nn.Module:
         "olmo": lambda: _llama_like(tf.OlmoConfig, tf.OlmoForCausalLM, pad_token_id=0),
         "gpt2": lambda: tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=96, n_embd=64, n_layer=2, n_head=4,
                                                          n_positions=128)),
+        "gemma2": lambda: _llama_like(tf.Gemma2Config, tf.Gemma2ForCausalLM, head_dim=16, sliding_window=4),
+        "gemma3": lambda: _llama_like(tf.Gemma3TextConfig, tf.Gemma3ForCausalLM, head_dim=16, sliding_window=4),
         "gpt_neox": lambda: tf.GPTNeoXForCausalLM(tf.GPTNeoXConfig(
             vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
             num_attention_heads=4, max_position_embeddings=128)),
