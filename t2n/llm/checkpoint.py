@@ -74,6 +74,7 @@ def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: b
     from transformers import AutoModelForCausalLM
 
     check_folder(folder)
+    _settle_device_constructors()
     try:
         loaded: Any = AutoModelForCausalLM.from_pretrained(
             str(folder), local_files_only=True, trust_remote_code=trust_remote_code,
@@ -87,6 +88,16 @@ def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: b
     _refuse_disagreement(folder, info)
     model.eval()
     return model  # type: ignore[no-any-return]
+
+
+def _settle_device_constructors() -> None:
+    """PyTorch lists the factory functions a ``with torch.device(...)`` block redirects
+    once per process, the first time such a block runs one. ``from_pretrained`` runs its
+    first one while ``torch.linspace`` is temporarily replaced, so the list would keep
+    the replacement and ``torch.linspace`` would ignore every later device block (a meta
+    model's buffers made on the CPU). Running one first keeps the list right."""
+    with torch.device("cpu"):
+        torch.empty(0)
 
 
 def _refuse_disagreement(folder: Path, info: dict[str, Any]) -> None:

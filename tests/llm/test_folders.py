@@ -155,3 +155,19 @@ def test_shards_disagreeing_with_config(change: object, said: str, checkpoint: P
     with pytest.raises(CheckpointFolderError, match=said):
         export_llm(folder, tmp_path / "out")
     _assert_nothing_written(tmp_path / "out")
+
+
+def test_loading_keeps_device_blocks_working(checkpoint: Path, tmp_path: Path) -> None:
+    """Loading a folder leaves ``with torch.device("meta")`` redirecting torch.linspace
+    (meta models exported later in the same process depend on it)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\nfrom t2n.llm import export_llm\n"
+            "export_llm(sys.argv[1], sys.argv[2], verify=False)\n"
+            "with torch.device('meta'):\n    print(torch.linspace(0, 1, 3).device)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(checkpoint), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "meta"
