@@ -200,6 +200,11 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
     from t2n.api import export
     from t2n.quant.model import quantize
 
+    if next(model.parameters()).dtype == torch.bfloat16:
+        # tract computes bf16 models in f16: trace the f16 model so that PyTorch's
+        # reference outputs and samples are what the artifact computes.
+        LOG.info("bf16 weights are exported as f16")
+        model = model.to(torch.float16)
     if compression is not None:
         LOG.info("quantizing the weights with %s", compression)
         quantize(model, compression)

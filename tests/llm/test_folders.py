@@ -171,3 +171,14 @@ def test_loading_keeps_device_blocks_working(checkpoint: Path, tmp_path: Path) -
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "meta"
+
+
+def test_bf16_checkpoint_generates_as_f16(tmp_path: Path) -> None:
+    """A bf16 checkpoint is exported in f16 (tract's form of bf16) and generates what
+    the same weights in f16 generate in transformers."""
+    folder = save_checkpoint(tiny_model("llama").to(torch.bfloat16), tmp_path / "ck", tokenizer=False)
+    export_llm(folder, tmp_path / "out", tract_check_io_tolerance="very")
+    assert json.loads((tmp_path / "out" / "modes.json").read_text())["cache"]["dtype"] == "float16"
+    reference = tiny_model("llama").to(torch.bfloat16).to(torch.float16)
+    prompt = torch.randint(1, 96, (1, 5), generator=torch.Generator().manual_seed(3))
+    assert tract_greedy_generate(tmp_path / "out", prompt, 16) == reference_tokens(reference, prompt, 16)
