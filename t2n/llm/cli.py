@@ -37,6 +37,8 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
               help="Do not run the artifact in tract after export.")
 @click.option("--dump-with-tokenizer-and-conf", is_flag=True,
               help="Write config.json and tokenizer/ beside the graph.")
+@click.option("--naming-scheme", type=click.Choice(["raw", "natural_verbose", "natural_verbose_camel", "numeric"]),
+              default="natural_verbose", show_default=True, help="How graph.nnef names its tensors.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Allow the checkpoint's own Python code (off by default: it runs code from the folder).")
 @debug_option
@@ -46,7 +48,7 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
                 force_f32_linear_accumulator: bool, force_f32_normalization: bool,
                 num_logits_to_keep: int | None, tract_version: str | None,
                 tract_check_io_tolerance: str | None, no_verify: bool,
-                dump_with_tokenizer_and_conf: bool, trust_remote_code: bool) -> None:
+                dump_with_tokenizer_and_conf: bool, naming_scheme: str, trust_remote_code: bool) -> None:
     """Export the causal language model in LOCAL_DIR to tract with an explicit KV cache
     (inputs input_ids and in_cache_key/value_i; outputs outputs and out_cache_key/value_i)."""
     from t2n.llm.export import export_llm
@@ -59,5 +61,6 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
         force_f32_attention=force_f32_attention, force_f32_linear_accumulator=force_f32_linear_accumulator,
         force_f32_normalization=force_f32_normalization, num_logits_to_keep=num_logits_to_keep,
         tract_version=tract_version, verify=not no_verify, tract_check_io_tolerance=tract_check_io_tolerance,
-        dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf, trust_remote_code=trust_remote_code)
+        dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf, trust_remote_code=trust_remote_code,
+        naming_scheme=naming_scheme)
     click.echo(f"wrote {path}")

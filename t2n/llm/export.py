@@ -163,7 +163,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                num_logits_to_keep: int | None = None, tract_version: str | None = None,
                verify: bool = True, tract_check_io_tolerance: str | None = None,
                dump_with_tokenizer_and_conf: bool = False, trust_remote_code: bool = False,
-               overwrite: bool = False) -> Path:
+               naming_scheme: str = "natural_verbose", overwrite: bool = False) -> Path:
     """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``.
 
     ``model_or_dir``: a ``transformers`` ``*ForCausalLM`` model or a local checkpoint
@@ -175,8 +175,12 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     ``num_logits_to_keep``: logits of only the last N positions. ``verify``: run the
     artifact in tract at the traced sizes and compare with PyTorch (``CheckMismatchError``).
     ``dump_with_tokenizer_and_conf``: ``config.json`` and ``tokenizer/`` beside the graph.
+    ``naming_scheme``: how graph.nnef names tensors (``nnef_variable_naming_scheme``).
     """
+    from t2n.backends.nnef.naming import check_naming_scheme
+
     out = Path(export_dirpath)
+    check_naming_scheme(naming_scheme)
     _check_options(dtype, compression, num_logits_to_keep, out, overwrite)
     model, folder = _resolve_model(model_or_dir, dtype, trust_remote_code)
     created = not out.exists()
@@ -184,7 +188,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     try:
         return _export(model, folder, out, compression=compression, num_logits_to_keep=num_logits_to_keep,
                        tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
-                       side_files=dump_with_tokenizer_and_conf, force={
+                       side_files=dump_with_tokenizer_and_conf, naming=naming_scheme, force={
                            "force_attention_inner_in_f32": force_f32_attention,
                            "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
                            "force_norm_in_f32": force_f32_normalization})
@@ -196,7 +200,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
 
 def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compression: str | None,
             num_logits_to_keep: int | None, tract_version: str | None, verify: bool,
-            tolerance: str | None, side_files: bool, force: dict[str, bool]) -> Path:
+            tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool]) -> Path:
     from t2n.api import export
     from t2n.quant.model import quantize
 
@@ -222,7 +226,8 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
     with torch.no_grad():
         export(wrapper, (example_ids, *layout.empty_cache(2, random=True)), path, target,
                input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
-               custom_extensions=extension_lines(model.config), check_io=verify)
+               custom_extensions=extension_lines(model.config), check_io=verify,
+               nnef_variable_naming_scheme=naming)
     write_modes(layout, model.config, out)
     write_samples(wrapper, layout, vocab, out)
     if side_files:

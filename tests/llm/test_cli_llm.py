@@ -22,7 +22,8 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_cli_exports_a_folder(checkpoint: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = make_runner()("llm", "--local-dir", str(checkpoint), "--export-dirpath", str(out),
-                         "--dump-with-tokenizer-and-conf", "--num-logits-to-keep", "1")
+                         "--dump-with-tokenizer-and-conf", "--num-logits-to-keep", "1",
+                         "--naming-scheme", "numeric")
     assert done.returncode == 0, done.stderr
     assert f"wrote {out / 'model' / 'model.nnef.tgz'}" in done.stdout
     assert (out / "tokenizer" / "tokenizer.json").is_file() and (out / "modes.json").is_file()
@@ -45,5 +46,5 @@ def test_cli_help_documents_flags() -> None:
     for flag in ("--local-dir", "--export-dirpath", "--force-module-dtype", "--compression-method",
                  "--force-f32-attention", "--force-f32-linear-accumulator", "--force-f32-normalization",
                  "--num-logits-to-keep", "--tract-check-io-tolerance", "--no-verify",
-                 "--dump-with-tokenizer-and-conf", "--trust-remote-code"):
+                 "--dump-with-tokenizer-and-conf", "--trust-remote-code", "--naming-scheme"):
         assert flag in done.stdout
