@@ -28,6 +28,8 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
 @click.option("--force-f32-linear-accumulator", is_flag=True,
               help="Accumulate linear layers in f32 (f16 models).")
 @click.option("--force-f32-normalization", is_flag=True, help="Compute normalizations in f32 (f16 models).")
+@click.option("--reify-sdpa-operator", is_flag=True,
+              help="Write attention as tract's tract_transformers_sdpa operator (tract 0.22 and newer).")
 @click.option("--num-logits-to-keep", type=click.IntRange(min=1), default=None,
               help="Return the logits of only the last N positions (default: all).")
 @click.option("--tract-version", default=None, help="The tract release to emit for (default: newest).")
@@ -46,7 +48,7 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
 def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str | None,
                 compression_method: str | None, force_f32_attention: bool,
                 force_f32_linear_accumulator: bool, force_f32_normalization: bool,
-                num_logits_to_keep: int | None, tract_version: str | None,
+                reify_sdpa_operator: bool, num_logits_to_keep: int | None, tract_version: str | None,
                 tract_check_io_tolerance: str | None, no_verify: bool,
                 dump_with_tokenizer_and_conf: bool, naming_scheme: str, trust_remote_code: bool) -> None:
     """Export the causal language model in LOCAL_DIR to tract with an explicit KV cache
@@ -62,5 +64,5 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
         force_f32_normalization=force_f32_normalization, num_logits_to_keep=num_logits_to_keep,
         tract_version=tract_version, verify=not no_verify, tract_check_io_tolerance=tract_check_io_tolerance,
         dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf, trust_remote_code=trust_remote_code,
-        naming_scheme=naming_scheme)
+        naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator)
     click.echo(f"wrote {path}")

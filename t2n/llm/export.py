@@ -163,7 +163,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                num_logits_to_keep: int | None = None, tract_version: str | None = None,
                verify: bool = True, tract_check_io_tolerance: str | None = None,
                dump_with_tokenizer_and_conf: bool = False, trust_remote_code: bool = False,
-               naming_scheme: str = "natural_verbose", overwrite: bool = False) -> Path:
+               naming_scheme: str = "natural_verbose", reify_sdpa_operator: bool = False,
+               overwrite: bool = False) -> Path:
     """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``.
 
     ``model_or_dir``: a ``transformers`` ``*ForCausalLM`` model or a local checkpoint
@@ -176,6 +177,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     artifact in tract at the traced sizes and compare with PyTorch (``CheckMismatchError``).
     ``dump_with_tokenizer_and_conf``: ``config.json`` and ``tokenizer/`` beside the graph.
     ``naming_scheme``: how graph.nnef names tensors (``nnef_variable_naming_scheme``).
+    ``reify_sdpa_operator``: attention as tract's ``tract_transformers_sdpa`` (0.22+).
     """
     from t2n.backends.nnef.naming import check_naming_scheme
 
@@ -191,7 +193,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                        side_files=dump_with_tokenizer_and_conf, naming=naming_scheme, force={
                            "force_attention_inner_in_f32": force_f32_attention,
                            "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
-                           "force_norm_in_f32": force_f32_normalization})
+                           "force_norm_in_f32": force_f32_normalization,
+                           "reify_sdpa_operator": reify_sdpa_operator})
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)

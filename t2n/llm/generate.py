@@ -13,7 +13,11 @@ import numpy as np
 def _load_runnable(path: Path) -> Any:
     import tract
 
-    return tract.nnef().load(str(path)).into_runnable()
+    loader = tract.nnef()
+    for extra in ("with_tract_core", "with_tract_transformers"):  # reified LLM ops
+        if hasattr(loader, extra):
+            loader = getattr(loader, extra)()
+    return loader.load(str(path)).into_runnable()
 
 
 def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_tokens: int, *,

@@ -46,5 +46,5 @@ def test_cli_help_documents_flags() -> None:
     for flag in ("--local-dir", "--export-dirpath", "--force-module-dtype", "--compression-method",
                  "--force-f32-attention", "--force-f32-linear-accumulator", "--force-f32-normalization",
                  "--num-logits-to-keep", "--tract-check-io-tolerance", "--no-verify",
-                 "--dump-with-tokenizer-and-conf", "--trust-remote-code", "--naming-scheme"):
+                 "--dump-with-tokenizer-and-conf", "--trust-remote-code", "--naming-scheme", "--reify-sdpa-operator"):
         assert flag in done.stdout

@@ -109,3 +109,13 @@ def test_q4_0_compression_and_f32_forcing(tmp_path: Path) -> None:
     # The model object was quantized in place, so transformers runs the same weights.
     assert tract_greedy_generate(tmp_path / "out", prompt, NEW_TOKENS) == \
         reference_tokens(model, prompt, NEW_TOKENS)
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_reified_sdpa_generates_identically(family: str, tmp_path: Path) -> None:
+    import tarfile
+
+    _generates_identically(tiny_model(family), tmp_path / "out", reify_sdpa_operator=True)
+    with tarfile.open(tmp_path / "out" / "model" / "model.nnef.tgz") as tar:
+        graph = tar.extractfile("graph.nnef").read().decode()  # type: ignore[union-attr]
+    assert "tract_transformers_sdpa(" in graph
