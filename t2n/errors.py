@@ -259,3 +259,20 @@ class DataDependentLoopError(TraceError):
     def __init__(self, message: str, places: Sequence[str] = ()) -> None:
         self.places = list(places)
         super().__init__(message)
+
+
+# -- LLM export
+
+
+class CheckpointFolderError(InvalidArgumentError):
+    """A checkpoint folder given to ``t2n.llm`` lacks what an export needs (its
+    ``config.json`` or its ``*.safetensors`` weights), or they cannot be read."""
+
+
+class UnsupportedArchitectureError(InvalidArgumentError):
+    """A model whose architecture ``t2n.llm`` cannot export as a causal LM (named in
+    ``architecture``)."""
+
+    def __init__(self, message: str, architecture: str = "") -> None:
+        self.architecture = architecture
+        super().__init__(message)

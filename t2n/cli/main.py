@@ -43,6 +43,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                         "Run an artifact in tract or the Khronos interpreter; compare outputs."),
     "tensors": Subcommand("t2n.cli.tensors:tensors_command",
                           "Write the tensors of a checkpoint file as NNEF .dat files."),
+    "llm": Subcommand("t2n.llm.cli:llm_command",
+                      "Export a transformers causal LM folder to tract with a KV cache."),
 }
 """The subcommands of ``t2n``, by name."""
 

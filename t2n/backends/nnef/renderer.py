@@ -242,11 +242,15 @@ class TractRenderer(NNEFRenderer):
         regs = [e for e in ctx.extensions if e.startswith("tract_registry")]
         symbols = self.symbols(graph)
         syms = [f"tract_symbol {s}" for s in symbols]
-        # Dynamic axes are never empty: saying so lets tract simplify shape expressions.
-        asserts = [f"tract_assert {s} >= 1" for s in symbols] if target_has(self.target, TRACT_ASSERT) else []
-        rest = [e for e in ctx.extensions if not e.startswith("tract_registry")]
         custom = [e.strip().rstrip(";") for e in
                   [*self.target.custom_extensions, *graph.info.custom_extensions]]
+        # Dynamic axes are never empty unless a custom line bounds the symbol itself
+        # (a KV-cache length may be 0): saying so lets tract simplify shape expressions.
+        bounded = {s for s in symbols if any(c.replace(" ", "").startswith(f"tract_assert{s}>=")
+                                             for c in custom)}
+        asserts = ([f"tract_assert {s} >= 1" for s in symbols if s not in bounded]
+                   if target_has(self.target, TRACT_ASSERT) else [])
+        rest = [e for e in ctx.extensions if not e.startswith("tract_registry")]
         return regs + syms + asserts + rest + custom
 
     def preamble_fragments(self, ctx: EmitContext, graph: Graph) -> list[str]:

@@ -1,0 +1,135 @@
+"""Reading a local ``transformers`` checkpoint folder for ``t2n.llm``: every problem a
+folder can have is found and named before anything is written or traced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from t2n.errors import CheckpointFolderError, UnsupportedArchitectureError
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
+                   "merges.txt", "special_tokens_map.json", "added_tokens.json", "vocab.txt")
+"""Files beside a checkpoint that make up its tokenizer (copied when asked)."""
+
+CONFIG_FILES = ("config.json", "generation_config.json")
+
+
+def _read_config(folder: Path) -> dict[str, Any]:
+    path = folder / "config.json"
+    if not path.is_file():
+        raise CheckpointFolderError(
+            f"{folder} has no config.json: give the folder of a transformers checkpoint "
+            "(config.json beside its *.safetensors weights, as save_pretrained writes it)")
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CheckpointFolderError(f"{path} cannot be read as JSON ({exc}); "
+                                    "rewrite it with config.save_pretrained()") from exc
+    if not isinstance(config, dict):
+        raise CheckpointFolderError(f"{path} is not a JSON object; rewrite it with config.save_pretrained()")
+    return config
+
+
+def check_architecture(architectures: list[str] | None, model_type: str | None, where: str) -> None:
+    """Refuse a model that is not a causal LM ``transformers`` knows, naming it."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    known = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+    names = list(architectures or [])
+    for name in names:
+        if name not in known:
+            raise UnsupportedArchitectureError(
+                f"{where} names the architecture {name!r}, which is not a causal language model "
+                "transformers provides; t2n.llm exports the *ForCausalLM models of transformers "
+                "(Llama, Qwen2, Mistral, Phi3, GPT-2...); export other models with t2n.export",
+                architecture=name)
+    if not names and model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise UnsupportedArchitectureError(
+            f"{where} has model_type {model_type!r}, which has no causal language model in "
+            "transformers; t2n.llm exports the *ForCausalLM models of transformers",
+            architecture=str(model_type))
+
+
+def check_folder(folder: Path) -> dict[str, Any]:
+    """The folder's config after checking it holds a causal LM and safetensors weights."""
+    if not folder.is_dir():
+        raise CheckpointFolderError(f"{folder} is not a folder: give the folder of a transformers "
+                                    "checkpoint (config.json and *.safetensors)")
+    config = _read_config(folder)
+    check_architecture(config.get("architectures"), config.get("model_type"), str(folder / "config.json"))
+    if not sorted(folder.glob("*.safetensors")):
+        raise CheckpointFolderError(
+            f"{folder} has no *.safetensors weights beside its config.json; save the model with "
+            "model.save_pretrained(folder) (safetensors is its default)")
+    return config
+
+
+def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bool) -> torch.nn.Module:
+    """The causal LM of ``folder``, read from local files only (never the network)."""
+    from safetensors import SafetensorError
+    from transformers import AutoModelForCausalLM
+
+    check_folder(folder)
+    _settle_device_constructors()
+    try:
+        loaded: Any = AutoModelForCausalLM.from_pretrained(
+            str(folder), local_files_only=True, trust_remote_code=trust_remote_code,
+            dtype=dtype if dtype is not None else "auto", output_loading_info=True,
+            ignore_mismatched_sizes=True)  # reported by name below instead
+    except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as exc:
+        raise CheckpointFolderError(
+            f"the checkpoint in {folder} cannot be loaded by transformers: {exc}; check that its "
+            "safetensors shards are complete and match config.json") from exc
+    model, info = loaded
+    _refuse_disagreement(folder, info)
+    model.eval()
+    return model  # type: ignore[no-any-return]
+
+
+def _settle_device_constructors() -> None:
+    """PyTorch lists the factory functions a ``with torch.device(...)`` block redirects
+    once per process, the first time such a block runs one. ``from_pretrained`` runs its
+    first one while ``torch.linspace`` is temporarily replaced, so the list would keep
+    the replacement and ``torch.linspace`` would ignore every later device block (a meta
+    model's buffers made on the CPU). Running one first keeps the list right."""
+    with torch.device("cpu"):
+        torch.empty(0)
+
+
+def _refuse_disagreement(folder: Path, info: dict[str, Any]) -> None:
+    """transformers fills weights missing from the shards with random values (and skips
+    extra or mis-shaped ones) with only a log line: an export of that would generate
+    garbage, so each such tensor is named instead."""
+    problems = []
+    for key, what in (("missing_keys", "missing from the shards"),
+                      ("unexpected_keys", "in the shards but not in the model config.json describes"),
+                      ("mismatched_keys", "of another shape than config.json says")):
+        names = sorted(str(k if isinstance(k, str) else k[0]) for k in info.get(key) or ())
+        if names:
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            problems.append(f"{len(names)} tensor(s) {what}: {shown}")
+    if problems:
+        raise CheckpointFolderError(
+            f"the checkpoint in {folder} does not match its config.json: {'; '.join(problems)}; "
+            "re-save the model with save_pretrained or fix config.json")
+
+
+def copy_side_files(folder: Path | None, model: torch.nn.Module, out: Path) -> None:
+    """The config (``OUT/config.json``) and, from a folder, the tokenizer files
+    (``OUT/tokenizer/``) beside the graph."""
+    config: Any = model.config
+    config.save_pretrained(str(out))
+    if folder is None:
+        return
+    found = [folder / n for n in (*TOKENIZER_FILES, "generation_config.json") if (folder / n).is_file()]
+    if found:
+        (out / "tokenizer").mkdir(exist_ok=True)
+        for path in found:
+            if path.name in TOKENIZER_FILES:
+                (out / "tokenizer" / path.name).write_bytes(path.read_bytes())
+            elif not (out / path.name).exists():
+                (out / path.name).write_bytes(path.read_bytes())

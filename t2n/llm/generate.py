@@ -1,0 +1,56 @@
+"""Greedy generation with an exported LLM in tract's Python package: a prefill of the
+prompt (``P == 0``), then one token at a time (``S == 1``) with the cache fed back.
+This is how the tests prove an artifact generates what ``transformers`` generates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _load_runnable(path: Path) -> Any:
+    import tract
+
+    loader = tract.nnef()
+    for extra in ("with_tract_core", "with_tract_transformers"):  # reified LLM ops
+        if hasattr(loader, extra):
+            loader = getattr(loader, extra)()
+    return loader.load(str(path)).into_runnable()
+
+
+def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_tokens: int, *,
+                          cache_shape: tuple[int, int] | None = None,
+                          cache_dtype: Any = np.float32) -> list[int]:
+    """The ``max_new_tokens`` token ids tract's greedy choice gives after ``prompt_ids``
+    (``[1, S]``). ``artifact_path`` is ``OUT/model/model.nnef.tgz`` or ``OUT`` (then the
+    cache shape and dtype are read from ``OUT/modes.json``); ``cache_shape`` is
+    ``(kv_heads, head_dim)`` otherwise."""
+    import json
+
+    import tract
+
+    from t2n.check.tract_child import _to_numpy
+
+    path = Path(artifact_path)
+    if path.is_dir():
+        modes = json.loads((path / "modes.json").read_text())
+        cache_shape = (modes["cache"]["kv_heads"], modes["cache"]["head_dim"])
+        cache_dtype = np.dtype(modes["cache"]["dtype"])
+        path = path / "model" / "model.nnef.tgz"
+    runnable = _load_runnable(path)
+    if cache_shape is None:
+        raise ValueError("cache_shape=(kv_heads, head_dim) is needed when artifact_path is a file")
+    layers = (runnable.input_count() - 1) // 2
+    ids = np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1)
+    cache = [np.zeros((1, cache_shape[0], 0, cache_shape[1]), dtype=cache_dtype)
+             for _ in range(2 * layers)]
+    tokens: list[int] = []
+    for _ in range(max_new_tokens):
+        outputs = [_to_numpy(tract, np, o) for o in runnable.run([ids, *cache])]
+        token = int(outputs[0][0, -1].argmax())
+        tokens.append(token)
+        cache = outputs[1:]
+        ids = np.array([[token]], dtype=np.int64)
+    return tokens
