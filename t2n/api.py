@@ -25,7 +25,7 @@ from t2n.backends.target import Target
 from t2n.check.bundle import IRRecorder, recording
 from t2n.check.compare import Tolerance
 from t2n.dropin.checking import resolve_check
-from t2n.dropin.reify import apply_target_passes
+from t2n.dropin.reify import tract_form_passes
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
 from t2n.frontend.io import normalize_args
@@ -376,8 +376,9 @@ def compile(
     builtins = builtin_passes(bf16_as=target.bf16_as, dynamic_axes=axes, strict_dynamic_axes=strict_dynamic_axes,
                               verify_each=verify_ir, dump=dump)
     result = compile_pipeline(passes, registry=pass_registry, builtins=builtins, fold_batch_norm=fold_batch_norm,
-                              verify_each=verify_ir, dump=dump, force_f32=forced_pass_names(target))(graph)
-    graph, target_stats = apply_target_passes(target, result.graph)
+                              verify_each=verify_ir, dump=dump, force_f32=forced_pass_names(target),
+                              target_passes=tract_form_passes(target))(graph)
+    graph = result.graph
     timings["passes"] = time.perf_counter() - t0
 
     graph.info.custom_extensions += opts.custom_extensions
@@ -395,7 +396,7 @@ def compile(
         reference_outputs=[_to_numpy(t) for t in traced.reference_outputs],
         debug_bundle_path=opts.debug_bundle_path,
         ir_stages=recorder.stages if recorder is not None else [],
-        stats={"timings": timings, "pass_stats": {**result.stats, **target_stats}},
+        stats={"timings": timings, "pass_stats": dict(result.stats)},
     )
     if check_io:
         artifact.check(opts.tolerance)

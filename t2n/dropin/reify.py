@@ -19,7 +19,7 @@ matrix product (directly or through element-wise ops) keeps its form too: see
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import attrs
@@ -300,14 +300,3 @@ def tract_form_passes(target: Any) -> list[Pass]:
     if getattr(target, "upsample_with_debox", False) and target.at_least("0.23.0"):
         out.append(DeboxUpsample())
     return out
-
-
-def apply_target_passes(target: Any, graph: Graph) -> tuple[Graph, Mapping[str, int]]:
-    """Run the target's own passes (after the pipeline); their change counts by name."""
-    stats: dict[str, int] = {}
-    for p in tract_form_passes(target):
-        result = p(graph)
-        graph = result.graph
-        stats.update({f"{p.name}.{key}": n for key, n in result.stats.items()})
-    return graph, stats
-

@@ -14,7 +14,8 @@ to do. A spec may place them but not remove them; one that leaves them out gets 
 at its start. When the pipeline has a ``cleanup``, it also ends with one (added after
 the last pass if needed), so a pass may leave dead ops behind; two cleanups in a row
 become one. The f32-forcing passes a target's options ask for (``force_f32``) are added
-after the spec's last pass when the spec does not place them itself.
+after the spec's last pass when the spec does not place them itself, then the passes that
+write the target's own forms (``target_passes``, e.g. reified SDPA), before the last cleanup.
 """
 
 from __future__ import annotations
@@ -96,11 +97,13 @@ def compile_pipeline(
     verify_each: bool = False,
     dump: DumpFn | None = None,
     force_f32: Sequence[str] = (),
+    target_passes: Sequence[Pass] = (),
 ) -> PassManager:
     """The PassManager ``compile`` runs for ``passes=spec`` (a :data:`PipelineSpec`,
     checked here; see the module docstring). ``fold_batch_norm=False`` removes
     ``fold-batch-norm`` wherever it is; ``force_f32`` names f32-forcing passes to run
-    after the spec's passes unless the spec has them already."""
+    after the spec's passes unless the spec has them already; ``target_passes`` run after
+    those (then the final cleanup)."""
     known = {**(builtins if builtins is not None else builtin_passes(verify_each=verify_each, dump=dump)),
              **check_pass_registry(registry)}
     stages = parse_pipeline(spec, known, default=DEFAULT_PIPELINE, required=REQUIRED)
@@ -108,6 +111,7 @@ def compile_pipeline(
         stages = [p for p in stages if p.display_name != "fold-batch-norm"]
     names = [p.display_name for p in stages]
     stages = [known[n] for n in REQUIRED if n not in names] + stages + [known[n] for n in force_f32 if n not in names]
+    stages += list(target_passes)
     out: list[Pass] = []
     for p in stages:
         if not (p.display_name == "cleanup" and out and out[-1].display_name == "cleanup"):
