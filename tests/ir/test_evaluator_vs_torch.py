@@ -100,10 +100,14 @@ def _scatter_nd_torch(x: torch.Tensor, idx: torch.Tensor, upd: torch.Tensor) -> 
 
 
 def _rnn_torch(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[torch.Tensor]:
-    """rnn_scan's inputs are the projected inputs; torch's GRU given an identity
-    input projection and zero input bias computes the same recurrence."""
-    xw, h0, w_hh, b_hh = (T(x) for x in xs)
+    """rnn_scan's inputs are the projected inputs, gate blocks in ``GATE_ORDER``; torch's
+    GRU given those blocks back in its own order, an identity input projection and zero
+    input bias computes the same recurrence."""
+    from t2n.ir.ops.rnn import GATE_ORDER
+
     hidden = int(a["hidden"])
+    rows = np.concatenate([np.arange(hidden) + hidden * GATE_ORDER["gru"].index(j) for j in range(3)])
+    xw, h0, w_hh, b_hh = T(xs[0][..., rows]), T(xs[1]), T(xs[2][rows]), T(xs[3][rows])
     gru = torch.nn.GRU(3 * hidden, hidden, bias=True)
     with torch.no_grad():
         gru.weight_ih_l0.copy_(torch.eye(3 * hidden))

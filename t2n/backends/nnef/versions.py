@@ -64,6 +64,8 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
     Requirement(SCATTER_REDUCTION, "0.23.0",
                 "none: the export is refused (older tract ignores the reduction and overwrites)"),
     Requirement("tract_core_grid_sample", "0.23.3", "none: the export is refused"),
+    Requirement("tract_core_lstm_epilogue", "0.23.3", "the LSTM gates in standard operations"),
+    Requirement("tract_core_gru_seq", "0.23.9", "a tract_core_scan loop over the GRU cell in standard operations"),
     Requirement("tract_core_topk", "0.20.0", "none: the export is refused"),
     Requirement("extension tract_assert", "0.21.6", "no assertion line (S >= 1 is not stated)"),
     Requirement("symbol as an operand (tract_core_cast(S), tract_core_range(0, S, 1))", "0.21.5",

@@ -2,8 +2,9 @@
 
 Each direction of each layer becomes one ``rnn_scan`` op over a time-major sequence:
 the input projection of all steps is one matmul outside the loop; the loop body only
-multiplies by the recurrent weight. Weights stay the layer's own parameters, one tensor
-per gate group, never copied per step.
+multiplies by the recurrent weight, one matmul for all gates. The gate rows are put in
+the order tract's fused LSTM/GRU kernels read (``GATE_ORDER``) once, on the weights,
+never per step.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import squeeze, transpose, unsqueeze
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Value
-from t2n.ir.ops.rnn import GATES
+from t2n.ir.ops.rnn import GATE_ORDER, GATES
 
 RULES = RuleSet("rnn")
 
@@ -25,6 +26,17 @@ def _linear(ctx: LoweringContext, x: Value, w: Value, *biases: Value | None) -> 
         if bias is not None:
             y = ctx.b.op("add", y, bias)
     return y
+
+
+def _gate_rows(ctx: LoweringContext, w: Value | None, mode: str, hidden: int) -> Value | None:
+    """``w``'s gate blocks (rows, axis 0) from PyTorch's order into ``GATE_ORDER[mode]``."""
+    order = GATE_ORDER.get(mode)
+    if w is None or order is None:
+        return w
+    b = ctx.b
+    blocks = [b.op("slice", w, b.ints([k * hidden]), b.ints([(k + 1) * hidden]), axes=(0,), steps=(1,))
+              for k in order]
+    return b.op("concat", *blocks, axis=0)
 
 
 def _row(ctx: LoweringContext, stacked: Value, i: int) -> Value:
@@ -46,7 +58,8 @@ def direction(ctx: LoweringContext, mode: str, x: Value, h0: Value, c0: Value | 
     dt = x.type.dtype
     cast = [ctx.b.cast(v, dt) if v is not None and v.type.dtype is not dt else v
             for v in (w_ih, w_hh, b_ih, b_hh, w_hr)]
-    w_ih, w_hh, b_ih, b_hh, w_hr = cast
+    w_ih, w_hh, b_ih, b_hh = (_gate_rows(ctx, v, mode, hidden) for v in cast[:4])
+    w_hr = cast[4]
     assert w_ih is not None and w_hh is not None
     # the recurrent bias joins the input projection, except in GRU's reset gate
     xw = _linear(ctx, x, w_ih, b_ih, b_hh if mode != "gru" else None)

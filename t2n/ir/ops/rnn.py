@@ -7,6 +7,10 @@ LSTM, the recurrent weight ``w_hh`` [G*H, P], the GRU's recurrent bias ``b_hh`` 
 ``proj``. Outputs: every step's hidden state [T, B, P], the last hidden state [B, P],
 and the last cell state [B, H] for LSTM. Attrs: mode (lstm, gru, rnn_tanh, rnn_relu),
 hidden H, reverse, proj.
+
+Gate blocks (of ``xw``, ``w_hh`` and ``b_hh``) are in the order tract's fused kernels
+read: LSTM input, output, forget, cell (PyTorch: i, f, g, o); GRU update, reset, new
+(PyTorch: r, z, n). ``GATE_ORDER`` maps each position to PyTorch's block.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ TABLE = OpTable("rnn")
 
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 
+GATE_ORDER = {"lstm": (0, 3, 1, 2), "gru": (1, 0, 2)}
+"""For each gate position of ``rnn_scan``, the PyTorch gate block it holds."""
+
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.asarray(1.0 / (1.0 + np.exp(-x)))
@@ -35,7 +42,7 @@ def step(mode: str, xw: np.ndarray, h: np.ndarray, c: np.ndarray | None, w_hh: n
     hw = h @ w_hh.T
     if mode == "lstm":
         g = xw + hw
-        i, f, gg, o = (g[:, k * hidden:(k + 1) * hidden] for k in range(4))
+        i, o, f, gg = (g[:, k * hidden:(k + 1) * hidden] for k in range(4))
         assert c is not None
         c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(gg)
         h = _sigmoid(o) * np.tanh(c)
@@ -45,8 +52,8 @@ def step(mode: str, xw: np.ndarray, h: np.ndarray, c: np.ndarray | None, w_hh: n
     if mode == "gru":
         if b_hh is not None:
             hw = hw + b_hh
-        xr, xz, xn = (xw[:, k * hidden:(k + 1) * hidden] for k in range(3))
-        hr, hz, hn = (hw[:, k * hidden:(k + 1) * hidden] for k in range(3))
+        xz, xr, xn = (xw[:, k * hidden:(k + 1) * hidden] for k in range(3))
+        hz, hr, hn = (hw[:, k * hidden:(k + 1) * hidden] for k in range(3))
         r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
         n = np.tanh(xn + r * hn)
         return (1 - z) * n + z * h, None

@@ -1,13 +1,24 @@
-"""Recurrent layers: a ``tract_core_scan`` loop over a generated body fragment on
-tract (weights passed whole, once; the time axis may be symbolic), unrolled over the
-static sequence length in standard NNEF, which has no loop."""
+"""Recurrent layers. On tract: a GRU is one ``tract_core_gru_seq`` (the whole sequence
+in one kernel), an LSTM a ``tract_core_scan`` loop whose body is one matmul and one
+``tract_core_lstm_epilogue`` (all gates in one pass), where the target tract has them;
+otherwise, and for plain RNNs, a scan over the cell in standard operations. Weights are
+passed whole, once; the time axis may be symbolic. In standard NNEF, which has no loop,
+the cell is unrolled over the static sequence length.
+
+Gate blocks come in ``rnn_scan``'s order (``t2n.ir.ops.rnn``), the order those fused
+kernels read, so no weight is sliced or reordered here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
-from t2n.ir import Op
+from t2n.backends.nnef.versions import tract_has
+from t2n.ir import DType, Op
+
+GRU_SEQ = "tract_core_gru_seq"
+LSTM_EPILOGUE = "tract_core_lstm_epilogue"
 
 TRACT = EmitterTable("rnn/tract")
 KHRONOS = EmitterTable("rnn/khronos")
@@ -20,8 +31,9 @@ def _gate(g: str, k: int, hidden: int) -> str:
 
 
 def cell_lines(mode: str, hidden: int, name: Callable[[str], str], x: str, h: str, c: str | None,
-               w: str, b: str | None, wr: str | None) -> tuple[list[Line], str, str | None]:
-    """NNEF assignments for one step: (lines, next hidden state, next cell state)."""
+               w: str, b: str | None, wr: str | None, fused: bool = False) -> tuple[list[Line], str, str | None]:
+    """NNEF assignments for one step: (lines, next hidden state, next cell state).
+    ``fused``: the LSTM gates in one ``tract_core_lstm_epilogue``."""
     lines: list[Line] = []
 
     def let(hint: str, expr: str) -> str:
@@ -32,21 +44,25 @@ def cell_lines(mode: str, hidden: int, name: Callable[[str], str], x: str, h: st
     hw = let("hw", f"matmul({h}, {w}, transposeA = false, transposeB = true)")
     if mode == "lstm":
         g = let("gates", f"add({x}, {hw})")
-        i = let("i", f"sigmoid({_gate(g, 0, hidden)})")
-        f = let("f", f"sigmoid({_gate(g, 1, hidden)})")
-        gg = let("g", f"tanh({_gate(g, 2, hidden)})")
-        o = let("o", f"sigmoid({_gate(g, 3, hidden)})")
         assert c is not None
-        c_next = let("c_next", f"add(mul({f}, {c}), mul({i}, {gg}))")
-        h_next = let("h_next", f"mul({o}, tanh({c_next}))")
+        if fused:
+            h_next, c_next = name("h_next"), name("c_next")
+            lines.append((f"({h_next}, {c_next})", f"{LSTM_EPILOGUE}({g}, {c}, hidden = {hidden})"))
+        else:
+            i = let("i", f"sigmoid({_gate(g, 0, hidden)})")
+            o = let("o", f"sigmoid({_gate(g, 1, hidden)})")
+            f = let("f", f"sigmoid({_gate(g, 2, hidden)})")
+            gg = let("g", f"tanh({_gate(g, 3, hidden)})")
+            c_next = let("c_next", f"add(mul({f}, {c}), mul({i}, {gg}))")
+            h_next = let("h_next", f"mul({o}, tanh({c_next}))")
         if wr is not None:
             h_next = let("h_proj", f"matmul({h_next}, {wr}, transposeA = false, transposeB = true)")
         return lines, h_next, c_next
     if mode == "gru":
         if b is not None:
             hw = let("hwb", f"add({hw}, unsqueeze({b}, axes = [0]))")
-        r = let("r", f"sigmoid(add({_gate(x, 0, hidden)}, {_gate(hw, 0, hidden)}))")
-        z = let("z", f"sigmoid(add({_gate(x, 1, hidden)}, {_gate(hw, 1, hidden)}))")
+        z = let("z", f"sigmoid(add({_gate(x, 0, hidden)}, {_gate(hw, 0, hidden)}))")
+        r = let("r", f"sigmoid(add({_gate(x, 1, hidden)}, {_gate(hw, 1, hidden)}))")
         n = let("n", f"tanh(add({_gate(x, 2, hidden)}, mul({r}, {_gate(hw, 2, hidden)})))")
         h_next = let("h_next", f"add(mul(sub(1.0, {z}), {n}), mul({z}, {h}))")
         return lines, h_next, None
@@ -66,9 +82,35 @@ def _operands(ctx: EmitContext, op: Op) -> tuple[str, str, str | None, str, str 
     return xw, h0, c0, w, b, wr
 
 
+def gru_seq_tract(ctx: EmitContext, op: Op) -> None:
+    """The whole GRU sequence in one ``tract_core_gru_seq``: batch-major operands, the
+    input projection already done (``projected``: only the recurrent half of ``b`` is
+    read, the input half is zeros)."""
+    xw, h0, _, w, b, _ = _operands(ctx, op)
+    out = op.outputs[0].name
+    x = ctx.emit(f"{out}_x_bt", "transpose", Raw(xw), axes=[1, 0, 2])
+    h = ctx.emit(f"{out}_h0_b1", "unsqueeze", Raw(h0), axes=[1])
+    bias: dict[str, Raw] = {}
+    if b is not None:
+        both = ctx.emit(f"{out}_b", "concat", Raw(f"[sub({b}, {b}), {b}]"), axis=0)
+        bias["b"] = Raw(ctx.emit(f"{out}_b_1", "unsqueeze", Raw(both), axes=[0]))
+    y_bt, h_last = ctx.fresh(f"{out}_y_bt"), ctx.fresh(f"{out}_h_b1")
+    step = -1 if op.attrs.get("reverse") else 1
+    ctx.assign([y_bt, h_last], ctx.call(GRU_SEQ, x=Raw(x), r=Raw(w), **bias, initial_h=Raw(h),
+                                        hidden=int(op.attrs["hidden"]), chunk=step,
+                                        has_bias=int(b is not None), reset_every_turn=0,
+                                        emit_y=1, projected=1))
+    ctx.emit(op.outputs[0], "transpose", Raw(y_bt), axes=[1, 0, 2])
+    ctx.emit(op.outputs[1], "squeeze", Raw(h_last), axes=[1])
+
+
 @TRACT.emitter("rnn_scan")
 def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
     mode, hidden = op.attrs["mode"], int(op.attrs["hidden"])
+    # tract 0.23.9 loads an f16 gru_seq but fails to plan it (codegen): f32 only
+    if mode == "gru" and op.inputs[0].type.dtype is DType.F32 and tract_has(ctx, GRU_SEQ):
+        gru_seq_tract(ctx, op)
+        return
     xw, h0, c0, w, b, wr = _operands(ctx, op)
     body = f"t2n_{mode}_body_{len(ctx.fragments)}"
     used: set[str] = set()
@@ -81,7 +123,8 @@ def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
         return n
 
     lines, h_next, c_next = cell_lines(mode, hidden, name, "x", "h", "c" if c0 else None, "w",
-                                       "b" if b else None, "wr" if wr else None)
+                                       "b" if b else None, "wr" if wr else None,
+                                       fused=mode == "lstm" and tract_has(ctx, LSTM_EPILOGUE))
     params = ["xw", "h"] + (["c"] if c0 else []) + ["w"] + (["b"] if b else []) + (["wr"] if wr else [])
     results = ["h_out", "y"] + (["c_out"] if c0 else [])
     text = [f"fragment {body}(", ",\n".join(f"    {p}: tensor<scalar>" for p in params),
