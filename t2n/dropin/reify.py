@@ -299,4 +299,8 @@ def tract_form_passes(target: Any) -> list[Pass]:
         out.append(ReifySdpa())
     if getattr(target, "upsample_with_debox", False) and target.at_least("0.23.0"):
         out.append(DeboxUpsample())
+    if getattr(target, "name", None) == "tract" and target.at_least("0.23.0"):
+        from t2n.passes.nearest_deconv import NearestAsDeconv
+
+        out.append(NearestAsDeconv())
     return out
