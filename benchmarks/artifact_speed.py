@@ -4,11 +4,15 @@ Each model is exported twice, by t2n (``TractNNEF``) and by ``torch.onnx.export`
 (TorchScript exporter, opset 17), and both files are loaded and run by the tract Python
 wheel in this one process: load time (parse, type and optimise: ``load`` then
 ``into_runnable``), median run time, and the ratio t2n / ONNX (below 1: t2n is faster).
+The runs of the two artifacts alternate (t2n, ONNX, t2n, ...), so that a burst of load
+from other processes slows both sides alike. ``ALTERNATIVES`` are t2n's optional tract
+forms (``TractNNEF`` options), measured against the same ONNX artifact.
 
 ``python -m benchmarks.artifact_speed [--only NAME ...] [--runs N] [--write]`` prints the
-table; ``--write`` also writes ``benchmarks/RESULTS_ARTIFACT_SPEED.md``. The ONNX columns
-need the ``onnx`` package (``pip install t2n[bench]``); without it they are left empty and
-the table says why.
+table; ``--write`` also writes it at the top of ``benchmarks/RESULTS_ARTIFACT_SPEED.md``,
+keeping what follows the ``KEEP`` line there (hand-written notes, earlier tables). The
+ONNX columns need the ``onnx`` package (``pip install t2n[bench]``); without it they are
+left empty and the table says why.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from torch import nn
 import t2n
 
 DOC = Path(__file__).with_name("RESULTS_ARTIFACT_SPEED.md")
+KEEP = "<!-- --write replaces everything above this line and keeps what follows -->"
 Case = tuple[nn.Module, tuple[torch.Tensor, ...]]
 
 
@@ -135,6 +140,13 @@ MODELS: dict[str, Callable[[], Case]] = {
 }
 
 
+ALTERNATIVES: dict[str, tuple[str, dict[str, Any]]] = {
+    "upsample nearest 64²→256², upsample_with_debox": ("upsample nearest 64²→256²", {"upsample_with_debox": True}),
+    "attention with masks (128), reify_sdpa_operator": ("attention with masks (128)", {"reify_sdpa_operator": True}),
+}
+"""Row name → (model, ``TractNNEF`` options)."""
+
+
 def onnx_missing() -> str | None:
     """Why the ONNX columns cannot be filled, or None when they can."""
     try:
@@ -144,20 +156,27 @@ def onnx_missing() -> str | None:
     return None
 
 
-def _time_in_tract(loader: Any, path: Path, inputs: Sequence[np.ndarray], runs: int) -> dict[str, float]:
+def _load(loader: Any, path: Path) -> tuple[Any, float]:
+    """(runnable, seconds to load and optimise it)."""
     start = time.perf_counter()
     model = loader.load(str(path))
     if hasattr(model, "into_model"):  # ONNX: an inference model, typed from the file's facts
         model = model.into_model()
     runnable = model.into_runnable()
-    load = time.perf_counter() - start
-    runnable.run(list(inputs))  # warm-up
-    times = []
+    return runnable, time.perf_counter() - start
+
+
+def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int) -> dict[str, float]:
+    """Median run time of each runnable, their runs alternating, after one warm-up each."""
+    times: dict[str, list[float]] = {k: [] for k in runnables}
+    for r in runnables.values():
+        r.run(list(inputs))
     for _ in range(runs):
-        start = time.perf_counter()
-        runnable.run(list(inputs))
-        times.append(time.perf_counter() - start)
-    return {"load": load, "run": statistics.median(times)}
+        for k, r in runnables.items():
+            start = time.perf_counter()
+            r.run(list(inputs))
+            times[k].append(time.perf_counter() - start)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def _t2n_loader(tract: Any, registries: Sequence[str]) -> Any:
@@ -172,14 +191,16 @@ def _t2n_loader(tract: Any, registries: Sequence[str]) -> Any:
 def measure(name: str, runs: int, tmp: Path) -> dict[str, Any]:
     import tract
 
+    model_name, options = ALTERNATIVES.get(name, (name, {}))
     torch.manual_seed(0)
-    model, args = MODELS[name]()
+    model, args = MODELS[model_name]()
     inputs = [np.ascontiguousarray(a.numpy()) for a in args]
     row: dict[str, Any] = {"model": name}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        art = t2n.export(model, args, tmp / "model.nnef.tar")
-    row["t2n"] = _time_in_tract(_t2n_loader(tract, art.rendered.registries), tmp / "model.nnef.tar", inputs, runs)
+        art = t2n.export(model, args, tmp / "model.nnef.tar", target=t2n.TractNNEF.latest(**options))
+    runnables, loads = {}, {}
+    runnables["t2n"], loads["t2n"] = _load(_t2n_loader(tract, art.rendered.registries), tmp / "model.nnef.tar")
     if onnx_missing() is None:
         try:
             with warnings.catch_warnings(), torch.no_grad():
@@ -188,7 +209,10 @@ def measure(name: str, runs: int, tmp: Path) -> dict[str, Any]:
         except Exception as exc:  # the table says which model torch.onnx refused, and why
             row["onnx_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
         else:
-            row["onnx"] = _time_in_tract(tract.onnx(), tmp / "model.onnx", inputs, runs)
+            runnables["onnx"], loads["onnx"] = _load(tract.onnx(), tmp / "model.onnx")
+    medians = _time_interleaved(runnables, inputs, runs)
+    for k in runnables:
+        row[k] = {"load": loads[k], "run": medians[k]}
     return row
 
 
@@ -219,7 +243,7 @@ def header() -> str:
     return (f"# Artifact speed in tract: t2n against torch.onnx\n\n`python -m benchmarks.artifact_speed "
             f"--write` (tract {tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, "
             f"{platform.machine()}). Times in ms; load = parse, type and optimise; run = median of "
-            "the runs after one warm-up.\n\n")
+            "the runs after one warm-up, the two artifacts' runs alternating.\n\n")
 
 
 def main(argv: Sequence[str] | None = None) -> str:
@@ -228,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--write", action="store_true", help=f"write {DOC.name}")
     ns = parser.parse_args(argv)
-    names = [n for n in MODELS if not ns.only or any(s in n for s in ns.only)]
+    names = [n for n in [*MODELS, *ALTERNATIVES] if not ns.only or any(s in n for s in ns.only)]
     note = onnx_missing()
     rows = []
     for name in names:
@@ -238,7 +262,9 @@ def main(argv: Sequence[str] | None = None) -> str:
     text = table(rows, note)
     print(text)
     if ns.write:
-        DOC.write_text(header() + text)
+        kept = DOC.read_text() if DOC.exists() else ""
+        kept = kept[kept.index(KEEP):] if KEEP in kept else ""
+        DOC.write_text(header() + text + ("\n" + kept if kept else ""))
     return text
 
 

@@ -25,3 +25,14 @@ def test_a_model_torch_onnx_refuses_is_named_with_the_reason():
     text = artifact_speed.table(rows, None)
     assert "| m | 1.0 | 2.0 | – | – | – |" in text
     assert "* m: torch.onnx failed (UnsupportedOperatorError: aten::diff)" in text
+
+
+def test_write_replaces_the_table_and_keeps_the_notes_after_the_keep_line(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    doc = tmp_path / "speed.md"
+    doc.write_text(f"# old table\n| stale | row |\n\n{artifact_speed.KEEP}\n\n## Before\n\nhand-written\n")
+    monkeypatch.setattr(artifact_speed, "DOC", doc)
+    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--write"])
+    written = doc.read_text()
+    assert "stale" not in written and text in written
+    assert written.endswith(f"{artifact_speed.KEEP}\n\n## Before\n\nhand-written\n")

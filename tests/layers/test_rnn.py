@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+import t2n
 from t2n.testing import check_dynamic, check_export
 
 
@@ -99,3 +100,33 @@ def test_half_precision_recurrent_layers_tract():
     check_export(model, (torch.randn(2, 5, 4).half(),), targets=("tract",))
     gru = WithState(nn.GRU(4, 6)).half().eval()
     check_export(gru, (torch.randn(5, 2, 4).half(),), targets=("tract",))
+
+
+def test_tract_runs_a_gru_as_one_op_and_an_lstm_step_as_one_matmul_and_one_epilogue():
+    """The forms tract's ONNX LSTM/GRU path runs fastest: no per-gate slice in the loop."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 7, 4)
+    gru = t2n.compile(WithState(nn.GRU(4, 5, num_layers=2, bidirectional=True, batch_first=True)).eval(), (x,),
+                      t2n.TractNNEF.latest())
+    assert gru.graph_nnef.count("tract_core_gru_seq(") == 4 and "tract_core_scan(" not in gru.graph_nnef
+    assert gru.check().ok
+    lstm = t2n.compile(WithState(nn.LSTM(4, 6, bidirectional=True, batch_first=True)).eval(), (x,),
+                       t2n.TractNNEF.latest())
+    assert lstm.graph_nnef.count("tract_core_lstm_epilogue(") == 2 and " slice(" not in lstm.graph_nnef
+    assert lstm.check().ok
+
+
+@pytest.mark.parametrize("rnn, target, half", [
+    (nn.GRU(4, 5, bidirectional=True), t2n.TractNNEF("0.23.0"), False),
+    (nn.LSTM(4, 5, bidirectional=True), t2n.TractNNEF("0.23.0"), False),
+    (nn.GRU(4, 5, bidirectional=True), t2n.TractNNEF.latest(), True),  # tract cannot plan an f16 gru_seq
+], ids=["gru tract 0.23.0", "lstm tract 0.23.0", "f16 gru"])
+def test_older_tract_and_half_precision_keep_the_scan_in_standard_operations(rnn, target, half):
+    torch.manual_seed(0)
+    model, x = WithState(rnn).eval(), torch.randn(6, 2, 4)
+    if half:
+        model, x = model.half(), x.half()
+    artifact = t2n.compile(model, (x,), target)
+    assert "tract_core_scan(" in artifact.graph_nnef
+    assert "gru_seq" not in artifact.graph_nnef and "lstm_epilogue" not in artifact.graph_nnef
+    assert artifact.check().ok
