@@ -235,15 +235,34 @@ def table(rows: Sequence[dict[str, Any]], note: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def header() -> str:
+def header(runs: int) -> str:
     import platform
 
     import tract
 
     return (f"# Artifact speed in tract: t2n against torch.onnx\n\n`python -m benchmarks.artifact_speed "
-            f"--write` (tract {tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, "
+            f"--runs {runs} --write` (tract {tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, "
             f"{platform.machine()}). Times in ms; load = parse, type and optimise; run = median of "
             "the runs after one warm-up, the two artifacts' runs alternating.\n\n")
+
+
+def results_section(doc: Path = DOC) -> list[str]:
+    """The summary that ``benchmarks/RESULTS.md`` shows: each model's run-time ratio from
+    the table ``--write`` last wrote, and a link to the whole file."""
+    text = doc.read_text() if doc.exists() else ""
+    top = text[:text.index(KEEP)] if KEEP in text else text
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in top.splitlines()
+            if line.startswith("| ") and not line.startswith("| model")]
+    lines = ["## Artifact speed in tract", "",
+             "How fast t2n's artifacts run in tract against the same models exported by `torch.onnx` and "
+             "loaded by tract's ONNX loader (one process, the two artifacts' runs alternating; below 1: "
+             f"t2n is faster). Load and run times, the command, the earlier forms and notes on noise: "
+             f"[{doc.name}]({doc.name}).", ""]
+    if not rows:
+        return lines + ["(no table yet: `python -m benchmarks.artifact_speed --write`)", ""]
+    lines += ["| model | run t2n/ONNX |", "|---|---:|"]
+    lines += [f"| {r[0]} | {r[-1]} |" for r in rows if len(r) == 6]
+    return lines + [""]
 
 
 def main(argv: Sequence[str] | None = None) -> str:
@@ -264,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> str:
     if ns.write:
         kept = DOC.read_text() if DOC.exists() else ""
         kept = kept[kept.index(KEEP):] if KEEP in kept else ""
-        DOC.write_text(header() + text + ("\n" + kept if kept else ""))
+        DOC.write_text(header(ns.runs) + text + ("\n" + kept if kept else ""))
     return text
 
 

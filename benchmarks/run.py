@@ -250,6 +250,9 @@ def report(res: dict[str, Any], command: str) -> str:
             "makes weights larger than they are.",
             "",
         ]
+    from benchmarks.artifact_speed import results_section
+
+    lines += results_section()
     lines += [
         "## How to reproduce",
         "",

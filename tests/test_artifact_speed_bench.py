@@ -36,3 +36,13 @@ def test_write_replaces_the_table_and_keeps_the_notes_after_the_keep_line(monkey
     written = doc.read_text()
     assert "stale" not in written and text in written
     assert written.endswith(f"{artifact_speed.KEEP}\n\n## Before\n\nhand-written\n")
+
+
+def test_results_md_section_shows_each_ratio_and_links_the_full_file(tmp_path):
+    doc = tmp_path / "RESULTS_ARTIFACT_SPEED.md"
+    assert "no table yet" in "\n".join(artifact_speed.results_section(doc))
+    rows = [{"model": "gru", "t2n": {"load": 0.007, "run": 0.0017}, "onnx": {"load": 0.011, "run": 0.0016}}]
+    doc.write_text(artifact_speed.table(rows, None) + f"\n{artifact_speed.KEEP}\n| old | 1 | 2 | 3 | 4 | 9.99 |\n")
+    section = "\n".join(artifact_speed.results_section(doc))
+    assert "| gru | 1.06 |" in section and "9.99" not in section
+    assert "[RESULTS_ARTIFACT_SPEED.md](RESULTS_ARTIFACT_SPEED.md)" in section
