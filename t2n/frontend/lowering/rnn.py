@@ -36,7 +36,7 @@ def _gate_rows(ctx: LoweringContext, w: Value | None, mode: str, hidden: int) ->
     b = ctx.b
     blocks = [b.op("slice", w, b.ints([k * hidden]), b.ints([(k + 1) * hidden]), axes=(0,), steps=(1,))
               for k in order]
-    return b.op("concat", *blocks, axis=0)
+    return b.op("concat", *blocks, axis=0, name=f"{w.name}_gates")
 
 
 def _row(ctx: LoweringContext, stacked: Value, i: int) -> Value:
