@@ -99,7 +99,10 @@ def replay_io_npz(artifact: str | os.PathLike[str], io_path: str | os.PathLike[s
         got = run_on_target(target, Path(artifact), inputs, registries=graph.registries)
         report = compare(target.engine, list(graph.outputs), got, expected, tolerance)
         if not report.ok:
-            raise CheckMismatchError(f"step {step.name!r} of {io_path}: {report}", report)
+            raise CheckMismatchError(
+                f"step {step.name!r} of {io_path}: {report}\nWhat to do: the artifact no longer computes "
+                "what these samples hold; export again (samples and graph together) or compare at a "
+                "looser tolerance", report)
         reports.append((step.name, report))
     return reports
 
