@@ -14,7 +14,12 @@ import pytest
 import torch
 from cli.cli_support import make_runner
 
-from t2n.errors import AdapterError, InvalidArgumentError, OverwriteRefusedError
+from t2n.errors import (
+    AdapterError,
+    CorruptTensorFileError,
+    InvalidArgumentError,
+    OverwriteRefusedError,
+)
 from t2n.llm import export_llm, export_peft, tract_greedy_generate
 from t2n.serialize.dat import read_dat
 
@@ -147,6 +152,16 @@ def test_export_peft_patterns_matching_nothing(folders: dict[str, Path], tmp_pat
 def test_export_peft_bad_patterns(patterns: list[object], folders: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="pattern"):
         export_peft(folders["lora"], tmp_path / "a.nnef.tgz", patterns=patterns)  # type: ignore[arg-type]
+    assert not (tmp_path / "a.nnef.tgz").exists()
+
+
+def test_export_peft_truncated_adapter(folders: dict[str, Path], tmp_path: Path) -> None:
+    src = tmp_path / "ad"
+    shutil.copytree(folders["lora"], src)
+    data = (src / "adapter_model.safetensors").read_bytes()
+    (src / "adapter_model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorruptTensorFileError, match=r"adapter_model\.safetensors.*lora_B"):
+        export_peft(src, tmp_path / "a.nnef.tgz")
     assert not (tmp_path / "a.nnef.tgz").exists()
 
 
