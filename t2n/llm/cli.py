@@ -86,14 +86,21 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
     click.echo(f"wrote {path}")
 
 
+_PROGRESS = "t2n-llm-progress"
+
+
 def show_progress(stream: TextIO, wanted: bool | None) -> bool:
     """Log the export's stages (loading, merging, tracing, checking, samples) on
     ``stream`` when ``wanted``, or by default when it is a terminal; returns whether."""
     on = wanted if wanted is not None else stream.isatty()
     if on:
+        root = logging.getLogger("t2n")
+        for old in [h for h in root.handlers if h.get_name() == _PROGRESS]:
+            root.removeHandler(old)  # one progress handler, however many commands run
         handler = logging.StreamHandler(stream)
+        handler.set_name(_PROGRESS)
         handler.setFormatter(logging.Formatter("t2n llm: %(message)s"))
-        logging.getLogger("t2n").addHandler(handler)  # t2n.llm's records reach it
+        root.addHandler(handler)  # t2n.llm's records reach it
         logging.getLogger("t2n.llm").setLevel(logging.INFO)
     return on
 

@@ -119,6 +119,7 @@ def test_progress_only_on_a_terminal() -> None:
         logging.getLogger("t2n.llm.export").info("exporting X")
         assert "t2n llm: exporting X" in terminal.getvalue()
         assert show_progress(io.StringIO(), True) is True  # --progress
+        assert len(logger.handlers) == len(handlers) + 1  # replaced, not added again
     finally:
         logger.handlers[:] = handlers
         logging.getLogger("t2n.llm").setLevel(level)
