@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,9 @@ def merge_adapter(model: Any, adapter_dir: str | os.PathLike[str]) -> Any:
         raise AdapterError("merging an adapter needs the peft package: pip install 't2n[llm]'") from exc
     LOG.info("merging the %s adapter of %s into the model", "DoRA" if config.get("use_dora") else "LoRA", folder)
     try:
-        wrapped = PeftModel.from_pretrained(model, str(folder), is_trainable=False)
+        with warnings.catch_warnings():  # peft calls a transformers API deprecated in 5.x
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+            wrapped = PeftModel.from_pretrained(model, str(folder), is_trainable=False)
         merged = wrapped.merge_and_unload()
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise AdapterError(f"peft cannot apply the adapter of {folder} to this model: {exc}; check that "

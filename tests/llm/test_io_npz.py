@@ -4,6 +4,7 @@ file fails the check. And the tokenizer and config written beside the graph."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,9 @@ def test_cli_check_io(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(out / "model" / "model.nnef.tgz"), "--io", str(out / "tests" / "io.npz")]) == 0
     printed = capsys.readouterr().out
     assert "step prefill:" in printed and "step decode:" in printed and "all outputs match" in printed
+    assert main(["check", str(out / "model" / "model.nnef.tgz"), "--io", str(out / "tests" / "io.npz"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and [s["step"] for s in report["steps"]] == ["prefill", "decode"]
 
 
 def _tampered(out: Path, tmp_path: Path) -> Path:
@@ -121,8 +125,6 @@ def test_artifact_check_replays_steps(tmp_path: Path) -> None:
 
 
 def test_tokenizer_and_config_beside_the_graph(out: Path) -> None:
-    import json
-
     from tokenizers import Tokenizer
 
     assert (out / "model" / "model.nnef.tgz").is_file()

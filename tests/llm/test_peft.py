@@ -30,11 +30,12 @@ PROMPT = torch.tensor([[5, 6, 7, 8, 9]])
 
 
 def _adapter(folder: Path, *, dora: bool, model: torch.nn.Module | None = None,
-             targets: tuple[str, ...] = ("q_proj", "v_proj")) -> Path:
+             targets: tuple[str, ...] = ("q_proj", "v_proj"), conv1d: bool = False) -> Path:
     from peft import LoraConfig, get_peft_model
 
     torch.manual_seed(1)  # init_lora_weights=False: random factors, so the merge changes the model
-    config = LoraConfig(r=4, lora_alpha=8, target_modules=list(targets), use_dora=dora, init_lora_weights=False)
+    config = LoraConfig(r=4, lora_alpha=8, target_modules=list(targets), use_dora=dora, init_lora_weights=False,
+                        fan_in_fan_out=conv1d)
     get_peft_model(model if model is not None else tiny_model("llama"), config).save_pretrained(str(folder))
     return folder
 
@@ -206,7 +207,8 @@ def test_merge_adapter_of_another_base(tmp_path: Path) -> None:
 
 
 def test_merge_adapter_for_missing_modules(folders: dict[str, Path], tmp_path: Path) -> None:
-    adapter = _adapter(tmp_path / "gpt2", dora=False, model=tiny_model("gpt2"), targets=("c_attn",))
+    adapter = _adapter(tmp_path / "gpt2", dora=False, model=tiny_model("gpt2"), targets=("c_attn",),
+                       conv1d=True)
     with pytest.raises(AdapterError, match=r"c_attn.*does not have"):
         export_llm(folders["base"], tmp_path / "out", merge_peft=adapter)
     assert not (tmp_path / "out").exists()
