@@ -276,3 +276,11 @@ class UnsupportedArchitectureError(InvalidArgumentError):
     def __init__(self, message: str, architecture: str = "") -> None:
         self.architecture = architecture
         super().__init__(message)
+
+
+# -- LLM adapters (peft)
+
+
+class AdapterError(CheckpointFolderError):
+    """A LoRA/DoRA adapter (a ``peft`` folder or file) that cannot be exported or merged:
+    no ``adapter_config.json`` or weights, or tensors that do not fit the base model."""

@@ -97,8 +97,12 @@ def _describe_output(name: str, a: np.ndarray) -> str:
 
 @click.command("check")
 @click.argument("artifact", type=click.Path(exists=True, path_type=Path))
-@click.option("--inputs", "inputs_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.option("--inputs", "inputs_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A .npz file with one array per model input, by input name (or arr_0, arr_1... in order).")
+@click.option("--io", "io_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Instead of --inputs/--outputs: a .npz of several runs with their expected outputs "
+                   "(STEP/inputs/NAME, STEP/outputs/NAME, as t2n llm writes tests/io.npz), replayed "
+                   "in order in tract.")
 @click.option("--outputs", "outputs_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A .npz file with the expected outputs (by output name, or in order); "
                    "without it the outputs are printed (and saved with --write-outputs).")
@@ -112,8 +116,9 @@ def _describe_output(name: str, a: np.ndarray) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @debug_option
 @guarded
-def check_command(artifact: Path, inputs_path: Path, outputs_path: Path | None, engine: str, tolerance: str,
-                  symbols: tuple[tuple[str, int], ...], write_outputs: Path | None, as_json: bool) -> None:
+def check_command(artifact: Path, inputs_path: Path | None, io_path: Path | None, outputs_path: Path | None,
+                  engine: str, tolerance: str, symbols: tuple[tuple[str, int], ...], write_outputs: Path | None,
+                  as_json: bool) -> None:
     """Run ARTIFACT (a folder, .tar or .tgz) on the inputs in --inputs.
 
     With --outputs, compare with those outputs at --tolerance: exit status 0 when all
@@ -124,6 +129,11 @@ def check_command(artifact: Path, inputs_path: Path, outputs_path: Path | None, 
     from t2n.backends.running import run_on_target
     from t2n.check.compare import compare
 
+    if io_path is not None:
+        _check_io_steps(artifact, io_path, inputs_path, outputs_path, engine, tolerance, as_json)
+        return
+    if inputs_path is None:
+        raise click.UsageError("give --inputs (a .npz of the model's inputs) or --io (a .npz of runs)")
     files = read_artifact_files(artifact)
     graph = read_graph_text(files.graph_nnef, f"{artifact}: graph.nnef")
     inputs = load_arrays(inputs_path, [d.name for d in graph.inputs], "input", "--inputs")
@@ -151,6 +161,23 @@ def check_command(artifact: Path, inputs_path: Path, outputs_path: Path | None, 
         click.echo(str(report))
     if not report.ok:
         fail(f"the outputs of {artifact} differ from {outputs_path} beyond tolerance '{tolerance}'")
+
+
+def _check_io_steps(artifact: Path, io_path: Path, inputs_path: Path | None, outputs_path: Path | None,
+                    engine: str, tolerance: str, as_json: bool) -> None:
+    """``--io``: every step of the file, in tract; exit status 1 at the first mismatch
+    (``CheckMismatchError`` naming the step)."""
+    from t2n.check.io_npz import replay_io_npz
+
+    if inputs_path is not None or outputs_path is not None or engine != "tract":
+        raise click.UsageError("--io replays in tract on its own: drop --inputs, --outputs and --engine")
+    reports = replay_io_npz(artifact, io_path, tolerance)  # CheckMismatchError: exit status 1, named step
+    if as_json:
+        click.echo(json.dumps({"ok": True, "steps": [
+            {"step": name, "outputs": [_report_row(o) for o in r.outputs]} for name, r in reports]}, indent=2))
+        return
+    for name, report in reports:
+        click.echo(f"step {name}: {report}")
 
 
 def _report_row(o: Any) -> dict[str, Any]:

@@ -45,6 +45,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                           "Write the tensors of a checkpoint file as NNEF .dat files."),
     "llm": Subcommand("t2n.llm.cli:llm_command",
                       "Export a transformers causal LM folder to tract with a KV cache."),
+    "peft": Subcommand("t2n.llm.cli:peft_command",
+                       "Write a LoRA/DoRA adapter's tensors as NNEF .dat files (.nnef.tgz)."),
 }
 """The subcommands of ``t2n``, by name."""
 

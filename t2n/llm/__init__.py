@@ -2,26 +2,30 @@
 
 ``export_llm(model_or_dir, export_dirpath, ...)`` writes ``model/model.nnef.tgz``,
 ``modes.json`` and ``tests/*.npz`` (see ``docs/llm.md``); ``tract_greedy_generate``
-runs such an artifact token by token in tract's Python package."""
+runs such an artifact token by token in tract's Python package; ``export_peft``
+writes only a LoRA/DoRA adapter's tensors."""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from t2n.llm.export import export_llm
     from t2n.llm.generate import tract_greedy_generate
+    from t2n.llm.peft import export_peft
 
-__all__ = ["export_llm", "tract_greedy_generate"]
+_LAZY = {
+    "export_llm": "t2n.llm.export",
+    "tract_greedy_generate": "t2n.llm.generate",
+    "export_peft": "t2n.llm.peft",
+}
+
+__all__ = ["export_llm", "export_peft", "tract_greedy_generate"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "export_llm":
-        from t2n.llm.export import export_llm
-
-        return export_llm
-    if name == "tract_greedy_generate":
-        from t2n.llm.generate import tract_greedy_generate
-
-        return tract_greedy_generate
-    raise AttributeError(f"module 't2n.llm' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 't2n.llm' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

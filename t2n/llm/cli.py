@@ -4,7 +4,9 @@ The flag names follow the widely used exporter's LLM command so its users can sw
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
+from typing import TextIO
 
 import click
 
@@ -43,6 +45,17 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
               default="natural_verbose", show_default=True, help="How graph.nnef names its tensors.")
 @click.option("--trust-remote-code", is_flag=True,
               help="Allow the checkpoint's own Python code (off by default: it runs code from the folder).")
+@click.option("-mp", "--merge-peft", "merge_peft", type=click.Path(path_type=Path), default=None,
+              help="A LoRA/DoRA adapter folder (adapter_config.json + adapter_model.safetensors, as peft "
+                   "saves it) merged into the weights before export.")
+@click.option("--force-inputs-dtype", type=click.Choice(["f32", "f16"]), default=None,
+              help="The dtype of the cache inputs and of the outputs (cast inside the graph), e.g. f32 "
+                   "for an f16 model. Default: the model's dtype.")
+@click.option("--sample-generation-total-size", type=click.IntRange(min=6), default=None,
+              help="Generate this many tokens (a 4-token prompt included) greedily in PyTorch and write "
+                   "every step to tests/io.npz (default 6: a prefill and one decode step).")
+@click.option("--progress/--no-progress", default=None,
+              help="Log each stage on stderr (default: only when stderr is a terminal).")
 @debug_option
 @guarded
 def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str | None,
@@ -50,19 +63,66 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
                 force_f32_linear_accumulator: bool, force_f32_normalization: bool,
                 reify_sdpa_operator: bool, num_logits_to_keep: int | None, tract_version: str | None,
                 tract_check_io_tolerance: str | None, no_verify: bool,
-                dump_with_tokenizer_and_conf: bool, naming_scheme: str, trust_remote_code: bool) -> None:
+                dump_with_tokenizer_and_conf: bool, naming_scheme: str, trust_remote_code: bool,
+                merge_peft: Path | None, force_inputs_dtype: str | None,
+                sample_generation_total_size: int | None, progress: bool | None) -> None:
     """Export the causal language model in LOCAL_DIR to tract with an explicit KV cache
-    (inputs input_ids and in_cache_key/value_i; outputs outputs and out_cache_key/value_i)."""
+    (inputs input_ids and in_cache_key/value_i; outputs outputs and out_cache_key/value_i).
+
+    Writes EXPORT_DIRPATH/model/model.nnef.tgz, modes.json and tests/ (prefill.npz,
+    decode.npz and io.npz, which `t2n check model.nnef.tgz --io tests/io.npz` replays).
+    """
     from t2n.llm.export import export_llm
 
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logging.getLogger("t2n.llm").setLevel(logging.INFO)
+    show_progress(sys.stderr, progress)
     path = export_llm(
         local_dir, export_dirpath, dtype=force_module_dtype, compression=compression_method,
         force_f32_attention=force_f32_attention, force_f32_linear_accumulator=force_f32_linear_accumulator,
         force_f32_normalization=force_f32_normalization, num_logits_to_keep=num_logits_to_keep,
         tract_version=tract_version, verify=not no_verify, tract_check_io_tolerance=tract_check_io_tolerance,
         dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf, trust_remote_code=trust_remote_code,
-        naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator)
+        naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator, merge_peft=merge_peft,
+        force_inputs_dtype=force_inputs_dtype, sample_generation_total_size=sample_generation_total_size)
     click.echo(f"wrote {path}")
+
+
+_PROGRESS = "t2n-llm-progress"
+
+
+def show_progress(stream: TextIO, wanted: bool | None) -> bool:
+    """Log the export's stages (loading, merging, tracing, checking, samples) on
+    ``stream`` when ``wanted``, or by default when it is a terminal; returns whether."""
+    on = wanted if wanted is not None else stream.isatty()
+    if on:
+        root = logging.getLogger("t2n")
+        for old in [h for h in root.handlers if h.get_name() == _PROGRESS]:
+            root.removeHandler(old)  # one progress handler, however many commands run
+        handler = logging.StreamHandler(stream)
+        handler.set_name(_PROGRESS)
+        handler.setFormatter(logging.Formatter("t2n llm: %(message)s"))
+        root.addHandler(handler)  # t2n.llm's records reach it
+        logging.getLogger("t2n.llm").setLevel(logging.INFO)
+    return on
+
+
+@click.command("peft")
+@click.argument("src", type=click.Path(path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option("-p", "--pattern", "patterns", multiple=True, metavar="REGEX",
+              help="Select the tensors whose name matches REGEX (searched in each name). Repeatable. "
+                   "Default: LoRA's lora_A/lora_B (and lora_embedding_A/B) and DoRA's lora_magnitude_vector.")
+@click.option("--bf16-as", type=click.Choice(["f16", "f32"]), default="f16", show_default=True,
+              help="The type bf16 tensors are written as (NNEF has no bf16).")
+@click.option("--overwrite", is_flag=True, help="Replace DEST even if t2n did not write it.")
+@debug_option
+@guarded
+def peft_command(src: Path, dest: Path, patterns: tuple[str, ...], bf16_as: str, overwrite: bool) -> None:
+    """Write only the tensors of the LoRA/DoRA adapter SRC (a peft adapter folder, or its
+    adapter_model.safetensors / .bin / .pt file) into DEST (a .nnef.tgz, .tar or folder):
+    one NNEF .dat file per tensor, named after it (a.b.lora_A.weight ->
+    a.b.lora_A.weight.dat), and the folder's adapter_config.json. Nothing is written
+    when SRC is not an adapter or no tensor matches."""
+    from t2n.llm.peft import export_peft
+
+    written = export_peft(src, dest, patterns=list(patterns) or None, bf16_as=bf16_as, overwrite=overwrite)
+    click.echo(f"wrote {len(written)} adapter tensors to {dest}")

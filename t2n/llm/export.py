@@ -13,11 +13,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from t2n.errors import InvalidArgumentError, OverwriteRefusedError
 from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
+from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
+from t2n.llm.samples import check_total_size, write_samples
 from t2n.llm.wrapper import CacheLayout, KVCacheWrapper, cache_layout
 
 LOG = logging.getLogger(__name__)
@@ -32,9 +33,6 @@ MODES = {
     "tg": {"assert": "S == 1", "description": "token generation: one new token after P cached ones"},
 }
 """The named modes written as ``tract_assert NAME: ...`` lines and in ``modes.json``."""
-
-PROMPT_LENGTH = 4
-"""Length of the sample prompt of ``tests/prefill.npz`` (then one decode step)."""
 
 
 def _check_options(dtype: str | None, compression: str | None, num_logits_to_keep: int | None,
@@ -103,38 +101,6 @@ def _target(tract_version: str | None, force: dict[str, bool], tolerance: str | 
     return TractNNEF(tract_version, **options) if tract_version else TractNNEF(**options)
 
 
-def _sample(wrapper: KVCacheWrapper, layout: CacheLayout, ids: torch.Tensor,
-            past: list[torch.Tensor]) -> tuple[list[torch.Tensor], tuple[torch.Tensor, ...]]:
-    with torch.no_grad():
-        return [ids, *past], wrapper(ids, *past)
-
-
-def _to_numpy(t: torch.Tensor) -> np.ndarray:
-    t = t.detach()
-    return (t.half() if t.dtype == torch.bfloat16 else t).numpy()  # bf16 is written as f16
-
-
-def _save(path: Path, names_in: list[str], inputs: list[torch.Tensor], names_out: list[str],
-          outputs: tuple[torch.Tensor, ...]) -> None:
-    arrays: dict[str, Any] = {n: _to_numpy(t) for n, t in zip(names_in, inputs)}
-    arrays.update({n: _to_numpy(t) for n, t in zip(names_out, outputs)})
-    np.savez(path, **arrays)
-
-
-def write_samples(wrapper: KVCacheWrapper, layout: CacheLayout, vocab: int, out: Path) -> None:
-    """``tests/prefill.npz`` (``P == 0``) and ``tests/decode.npz`` (``S == 1``): the inputs
-    under the graph's input names and PyTorch's outputs under its output names."""
-    generator = torch.Generator().manual_seed(0)
-    prompt = torch.randint(0, vocab, (1, PROMPT_LENGTH), generator=generator)
-    inputs, outputs = _sample(wrapper, layout, prompt, layout.empty_cache(0))
-    (out / "tests").mkdir(exist_ok=True)
-    names_in, names_out = layout.input_names(), layout.output_names()
-    _save(out / "tests" / "prefill.npz", names_in, inputs, names_out, outputs)
-    token = outputs[0][:, -1:].argmax(-1)
-    inputs, outputs = _sample(wrapper, layout, token, list(outputs[1:]))
-    _save(out / "tests" / "decode.npz", names_in, inputs, names_out, outputs)
-
-
 def _written_dtype(dtype: torch.dtype) -> str:
     return "float16" if dtype == torch.bfloat16 else str(dtype).removeprefix("torch.")
 
@@ -152,7 +118,7 @@ def write_modes(layout: CacheLayout, config: Any, out: Path) -> None:
         "cache": {"num_layers": layout.num_layers, "kv_heads": layout.kv_heads,
                   "head_dim": layout.head_dim, "dtype": _written_dtype(layout.dtype),
                   "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out"},
-        "tests": ["tests/prefill.npz", "tests/decode.npz"],
+        "tests": ["tests/prefill.npz", "tests/decode.npz", "tests/io.npz"],
     }
     (out / "modes.json").write_text(json.dumps(description, indent=2) + "\n")
 
@@ -164,7 +130,9 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                verify: bool = True, tract_check_io_tolerance: str | None = None,
                dump_with_tokenizer_and_conf: bool = False, trust_remote_code: bool = False,
                naming_scheme: str = "natural_verbose", reify_sdpa_operator: bool = False,
-               overwrite: bool = False) -> Path:
+               overwrite: bool = False, merge_peft: str | os.PathLike[str] | None = None,
+               force_inputs_dtype: str | None = None,
+               sample_generation_total_size: int | None = None) -> Path:
     """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``.
 
     ``model_or_dir``: a ``transformers`` ``*ForCausalLM`` model or a local checkpoint
@@ -178,19 +146,30 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     ``dump_with_tokenizer_and_conf``: ``config.json`` and ``tokenizer/`` beside the graph.
     ``naming_scheme``: how graph.nnef names tensors (``nnef_variable_naming_scheme``).
     ``reify_sdpa_operator``: attention as tract's ``tract_transformers_sdpa`` (0.22+).
+    ``merge_peft``: a LoRA/DoRA adapter folder merged into the weights before export.
+    ``force_inputs_dtype``: ``"f32"`` or ``"f16"``, the dtype of the cache inputs and of
+    the outputs (cast inside the graph). ``sample_generation_total_size``: tokens (prompt
+    included) of the greedy generation written as ``tests/io.npz``.
     """
     from t2n.backends.nnef.naming import check_naming_scheme
 
     out = Path(export_dirpath)
     check_naming_scheme(naming_scheme)
     _check_options(dtype, compression, num_logits_to_keep, out, overwrite)
+    check_inputs_dtype(force_inputs_dtype)
+    check_total_size(sample_generation_total_size)
     model, folder = _resolve_model(model_or_dir, dtype, trust_remote_code)
+    if merge_peft is not None:
+        from t2n.llm.peft import merge_adapter
+
+        model = merge_adapter(model, merge_peft)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
         return _export(model, folder, out, compression=compression, num_logits_to_keep=num_logits_to_keep,
                        tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
-                       side_files=dump_with_tokenizer_and_conf, naming=naming_scheme, force={
+                       side_files=dump_with_tokenizer_and_conf, naming=naming_scheme,
+                       samples=(force_inputs_dtype, sample_generation_total_size), force={
                            "force_attention_inner_in_f32": force_f32_attention,
                            "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
                            "force_norm_in_f32": force_f32_normalization,
@@ -203,7 +182,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
 
 def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compression: str | None,
             num_logits_to_keep: int | None, tract_version: str | None, verify: bool,
-            tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool]) -> Path:
+            tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool],
+            samples: tuple[str | None, int | None] = (None, None)) -> Path:
     from t2n.api import export
     from t2n.quant.model import quantize
 
@@ -216,7 +196,7 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
         LOG.info("quantizing the weights with %s", compression)
         quantize(model, compression)
     layout = cache_layout(model)
-    wrapper = KVCacheWrapper(model, num_logits_to_keep).eval()
+    wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep).eval(), layout, samples[0])
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])
     example_ids = torch.randint(0, vocab, (1, 3), generator=torch.Generator().manual_seed(1))
@@ -232,7 +212,7 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
                custom_extensions=extension_lines(model.config), check_io=verify,
                nnef_variable_naming_scheme=naming)
     write_modes(layout, model.config, out)
-    write_samples(wrapper, layout, vocab, out)
+    write_samples(wrapper, layout, vocab, out, samples[1])
     if side_files:
         copy_side_files(folder, model, out)
     return path
