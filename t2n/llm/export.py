@@ -13,11 +13,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import torch
 
 from t2n.errors import InvalidArgumentError, OverwriteRefusedError
 from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
+from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
 from t2n.llm.wrapper import CacheLayout, KVCacheWrapper, cache_layout
 
 LOG = logging.getLogger(__name__)
@@ -35,6 +37,10 @@ MODES = {
 
 PROMPT_LENGTH = 4
 """Length of the sample prompt of ``tests/prefill.npz`` (then one decode step)."""
+
+
+KV_CACHES = ("explicit", "stateful")
+"""``kv_cache=`` forms: cache tensors as graph inputs/outputs, or kept in tract's state."""
 
 
 def _check_options(dtype: str | None, compression: str | None, num_logits_to_keep: int | None,
@@ -121,18 +127,24 @@ def _save(path: Path, names_in: list[str], inputs: list[torch.Tensor], names_out
     np.savez(path, **arrays)
 
 
-def write_samples(wrapper: KVCacheWrapper, layout: CacheLayout, vocab: int, out: Path) -> None:
+def write_samples(wrapper: KVCacheWrapper, layout: CacheLayout, vocab: int, out: Path
+                  ) -> list[tuple[np.ndarray, np.ndarray]]:
     """``tests/prefill.npz`` (``P == 0``) and ``tests/decode.npz`` (``S == 1``): the inputs
-    under the graph's input names and PyTorch's outputs under its output names."""
+    under the graph's input names and PyTorch's outputs under its output names (with a
+    stateful cache: ``input_ids`` and ``outputs`` only, decode to run after prefill in
+    the same state). Returns each step's ``(input_ids, logits)``."""
     generator = torch.Generator().manual_seed(0)
     prompt = torch.randint(0, vocab, (1, PROMPT_LENGTH), generator=generator)
     inputs, outputs = _sample(wrapper, layout, prompt, layout.empty_cache(0))
     (out / "tests").mkdir(exist_ok=True)
-    names_in, names_out = layout.input_names(), layout.output_names()
+    names_in, names_out = layout.graph_input_names(), layout.graph_output_names()
     _save(out / "tests" / "prefill.npz", names_in, inputs, names_out, outputs)
+    steps = [(_to_numpy(inputs[0]), _to_numpy(outputs[0]))]
     token = outputs[0][:, -1:].argmax(-1)
     inputs, outputs = _sample(wrapper, layout, token, list(outputs[1:]))
     _save(out / "tests" / "decode.npz", names_in, inputs, names_out, outputs)
+    steps.append((_to_numpy(inputs[0]), _to_numpy(outputs[0])))
+    return steps
 
 
 def _written_dtype(dtype: torch.dtype) -> str:
@@ -147,11 +159,13 @@ def write_modes(layout: CacheLayout, config: Any, out: Path) -> None:
         "symbols": {"S": "tokens given in this call", "P": "tokens already in the cache"},
         "max_positions": max_positions(config),
         "modes": MODES,
-        "inputs": layout.input_names(),
-        "outputs": layout.output_names(),
-        "cache": {"num_layers": layout.num_layers, "kv_heads": layout.kv_heads,
+        "inputs": layout.graph_input_names(),
+        "outputs": layout.graph_output_names(),
+        "cache": {"form": "stateful" if layout.stateful else "explicit",
+                  "num_layers": layout.num_layers, "kv_heads": layout.kv_heads,
                   "head_dim": layout.head_dim, "dtype": _written_dtype(layout.dtype),
-                  "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out"},
+                  "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out",
+                  **({"states": layout.state_names()} if layout.stateful else {})},
         "tests": ["tests/prefill.npz", "tests/decode.npz"],
     }
     (out / "modes.json").write_text(json.dumps(description, indent=2) + "\n")
@@ -164,6 +178,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                verify: bool = True, tract_check_io_tolerance: str | None = None,
                dump_with_tokenizer_and_conf: bool = False, trust_remote_code: bool = False,
                naming_scheme: str = "natural_verbose", reify_sdpa_operator: bool = False,
+               kv_cache: str = "explicit", reify_rope: bool = False, reify_rms_norm: bool = False,
                overwrite: bool = False) -> Path:
     """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``.
 
@@ -178,19 +193,26 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     ``dump_with_tokenizer_and_conf``: ``config.json`` and ``tokenizer/`` beside the graph.
     ``naming_scheme``: how graph.nnef names tensors (``nnef_variable_naming_scheme``).
     ``reify_sdpa_operator``: attention as tract's ``tract_transformers_sdpa`` (0.22+).
+    ``kv_cache``: ``"explicit"`` (cache inputs and outputs) or ``"stateful"`` (tract's
+    ``tract_transformers_dyn_kv_cache``, 0.23+: only ``input_ids`` in, ``outputs`` out).
+    ``reify_rope`` / ``reify_rms_norm``: rotary embeddings as ``tract_transformers_apply_rope``
+    (0.22+), RMS normalizations as ``tract_core_rms_norm`` (0.23+); found by pattern,
+    older targets keep the decomposed form.
     """
     from t2n.backends.nnef.naming import check_naming_scheme
 
     out = Path(export_dirpath)
     check_naming_scheme(naming_scheme)
     _check_options(dtype, compression, num_logits_to_keep, out, overwrite)
+    check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm)
     model, folder = _resolve_model(model_or_dir, dtype, trust_remote_code)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
         return _export(model, folder, out, compression=compression, num_logits_to_keep=num_logits_to_keep,
                        tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
-                       side_files=dump_with_tokenizer_and_conf, naming=naming_scheme, force={
+                       side_files=dump_with_tokenizer_and_conf, naming=naming_scheme,
+                       forms=LLMForms(kv_cache == "stateful", reify_rope, reify_rms_norm), force={
                            "force_attention_inner_in_f32": force_f32_attention,
                            "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
                            "force_norm_in_f32": force_f32_normalization,
@@ -203,8 +225,9 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
 
 def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compression: str | None,
             num_logits_to_keep: int | None, tract_version: str | None, verify: bool,
-            tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool]) -> Path:
-    from t2n.api import export
+            tolerance: str | None, side_files: bool, naming: str, forms: LLMForms,
+            force: dict[str, bool]) -> Path:
+    from t2n.api import compile, export
     from t2n.quant.model import quantize
 
     if next(model.parameters()).dtype == torch.bfloat16:
@@ -215,7 +238,7 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
     if compression is not None:
         LOG.info("quantizing the weights with %s", compression)
         quantize(model, compression)
-    layout = cache_layout(model)
+    layout = attrs.evolve(cache_layout(model), stateful=forms.stateful)
     wrapper = KVCacheWrapper(model, num_logits_to_keep).eval()
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])
@@ -226,13 +249,21 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
     (out / "model").mkdir(exist_ok=True)
     path = out / "model" / "model.nnef.tgz"
     LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
+    options: dict[str, Any] = dict(
+        input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
+        custom_extensions=extension_lines(model.config), nnef_variable_naming_scheme=naming,
+        passes=forms.passes())
     with torch.no_grad():
-        export(wrapper, (example_ids, *layout.empty_cache(2, random=True)), path, target,
-               input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
-               custom_extensions=extension_lines(model.config), check_io=verify,
-               nnef_variable_naming_scheme=naming)
+        example = (example_ids, *layout.empty_cache(2, random=True))
+        if forms.stateful:  # the stateful graph is the explicit one rewritten
+            make_stateful(compile(wrapper, example, target, check_io=False, **options), layout).save(path)
+        else:
+            export(wrapper, example, path, target, check_io=verify, **options)
     write_modes(layout, model.config, out)
-    write_samples(wrapper, layout, vocab, out)
+    steps = write_samples(wrapper, layout, vocab, out)
+    if verify and forms.stateful:
+        LOG.info("checking the stateful artifact in tract: a prefill, then a decode step")
+        verify_stateful(str(path), steps, tolerance)
     if side_files:
         copy_side_files(folder, model, out)
     return path
