@@ -108,3 +108,28 @@ def test_stateful_pass_removes_cache_inputs_and_outputs() -> None:
     assert [v.name for v in graph.outputs] == ["score"]
     (op,) = [op for op in graph.ops() if op.kind == "kv_cache_append"]
     assert op.attrs["axis"] == 2 and str(op.output.type.shape[2]) == "P + S"
+
+
+@pytest.mark.slow  # three child processes
+def test_cli_stateful_with_reified_ops(tmp_path: Path) -> None:
+    from cli.cli_support import make_runner
+
+    from .folders import save_checkpoint
+
+    model = tiny_model("qwen2")
+    folder = save_checkpoint(model, tmp_path / "ckpt")
+    out = tmp_path / "out"
+    done = make_runner()("llm", "--local-dir", str(folder), "--export-dirpath", str(out), "--kv-cache", "stateful",
+                         "--reify-rope-operator", "--reify-rms-norm-operator", "--num-logits-to-keep", "1")
+    assert done.returncode == 0, done.stderr
+    text = _graph(out / "model" / "model.nnef.tgz")
+    assert "tract_transformers_dyn_kv_cache(" in text and "tract_transformers_apply_rope(" in text
+    prompt = _prompt()
+    assert tract_greedy_generate(out, prompt, NEW_TOKENS) == reference_tokens(model, prompt, NEW_TOKENS)
+    refused = make_runner()("llm", "--local-dir", str(folder), "--export-dirpath", str(tmp_path / "old"),
+                            "--kv-cache", "stateful", "--tract-version", "0.22.4")
+    assert refused.returncode == 1 and "NotExpressibleError" in refused.stderr and "0.23.0" in refused.stderr
+    assert not (tmp_path / "old").exists()
+    usage = make_runner()("llm", "--local-dir", str(folder), "--export-dirpath", str(tmp_path / "bad"),
+                          "--kv-cache", "implicit")
+    assert usage.returncode == 2 and "implicit" in usage.stderr and not (tmp_path / "bad").exists()
