@@ -14,6 +14,9 @@ not match keeps its decomposed form. Older tract targets write the decomposed fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import attrs
 import numpy as np
 
@@ -23,6 +26,8 @@ from t2n.passes.base import Pass, PassResult
 from t2n.passes.dead_node_elimination import DeadNodeElimination
 
 _INT_MAX = np.iinfo(np.int64).max
+
+_T = TypeVar("_T")
 
 
 def _only_reader(graph: Graph, v: Value, reader: Op) -> bool:
@@ -67,7 +72,7 @@ def _rotated_of(graph: Graph, rotated: Value, reader: Op) -> Value | None:
     x = second.inputs[0]
     if cat.attrs["axis"] % max(x.rank, 1) != x.rank - 1 or not _only_reader(graph, neg.inputs[0], neg):
         return None
-    if not (_half_slice(first.producer if first.producer and first.producer.kind == "slice" else None, x, True)
+    if not (_half_slice(_producer(first, "slice"), x, True)
             and _only_reader(graph, first, cat) and _half_slice(second, x, False)):
         return None
     return x
@@ -115,15 +120,18 @@ def _rms_operands(graph: Graph, mul: Op) -> tuple[Value, int, float] | None:
     return None
 
 
-def _rewrite_all(graph: Graph, kind: str, find: object, build: object) -> int:
+def _rewrite_all(graph: Graph, find: Callable[[Graph, Op], _T | None],
+                 build: Callable[[Graph, Op, _T], Value]) -> int:
+    """Replace every op ``find`` accepts by what ``build`` makes of the match; the ops
+    left unread are dropped and the new value takes the old one's name."""
     count = 0
     for op in graph.ops():
-        if op not in graph:
+        if op not in graph:  # dropped with an earlier match
             continue
-        found = find(graph, op)  # type: ignore[operator]
+        found = find(graph, op)
         if found is None:
             continue
-        new = build(graph, op, found)  # type: ignore[operator]
+        new = build(graph, op, found)
         name = op.output.name
         graph.replace_all_uses_with(op.output, new)
         DeadNodeElimination()(graph)
@@ -148,7 +156,7 @@ class ReifyRope(Pass):
     name = "reify-rope"
 
     def run(self, graph: Graph) -> PassResult:
-        count = _rewrite_all(graph, "apply_rope", _rope_operands, _build_rope)
+        count = _rewrite_all(graph, _rope_operands, _build_rope)
         return PassResult(graph, count > 0, {"rotary embeddings": count} if count else {})
 
 
@@ -159,5 +167,5 @@ class ReifyRmsNorm(Pass):
     name = "reify-rms-norm"
 
     def run(self, graph: Graph) -> PassResult:
-        count = _rewrite_all(graph, "rms_norm", _rms_operands, _build_rms)
+        count = _rewrite_all(graph, _rms_operands, _build_rms)
         return PassResult(graph, count > 0, {"rms norms": count} if count else {})

@@ -133,3 +133,20 @@ def test_cli_stateful_with_reified_ops(tmp_path: Path) -> None:
     usage = make_runner()("llm", "--local-dir", str(folder), "--export-dirpath", str(tmp_path / "bad"),
                           "--kv-cache", "implicit")
     assert usage.returncode == 2 and "implicit" in usage.stderr and not (tmp_path / "bad").exists()
+
+
+def test_graph_refuses_to_remove_a_read_input() -> None:
+    """``Graph.remove_input`` drops only an input nobody reads (else ``GraphEditError``)."""
+    from t2n.ir import DType, Graph, TensorType
+    from t2n.ir.graph import GraphEditError
+
+    graph = Graph()
+    x = graph.add_input(TensorType(DType.F32, (2,)), "x")
+    unused = graph.add_input(TensorType(DType.F32, (2,)), "unused")
+    graph.set_outputs([graph.create_op("neg", [x]).output])
+    with pytest.raises(GraphEditError, match="%x"):
+        graph.remove_input(x)
+    graph.remove_input(unused)
+    assert [v.name for v in graph.inputs] == ["x"]
+    with pytest.raises(GraphEditError, match="not a graph input"):
+        graph.remove_input(unused)
