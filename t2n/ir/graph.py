@@ -273,6 +273,16 @@ class Graph:
         self._edits += 1
         return v
 
+    def remove_input(self, value: Value) -> None:
+        """Drop a graph input nobody reads any more (e.g. a state a stateful op now keeps)."""
+        if not any(v is value for v in self._inputs):
+            raise GraphEditError(f"%{value.name} is not a graph input")
+        if value._uses or self.is_output(value):
+            raise GraphEditError(f"cannot remove input %{value.name}: it still has users")
+        self._inputs = [v for v in self._inputs if v is not value]
+        self._names.discard(value.name)
+        self._edits += 1
+
     def set_input_type(self, value: Value, type: TensorType) -> None:
         """Change a graph input's type (e.g. to make an axis symbolic); call :meth:`reinfer` after."""
         if not any(v is value for v in self._inputs):

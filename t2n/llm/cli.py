@@ -32,6 +32,13 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
 @click.option("--force-f32-normalization", is_flag=True, help="Compute normalizations in f32 (f16 models).")
 @click.option("--reify-sdpa-operator", is_flag=True,
               help="Write attention as tract's tract_transformers_sdpa operator (tract 0.22 and newer).")
+@click.option("--kv-cache", type=click.Choice(["explicit", "stateful"]), default="explicit", show_default=True,
+              help="explicit: cache tensors as graph inputs/outputs; stateful: kept in tract's state "
+                   "(tract_transformers_dyn_kv_cache, tract 0.23 and newer; only input_ids in).")
+@click.option("--reify-rope-operator", is_flag=True,
+              help="Write rotary embeddings as tract_transformers_apply_rope (tract 0.22 and newer).")
+@click.option("--reify-rms-norm-operator", is_flag=True,
+              help="Write RMS normalizations as tract_core_rms_norm (tract 0.23 and newer).")
 @click.option("--num-logits-to-keep", type=click.IntRange(min=1), default=None,
               help="Return the logits of only the last N positions (default: all).")
 @click.option("--tract-version", default=None, help="The tract release to emit for (default: newest).")
@@ -61,7 +68,8 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
 def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str | None,
                 compression_method: str | None, force_f32_attention: bool,
                 force_f32_linear_accumulator: bool, force_f32_normalization: bool,
-                reify_sdpa_operator: bool, num_logits_to_keep: int | None, tract_version: str | None,
+                reify_sdpa_operator: bool, kv_cache: str, reify_rope_operator: bool,
+                reify_rms_norm_operator: bool, num_logits_to_keep: int | None, tract_version: str | None,
                 tract_check_io_tolerance: str | None, no_verify: bool,
                 dump_with_tokenizer_and_conf: bool, naming_scheme: str, trust_remote_code: bool,
                 merge_peft: Path | None, force_inputs_dtype: str | None,
@@ -82,7 +90,8 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
         tract_version=tract_version, verify=not no_verify, tract_check_io_tolerance=tract_check_io_tolerance,
         dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf, trust_remote_code=trust_remote_code,
         naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator, merge_peft=merge_peft,
-        force_inputs_dtype=force_inputs_dtype, sample_generation_total_size=sample_generation_total_size)
+        force_inputs_dtype=force_inputs_dtype, sample_generation_total_size=sample_generation_total_size,
+        kv_cache=kv_cache, reify_rope=reify_rope_operator, reify_rms_norm=reify_rms_norm_operator)
     click.echo(f"wrote {path}")
 
 

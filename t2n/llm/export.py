@@ -13,12 +13,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import attrs
 import torch
 
 from t2n.errors import InvalidArgumentError, OverwriteRefusedError
 from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
 from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
 from t2n.llm.samples import check_total_size, write_samples
+from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
 from t2n.llm.wrapper import CacheLayout, KVCacheWrapper, cache_layout
 
 LOG = logging.getLogger(__name__)
@@ -113,12 +115,14 @@ def write_modes(layout: CacheLayout, config: Any, out: Path) -> None:
         "symbols": {"S": "tokens given in this call", "P": "tokens already in the cache"},
         "max_positions": max_positions(config),
         "modes": MODES,
-        "inputs": layout.input_names(),
-        "outputs": layout.output_names(),
-        "cache": {"num_layers": layout.num_layers, "kv_heads": layout.kv_heads,
+        "inputs": layout.graph_input_names(),
+        "outputs": layout.graph_output_names(),
+        "cache": {"form": "stateful" if layout.stateful else "explicit",
+                  "num_layers": layout.num_layers, "kv_heads": layout.kv_heads,
                   "head_dim": layout.head_dim, "dtype": _written_dtype(layout.dtype),
-                  "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out"},
-        "tests": ["tests/prefill.npz", "tests/decode.npz", "tests/io.npz"],
+                  "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out",
+                  **({"states": layout.state_names()} if layout.stateful else {})},
+        "tests": ["tests/prefill.npz", "tests/decode.npz", *([] if layout.stateful else ["tests/io.npz"])],
     }
     (out / "modes.json").write_text(json.dumps(description, indent=2) + "\n")
 
@@ -130,6 +134,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                verify: bool = True, tract_check_io_tolerance: str | None = None,
                dump_with_tokenizer_and_conf: bool = False, trust_remote_code: bool = False,
                naming_scheme: str = "natural_verbose", reify_sdpa_operator: bool = False,
+               kv_cache: str = "explicit", reify_rope: bool = False, reify_rms_norm: bool = False,
                overwrite: bool = False, merge_peft: str | os.PathLike[str] | None = None,
                force_inputs_dtype: str | None = None,
                sample_generation_total_size: int | None = None) -> Path:
@@ -150,6 +155,12 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     ``force_inputs_dtype``: ``"f32"`` or ``"f16"``, the dtype of the cache inputs and of
     the outputs (cast inside the graph). ``sample_generation_total_size``: tokens (prompt
     included) of the greedy generation written as ``tests/io.npz``.
+    ``kv_cache``: ``"explicit"`` (cache inputs and outputs) or ``"stateful"`` (tract's
+    ``tract_transformers_dyn_kv_cache``, 0.23+: only ``input_ids`` in, ``outputs`` out;
+    ``tests/io.npz`` is then not written, its steps need the explicit cache).
+    ``reify_rope`` / ``reify_rms_norm``: rotary embeddings as ``tract_transformers_apply_rope``
+    (0.22+), RMS normalizations as ``tract_core_rms_norm`` (0.23+); found by pattern,
+    older targets keep the decomposed form.
     """
     from t2n.backends.nnef.naming import check_naming_scheme
 
@@ -158,6 +169,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     _check_options(dtype, compression, num_logits_to_keep, out, overwrite)
     check_inputs_dtype(force_inputs_dtype)
     check_total_size(sample_generation_total_size)
+    check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm)
     model, folder = _resolve_model(model_or_dir, dtype, trust_remote_code)
     if merge_peft is not None:
         from t2n.llm.peft import merge_adapter
@@ -169,7 +181,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
         return _export(model, folder, out, compression=compression, num_logits_to_keep=num_logits_to_keep,
                        tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
                        side_files=dump_with_tokenizer_and_conf, naming=naming_scheme,
-                       samples=(force_inputs_dtype, sample_generation_total_size), force={
+                       samples=(force_inputs_dtype, sample_generation_total_size),
+                       forms=LLMForms(kv_cache == "stateful", reify_rope, reify_rms_norm), force={
                            "force_attention_inner_in_f32": force_f32_attention,
                            "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
                            "force_norm_in_f32": force_f32_normalization,
@@ -183,10 +196,11 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
 def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compression: str | None,
             num_logits_to_keep: int | None, tract_version: str | None, verify: bool,
             tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool],
-            samples: tuple[str | None, int | None] = (None, None)) -> Path:
-    from t2n.api import export
+            samples: tuple[str | None, int | None] = (None, None), forms: LLMForms | None = None) -> Path:
+    from t2n.api import compile, export
     from t2n.quant.model import quantize
 
+    forms = forms or LLMForms()
     if next(model.parameters()).dtype == torch.bfloat16:
         # tract computes bf16 models in f16: trace the f16 model so that PyTorch's
         # reference outputs and samples are what the artifact computes.
@@ -197,6 +211,7 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
         quantize(model, compression)
     layout = cache_layout(model)
     wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep).eval(), layout, samples[0])
+    layout = attrs.evolve(layout, stateful=forms.stateful)
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])
     example_ids = torch.randint(0, vocab, (1, 3), generator=torch.Generator().manual_seed(1))
@@ -206,13 +221,21 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
     (out / "model").mkdir(exist_ok=True)
     path = out / "model" / "model.nnef.tgz"
     LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
+    options: dict[str, Any] = dict(
+        input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
+        custom_extensions=extension_lines(model.config), nnef_variable_naming_scheme=naming,
+        passes=forms.passes())
     with torch.no_grad():
-        export(wrapper, (example_ids, *layout.empty_cache(2, random=True)), path, target,
-               input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
-               custom_extensions=extension_lines(model.config), check_io=verify,
-               nnef_variable_naming_scheme=naming)
+        example = (example_ids, *layout.empty_cache(2, random=True))
+        if forms.stateful:  # the stateful graph is the explicit one rewritten
+            make_stateful(compile(wrapper, example, target, check_io=False, **options), layout).save(path)
+        else:
+            export(wrapper, example, path, target, check_io=verify, **options)
     write_modes(layout, model.config, out)
-    write_samples(wrapper, layout, vocab, out, samples[1])
+    steps = write_samples(wrapper, layout, vocab, out, samples[1])
+    if verify and forms.stateful:
+        LOG.info("checking the stateful artifact in tract: a prefill, then a decode step")
+        verify_stateful(str(path), [(s.inputs["input_ids"], s.outputs["outputs"]) for s in steps[:2]], tolerance)
     if side_files:
         copy_side_files(folder, model, out)
     return path

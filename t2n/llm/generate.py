@@ -4,13 +4,15 @@ This is how the tests prove an artifact generates what ``transformers`` generate
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 
-def _load_runnable(path: Path) -> Any:
+def load_runnable(path: str | Path) -> Any:
+    """tract's runnable of an LLM artifact, with the transformers operations."""
     import tract
 
     loader = tract.nnef()
@@ -24,7 +26,8 @@ def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_to
                           cache_shape: tuple[int, int] | None = None,
                           cache_dtype: Any = np.float32) -> list[int]:
     """The ``max_new_tokens`` token ids tract's greedy choice gives after ``prompt_ids``
-    (``[1, S]``). ``artifact_path`` is ``OUT/model/model.nnef.tgz`` or ``OUT`` (then the
+    (``[1, S]``), with the explicit cache fed back or tract's stateful cache (one
+    state). ``artifact_path`` is ``OUT/model/model.nnef.tgz`` or ``OUT`` (then the
     cache shape and dtype are read from ``OUT/modes.json``); ``cache_shape`` is
     ``(kv_heads, head_dim)`` otherwise."""
     import json
@@ -39,18 +42,30 @@ def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_to
         cache_shape = (modes["cache"]["kv_heads"], modes["cache"]["head_dim"])
         cache_dtype = np.dtype(modes["cache"]["dtype"])
         path = path / "model" / "model.nnef.tgz"
-    runnable = _load_runnable(path)
+    runnable = load_runnable(path)
+    ids = np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1)
+    if runnable.input_count() == 1:  # tract's stateful cache: the state keeps it
+        state = runnable.spawn_state()
+        return _greedy(lambda x: [_to_numpy(tract, np, state.run([x])[0])], ids, max_new_tokens)
     if cache_shape is None:
         raise ValueError("cache_shape=(kv_heads, head_dim) is needed when artifact_path is a file")
     layers = (runnable.input_count() - 1) // 2
-    ids = np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1)
     cache = [np.zeros((1, cache_shape[0], 0, cache_shape[1]), dtype=cache_dtype)
              for _ in range(2 * layers)]
-    tokens: list[int] = []
-    for _ in range(max_new_tokens):
-        outputs = [_to_numpy(tract, np, o) for o in runnable.run([ids, *cache])]
-        token = int(outputs[0][0, -1].argmax())
-        tokens.append(token)
+
+    def step(x: np.ndarray) -> list[np.ndarray]:
+        nonlocal cache
+        outputs = [_to_numpy(tract, np, o) for o in runnable.run([x, *cache])]
         cache = outputs[1:]
+        return outputs
+
+    return _greedy(step, ids, max_new_tokens)
+
+
+def _greedy(step: Callable[[np.ndarray], list[np.ndarray]], ids: np.ndarray, count: int) -> list[int]:
+    tokens: list[int] = []
+    for _ in range(count):
+        token = int(step(ids)[0][0, -1].argmax())
+        tokens.append(token)
         ids = np.array([[token]], dtype=np.int64)
     return tokens

@@ -70,13 +70,19 @@ def generate_steps(wrapper: torch.nn.Module, layout: CacheLayout, vocab: int, to
 
 
 def write_samples(wrapper: torch.nn.Module, layout: CacheLayout, vocab: int, out: Path,
-                  total: int | None = None) -> None:
-    """``tests/prefill.npz``, ``tests/decode.npz`` and ``tests/io.npz`` (see the module)."""
+                  total: int | None = None) -> list[IOStep]:
+    """``tests/prefill.npz``, ``tests/decode.npz`` and ``tests/io.npz`` (see the module);
+    returns the steps. With a stateful cache the npz files hold ``input_ids`` and
+    ``outputs`` only (decode runs after prefill in the same tract state) and ``io.npz``
+    is not written: its steps are replayed one by one, each with its cache."""
     total = DEFAULT_TOTAL if total is None else total
     LOG.info("generating %d sample tokens in PyTorch", total)
     steps, tokens = generate_steps(wrapper, layout, vocab, total)
     (out / "tests").mkdir(exist_ok=True)
+    kept = set(layout.graph_input_names()) | set(layout.graph_output_names())
     for step in steps[:2]:
-        arrays: dict[str, Any] = {**step.inputs, **step.outputs}
+        arrays: dict[str, Any] = {n: a for n, a in {**step.inputs, **step.outputs}.items() if n in kept}
         np.savez(out / "tests" / f"{step.name}.npz", **arrays)
-    write_io_npz(out / "tests" / "io.npz", steps, tokens=np.asarray([tokens], dtype=np.int64))
+    if not layout.stateful:
+        write_io_npz(out / "tests" / "io.npz", steps, tokens=np.asarray([tokens], dtype=np.int64))
+    return steps

@@ -14,12 +14,15 @@ import torch
 @attrs.frozen
 class CacheLayout:
     """What the cache of a model looks like: one (key, value) pair per layer, each
-    ``[B, kv_heads, P, head_dim]``, in ``dtype``."""
+    ``[B, kv_heads, P, head_dim]``, in ``dtype``. ``stateful``: the exported graph keeps
+    it in tract's state (only ``input_ids`` in, ``outputs`` out); the traced wrapper
+    always takes and returns it."""
 
     num_layers: int
     kv_heads: int
     head_dim: int
     dtype: torch.dtype
+    stateful: bool = False
 
     def input_names(self) -> list[str]:
         return ["input_ids"] + [f"in_cache_{kind}_{i}" for i in range(self.num_layers)
@@ -28,6 +31,22 @@ class CacheLayout:
     def output_names(self) -> list[str]:
         return ["outputs"] + [f"out_cache_{kind}_{i}" for i in range(self.num_layers)
                               for kind in ("key", "value")]
+
+    def kv_pairs(self) -> list[tuple[str, str]]:
+        """(cache input, cache output) names, layer by layer, key then value."""
+        return list(zip(self.input_names()[1:], self.output_names()[1:]))
+
+    def state_names(self) -> list[str]:
+        """tract's names of the kept tensors of the stateful form."""
+        from t2n.llm.stateful import STATE_PREFIX
+
+        return [name.replace("in_cache", STATE_PREFIX, 1) for name in self.input_names()[1:]]
+
+    def graph_input_names(self) -> list[str]:
+        return ["input_ids"] if self.stateful else self.input_names()
+
+    def graph_output_names(self) -> list[str]:
+        return ["outputs"] if self.stateful else self.output_names()
 
     def empty_cache(self, past: int, batch: int = 1, *, random: bool = False) -> list[torch.Tensor]:
         shape = (batch, self.kv_heads, past, self.head_dim)

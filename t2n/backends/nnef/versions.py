@@ -67,6 +67,11 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
     Requirement("tract_core_lstm_epilogue", "0.23.3", "the LSTM gates in standard operations"),
     Requirement("tract_core_gru_seq", "0.23.9", "a tract_core_scan loop over the GRU cell in standard operations"),
     Requirement("tract_core_topk", "0.20.0", "none: the export is refused"),
+    # From tract's sources (the transformers registry: apply_rope since 0.22.0, the
+    # NNEF form of dyn_kv_cache since 0.23.0); checked by loading in 0.23.9.
+    Requirement("tract_transformers_apply_rope", "0.22.0", "x * cos + rotate_half(x) * sin in standard operations"),
+    Requirement("tract_transformers_dyn_kv_cache", "0.23.0",
+                "none: the export is refused (the explicit cache inputs and outputs load in every version)"),
     Requirement("extension tract_assert", "0.21.6", "no assertion line (S >= 1 is not stated)"),
     Requirement("symbol as an operand (tract_core_cast(S), tract_core_range(0, S, 1))", "0.21.5",
                 "none: the export is refused (a dynamic axis used only by shape-preserving ops is fine)"),

@@ -1,0 +1,216 @@
+"""tract latency of LLM artifacts: prefill (a 64-token prompt, empty cache) and decode
+(one token at a time after it), for t2n's forms side by side and the widely used
+exporter's artifact of the same checkpoint, all loaded and run in this one process.
+
+The checkpoint is a random-init ``transformers`` Llama (4 layers, hidden 512, 8 heads,
+intermediate 1376, vocab 32000) saved as ``config.json`` + ``model.safetensors`` +
+``tokenizer.json``. t2n exports it with ``t2n.llm.export_llm`` in several forms:
+explicit cache inputs/outputs or tract's stateful cache, all logits or only the last
+one (``num_logits_to_keep=1``, what the other exporter writes by default), with tract's
+reified ops (sdpa, apply_rope, rms_norm) off or on. The other exporter (package
+``torch-to-nnef-llm``) runs from its own virtual environment (``--peer-venv``, default
+``/tmp/peervenv``) with ``-nv`` and a stub tract binary; without that environment its
+column is skipped with a note.
+
+Timing: rounds that visit every artifact in turn (interleaved, so machine load hits all
+alike); in each round, the median of several prefills (a fresh state each) and of the
+decode steps (prompt, then ``--decode-steps`` tokens, the cache fed back or kept in the
+state). The figure is the median over rounds; ``vs peer`` is the ratio to the other
+exporter's artifact in the same run (below 1: t2n is faster).
+
+``python -m benchmarks.llm_latency [--rounds N] [--write]``; ``--write`` replaces the
+"Latency" section of ``benchmarks/RESULTS_LLM.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PROMPT = 64
+RESULTS = Path(__file__).with_name("RESULTS_LLM.md")
+SECTION = "## Latency"
+
+FORMS: dict[str, dict[str, Any]] = {
+    "t2n explicit, all logits": {},
+    "t2n explicit": {"num_logits_to_keep": 1},
+    "t2n explicit + reified ops": {"num_logits_to_keep": 1, "reify_sdpa_operator": True,
+                                   "reify_rope": True, "reify_rms_norm": True},
+    "t2n stateful": {"num_logits_to_keep": 1, "kv_cache": "stateful"},
+    "t2n stateful + reified ops": {"num_logits_to_keep": 1, "kv_cache": "stateful", "reify_sdpa_operator": True,
+                                   "reify_rope": True, "reify_rms_norm": True},
+}
+PEER = "other exporter (torch-to-nnef-llm)"
+
+
+def make_checkpoint(folder: Path) -> None:
+    """The 4-layer, 512-wide Llama, with a word-level tokenizer the other exporter needs."""
+    import torch
+    import transformers as tf
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    torch.manual_seed(0)
+    config = tf.LlamaConfig(hidden_size=512, intermediate_size=1376, num_attention_heads=8,
+                            num_key_value_heads=8, num_hidden_layers=4, vocab_size=32000,
+                            max_position_embeddings=2048)
+    tf.LlamaForCausalLM(config).eval().save_pretrained(folder)
+    tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(32000)}, unk_token="w0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(folder / "tokenizer.json"))
+
+
+def export_peer(venv: Path, checkpoint: Path, out: Path) -> str | None:
+    """The other exporter's artifact, or None (and why) when it cannot run here."""
+    command = venv / "bin" / "t2n_export_llm_to_tract"
+    if not command.exists():
+        return f"skipped: {command} not found (python -m venv {venv}; pip install torch-to-nnef-llm there)"
+    stub = out.parent / "stub_tract"
+    stub.write_text("#!/bin/sh\necho tract 0.23.9\n")
+    stub.chmod(0o755)
+    run = subprocess.run([str(command), "-d", str(checkpoint), "-e", str(out), "-nv",
+                          "--tract-specific-path", str(stub)], capture_output=True, text=True)
+    if run.returncode != 0:
+        return "skipped: the other exporter failed: " + run.stderr.strip().splitlines()[-1][:200]
+    return None
+
+
+class Runner:
+    """One artifact loaded in tract: a prefill and a decode loop, timed."""
+
+    def __init__(self, path: Path) -> None:
+        from t2n.llm.generate import load_runnable
+
+        self.runnable = load_runnable(path)
+        self.stateful = self.runnable.input_count() == 1
+        fact = str(self.runnable.input_fact(1)) if not self.stateful else ""
+        self.heads, self.dim = (int(fact.split(",")[1]), int(fact.split(",")[3])) if fact else (0, 0)
+
+    def _empty(self) -> list[np.ndarray]:
+        count = self.runnable.input_count() - 1
+        return [np.zeros((1, self.heads, 0, self.dim), np.float32) for _ in range(count)]
+
+    def _step(self) -> Callable[[np.ndarray], list[Any]]:
+        if self.stateful:
+            state = self.runnable.spawn_state()
+            return lambda ids: state.run([ids])  # type: ignore[no-any-return]
+        cache = self._empty()
+
+        def step(ids: np.ndarray) -> list[Any]:
+            nonlocal cache
+            out = self.runnable.run([ids, *cache])
+            cache = [o.to_numpy() for o in out[1:]]
+            return out  # type: ignore[no-any-return]
+
+        return step
+
+    def prefill(self, ids: np.ndarray) -> float:
+        step = self._step()
+        t0 = time.perf_counter()
+        step(ids)
+        return time.perf_counter() - t0
+
+    def decode(self, ids: np.ndarray, steps: int) -> float:
+        """Median time of one decoded token after the prompt (the cache conversions of the
+        explicit form included: that is what a runtime does)."""
+        step = self._step()
+        step(ids)
+        token = ids[:, -1:]
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            step(token)
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+
+def measure(paths: dict[str, Path], rounds: int, prefills: int, decode_steps: int) -> dict[str, tuple[float, float]]:
+    runners = {name: Runner(path) for name, path in paths.items()}
+    ids = np.random.RandomState(0).randint(0, 32000, (1, PROMPT)).astype(np.int64)
+    seen: dict[str, list[tuple[float, float]]] = {name: [] for name in runners}
+    for runner in runners.values():  # warm-up
+        runner.prefill(ids)
+    for _ in range(rounds):
+        for name, runner in runners.items():
+            pre = statistics.median(runner.prefill(ids) for _ in range(prefills))
+            seen[name].append((pre, runner.decode(ids, decode_steps)))
+    return {name: (statistics.median(p for p, _ in rows), statistics.median(d for _, d in rows))
+            for name, rows in seen.items()}
+
+
+def table(results: dict[str, tuple[float, float]], note: str | None) -> str:
+    peer = results.get(PEER)
+    lines = ["| artifact | prefill 64 tokens (ms) | decode (ms/token) | prefill vs peer | decode vs peer |",
+             "|---|---|---|---|---|"]
+    for name, (pre, dec) in results.items():
+        ratios = (f"{pre / peer[0]:.2f}", f"{dec / peer[1]:.2f}") if peer else ("", "")
+        lines.append(f"| {name} | {pre * 1e3:.1f} | {dec * 1e3:.2f} | {ratios[0]} | {ratios[1]} |")
+    if note:
+        lines.append(f"\n{PEER}: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def write_section(text: str) -> None:
+    """Replace (or add) the "Latency" section of RESULTS_LLM.md, leaving the others."""
+    old = RESULTS.read_text() if RESULTS.exists() else "# LLM export benchmarks\n"
+    start = old.find(SECTION)
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        end = old.find("\n## ", start + len(SECTION))
+        new = old[:start] + text + (old[end + 1:] if end >= 0 else "")
+    RESULTS.write_text(new)
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--prefills", type=int, default=5)
+    parser.add_argument("--decode-steps", type=int, default=16)
+    parser.add_argument("--peer-venv", type=Path, default=Path("/tmp/peervenv"))
+    parser.add_argument("--only", nargs="*", default=None, help="t2n forms to run (names above)")
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS_LLM.md")
+    args = parser.parse_args(argv)
+    from t2n.llm import export_llm
+
+    scratch = Path(tempfile.mkdtemp(prefix="t2n-llm-latency-"))
+    try:
+        checkpoint = scratch / "checkpoint"
+        make_checkpoint(checkpoint)
+        paths: dict[str, Path] = {}
+        for i, (name, options) in enumerate(FORMS.items()):
+            if args.only is None or name in args.only:
+                paths[name] = export_llm(checkpoint, scratch / f"t2n_{i}", verify=False, **options)
+        note = export_peer(args.peer_venv, checkpoint, scratch / "peer")
+        if note is None:
+            paths[PEER] = scratch / "peer" / "model" / "model.nnef.tgz"
+        results = measure(paths, args.rounds, args.prefills, args.decode_steps)
+        text = (f"{SECTION}\n\n`python -m benchmarks.llm_latency` (tract {tract_version()}, {os.cpu_count()} cores, "
+                f"{time.strftime('%Y-%m-%d')}; medians of {args.rounds} interleaved rounds; the machine was shared, "
+                "so compare the ratios of one run):\n\n" + table(results, note))
+        print(text)
+        if args.write:
+            write_section(text)
+        return text
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def tract_version() -> str:
+    from importlib.metadata import version
+
+    return version("tract")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,156 @@
+"""tract's stateful KV cache: the graph keeps the keys and values of past tokens itself
+(``tract_transformers_dyn_kv_cache``, tract 0.23+) instead of taking them as inputs and
+returning them, so a runtime feeds only ``input_ids`` and keeps one tract state per
+conversation.
+
+:class:`StatefulKVCache` rewrites the explicit form the wrapper traces: each cache input
+``in_cache_{kind}_{i}``, read only by ``concat([in, new], axis)`` whose result is the
+output ``out_cache_{kind}_{i}``, becomes ``kv_cache_append(new)``; the input and output
+leave the graph. tract binds the past length ``P`` to the length of the state it keeps
+(0 before the first run), so positions and masks computed from ``P`` stay right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from t2n.errors import CheckMismatchError, InvalidArgumentError, NotExpressibleError, OpProblem
+from t2n.ir import Graph, Value
+from t2n.passes.base import Pass, PassResult
+
+DYN_KV_CACHE = "tract_transformers_dyn_kv_cache"
+
+STATE_PREFIX = "cache"
+"""tract's name of each kept tensor: ``cache_key_0``, ``cache_value_0``, ..."""
+
+
+def _cache_concat(graph: Graph, past: Value, out_name: str) -> tuple[Value, int] | None:
+    """(new, axis) when ``past`` is read only by ``concat([past, new])`` that is the
+    graph output ``out_name``."""
+    users = graph.users(past)
+    if len(users) != 1 or users[0].kind != "concat" or len(users[0].inputs) != 2:
+        return None
+    cat = users[0]
+    if cat.inputs[0] is not past or not graph.is_output(cat.output):
+        return None
+    if [v.name for v in graph.outputs if v is cat.output] != [out_name]:
+        return None
+    return cat.inputs[1], int(cat.attrs["axis"]) % past.rank
+
+
+@attrs.frozen
+class StatefulKVCache(Pass):
+    """Explicit cache inputs/outputs (``pairs``: input name → output name) → tract's
+    stateful cache over symbol ``past``."""
+
+    pairs: Sequence[tuple[str, str]] = attrs.field(converter=tuple)
+    past: str = "P"
+
+    name = "stateful-kv-cache"
+
+    def run(self, graph: Graph) -> PassResult:
+        inputs = {v.name: v for v in graph.inputs}
+        problems = []
+        for in_name, out_name in self.pairs:
+            past = inputs.get(in_name)
+            found = _cache_concat(graph, past, out_name) if past is not None else None
+            if past is None or found is None:
+                problems.append(OpProblem("stateful KV cache", "", "", (
+                    f"the cache input '{in_name}' is not appended to as one concat that is the output "
+                    f"'{out_name}'; export with kv_cache='explicit'")))
+        if problems:
+            raise NotExpressibleError(problems, "tract (stateful KV cache)")
+        for in_name, out_name in self.pairs:
+            past = inputs[in_name]
+            new, axis = _cache_concat(graph, past, out_name)  # type: ignore[misc]
+            cat = graph.users(past)[0]
+            state = in_name.replace("in_cache", STATE_PREFIX, 1)
+            grown = graph.create_op("kv_cache_append", [new], {"name": state, "axis": axis, "past": self.past},
+                                    loc=cat.loc, names=[state]).output
+            graph.replace_all_uses_with(cat.output, grown, outputs=False)
+            graph.set_outputs([v for v in graph.outputs if v is not cat.output])
+            graph.remove(cat)
+            graph.remove_input(past)
+        return PassResult(graph, bool(self.pairs), {"kv caches": len(self.pairs)} if self.pairs else {})
+
+
+def run_steps(path: str, steps: Sequence[Any]) -> list[np.ndarray]:
+    """The logits tract gives for each ``input_ids`` of ``steps``, run one after the
+    other in one state (the first with an empty cache)."""
+    import tract
+
+    from t2n.check.tract_child import _to_numpy
+    from t2n.llm.generate import load_runnable
+
+    state = load_runnable(path).spawn_state()
+    return [_to_numpy(tract, np, state.run([np.asarray(ids, dtype=np.int64)])[0]) for ids in steps]
+
+
+def verify_stateful(path: str, steps: Sequence[tuple[np.ndarray, np.ndarray]], tolerance: str | None) -> None:
+    """Run the ``(input_ids, PyTorch's logits)`` steps in one tract state and compare:
+    :class:`~t2n.errors.CheckMismatchError` with the report when they differ."""
+    from t2n.check.compare import compare
+
+    got = run_steps(path, [ids for ids, _ in steps])
+    names = [f"outputs (step {i}, {ids.shape[1]} token(s))" for i, (ids, _) in enumerate(steps)]
+    report = compare("tract (stateful cache)", names, got, [ref for _, ref in steps], tolerance or "approximate")
+    if not report.ok:
+        raise CheckMismatchError(f"{report}\nThe stateful artifact at {path} does not compute what PyTorch "
+                                 "computes; export with kv_cache='explicit' and report the model", report)
+
+
+@attrs.frozen
+class LLMForms:
+    """Which of tract's own forms an LLM export writes: the stateful cache, and the
+    rotary embedding and RMS normalization as one op each."""
+
+    stateful: bool = False
+    reify_rope: bool = False
+    reify_rms_norm: bool = False
+
+    def passes(self) -> list[Pass]:
+        from t2n.passes.reify_transformers import ReifyRmsNorm, ReifyRope
+
+        out: list[Pass] = []
+        if self.reify_rope:
+            out.append(ReifyRope())
+        if self.reify_rms_norm:
+            out.append(ReifyRmsNorm())
+        return out
+
+
+def check_llm_forms(kv_cache: object, tract_version: str | None, **flags: object) -> None:
+    """Refuse a bad ``kv_cache`` or flag (``InvalidArgumentError``), and a stateful cache
+    for a tract that cannot load it (``NotExpressibleError`` naming the version needed),
+    before anything is written."""
+    from t2n.backends.nnef.versions import min_tract_version
+    from t2n.backends.target import TractNNEF
+
+    if kv_cache not in ("explicit", "stateful"):
+        raise InvalidArgumentError(f"kv_cache must be 'explicit' or 'stateful', got {kv_cache!r}")
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
+    target = TractNNEF(tract_version) if tract_version else TractNNEF()
+    needed = min_tract_version(DYN_KV_CACHE) or "0.23.0"
+    if kv_cache == "stateful" and not target.at_least(needed):
+        raise NotExpressibleError([OpProblem("stateful KV cache", "", "", (
+            f"kv_cache='stateful' needs tract's {DYN_KV_CACHE}, which tract {target.version} does not "
+            f"have (it is in tract {needed} and newer); export with tract_version='{needed}' or newer, "
+            "or with kv_cache='explicit'"))], f"tract {target.version}")
+
+
+def make_stateful(artifact: Any, layout: Any) -> Any:
+    """The compiled explicit-cache ``artifact`` with tract's stateful cache instead: its
+    graph rewritten by :class:`StatefulKVCache` and rendered again, with ``input_ids``
+    as the only input and ``outputs`` as the only output."""
+    graph = artifact.ir
+    StatefulKVCache(layout.kv_pairs())(graph)
+    rendered = artifact.target.renderer().render(graph)
+    return attrs.evolve(artifact, ir=graph, rendered=rendered, input_names=["input_ids"],
+                        output_names=["outputs"], example_inputs=artifact.example_inputs[:1],
+                        reference_outputs=artifact.reference_outputs[:1])

@@ -1,0 +1,171 @@
+"""Passes that give transformer language models' rotary embedding and RMS normalization
+one op each, found in the IR by pattern (whatever module or function wrote them), so that
+tract runs ``tract_transformers_apply_rope`` / ``tract_core_rms_norm``:
+
+- :class:`ReifyRope`: ``add(mul(x, cos), mul(concat([neg(x[..., h:]), x[..., :h]]), sin))``
+  (either operand order) → ``apply_rope(x, cos, sin)``;
+- :class:`ReifyRmsNorm`: ``mul(x, rsqrt(add(mean_reduce(square(x)), eps)))`` over one
+  axis → ``rms_norm(x) {axes, eps}`` (the weight stays a ``mul`` after it).
+
+A match is rewritten only where every intermediate value has no other reader; what does
+not match keeps its decomposed form. Older tract targets write the decomposed form again
+(see the emitters), so the passes are safe for every version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import attrs
+import numpy as np
+
+from t2n.ir import Graph, Op, Value
+from t2n.ir.graph import constant_data
+from t2n.passes.base import Pass, PassResult
+from t2n.passes.dead_node_elimination import DeadNodeElimination
+
+_INT_MAX = np.iinfo(np.int64).max
+
+_T = TypeVar("_T")
+
+
+def _only_reader(graph: Graph, v: Value, reader: Op) -> bool:
+    return not graph.is_output(v) and all(user is reader for user, _ in v.uses)
+
+
+def _producer(v: Value, kind: str) -> Op | None:
+    p = v.producer
+    return p if p is not None and p.kind == kind else None
+
+
+def _ints(v: Value) -> list[int] | None:
+    data = constant_data(v)
+    return None if data is None else [int(i) for i in np.asarray(data).reshape(-1)]
+
+
+def _half_slice(op: Op | None, x: Value, first: bool) -> bool:
+    """``op`` is ``x[..., :h]`` (first) or ``x[..., h:]`` on the last axis of ``x``."""
+    if op is None or op.inputs[0] is not x or len(op.inputs) != 3:
+        return False
+    size = x.type.shape[-1]
+    axes = [a % x.rank for a in op.attrs.get("axes", ())]
+    begin, end = _ints(op.inputs[1]), _ints(op.inputs[2])
+    if not isinstance(size, int) or axes != [x.rank - 1] or list(op.attrs.get("steps", [1])) != [1]:
+        return False
+    half = size // 2
+    if first:
+        return begin == [0] and end == [half]
+    return begin == [half] and end is not None and len(end) == 1 and end[0] in (size, _INT_MAX)
+
+
+def _rotated_of(graph: Graph, rotated: Value, reader: Op) -> Value | None:
+    """x when ``rotated`` is ``concat([neg(x[..., h:]), x[..., :h]])`` read only by ``reader``."""
+    cat = _producer(rotated, "concat")
+    if cat is None or not _only_reader(graph, rotated, reader) or len(cat.inputs) != 2:
+        return None
+    negated, first = cat.inputs
+    neg = _producer(negated, "neg")
+    second = _producer(neg.inputs[0], "slice") if neg is not None else None
+    if neg is None or second is None or not _only_reader(graph, negated, cat):
+        return None
+    x = second.inputs[0]
+    if cat.attrs["axis"] % max(x.rank, 1) != x.rank - 1 or not _only_reader(graph, neg.inputs[0], neg):
+        return None
+    if not (_half_slice(_producer(first, "slice"), x, True)
+            and _only_reader(graph, first, cat) and _half_slice(second, x, False)):
+        return None
+    return x
+
+
+def _rope_operands(graph: Graph, add: Op) -> tuple[Value, Value, Value] | None:
+    """(x, cos, sin) of the rotary embedding that ``add`` ends."""
+    if add.kind != "add" or not add.output.type.dtype.is_float:
+        return None
+    for mul_cos_v, mul_sin_v in (add.inputs, add.inputs[::-1]):
+        mul_cos, mul_sin = _producer(mul_cos_v, "mul"), _producer(mul_sin_v, "mul")
+        if mul_cos is None or mul_sin is None or mul_cos is mul_sin:
+            continue
+        if not (_only_reader(graph, mul_cos_v, add) and _only_reader(graph, mul_sin_v, add)):
+            continue
+        for rotated, sin in (mul_sin.inputs, mul_sin.inputs[::-1]):
+            x = _rotated_of(graph, rotated, mul_sin)
+            if x is None:
+                continue
+            for x_side, cos in (mul_cos.inputs, mul_cos.inputs[::-1]):
+                if x_side is x and x.type.shape == add.output.type.shape:
+                    return x, cos, sin
+    return None
+
+
+def _rms_operands(graph: Graph, mul: Op) -> tuple[Value, int, float] | None:
+    """(x, axis, eps) of ``mul(x, rsqrt(add(mean_reduce(square(x)), eps)))``."""
+    if mul.kind != "mul" or not mul.output.type.dtype.is_float:
+        return None
+    for x, inv in (mul.inputs, mul.inputs[::-1]):
+        rsqrt = _producer(inv, "rsqrt")
+        add = _producer(rsqrt.inputs[0], "add") if rsqrt is not None else None
+        if rsqrt is None or add is None or not _only_reader(graph, inv, mul):
+            continue
+        for mean_v, eps_v in (add.inputs, add.inputs[::-1]):
+            mean, eps = _producer(mean_v, "mean_reduce"), constant_data(eps_v)
+            square = _producer(mean.inputs[0], "square") if mean is not None else None
+            if mean is None or square is None or eps is None or np.asarray(eps).size != 1:
+                continue
+            axes = [a % x.rank for a in mean.attrs["axes"]]
+            if (square.inputs[0] is x and len(axes) == 1 and mean.attrs.get("keepdims", False)
+                    and _only_reader(graph, mean_v, add) and _only_reader(graph, mean.inputs[0], mean)
+                    and _only_reader(graph, rsqrt.inputs[0], rsqrt)):
+                return x, axes[0], float(np.asarray(eps).reshape(()))
+    return None
+
+
+def _rewrite_all(graph: Graph, find: Callable[[Graph, Op], _T | None],
+                 build: Callable[[Graph, Op, _T], Value]) -> int:
+    """Replace every op ``find`` accepts by what ``build`` makes of the match; the ops
+    left unread are dropped and the new value takes the old one's name."""
+    count = 0
+    for op in graph.ops():
+        if op not in graph:  # dropped with an earlier match
+            continue
+        found = find(graph, op)
+        if found is None:
+            continue
+        new = build(graph, op, found)
+        name = op.output.name
+        graph.replace_all_uses_with(op.output, new)
+        DeadNodeElimination()(graph)
+        graph.rename(new, name)
+        count += 1
+    return count
+
+
+def _build_rope(graph: Graph, op: Op, found: tuple[Value, Value, Value]) -> Value:
+    return graph.create_op("apply_rope", list(found), loc=op.loc, names=["rope"]).output
+
+
+def _build_rms(graph: Graph, op: Op, found: tuple[Value, int, float]) -> Value:
+    x, axis, eps = found
+    return graph.create_op("rms_norm", [x], {"axes": (axis,), "eps": eps}, loc=op.loc, names=["rms_norm"]).output
+
+
+@attrs.frozen
+class ReifyRope(Pass):
+    """Rotary position embeddings (rotate-half form) as ``apply_rope`` ops."""
+
+    name = "reify-rope"
+
+    def run(self, graph: Graph) -> PassResult:
+        count = _rewrite_all(graph, _rope_operands, _build_rope)
+        return PassResult(graph, count > 0, {"rotary embeddings": count} if count else {})
+
+
+@attrs.frozen
+class ReifyRmsNorm(Pass):
+    """RMS normalizations written with a mean of squares as ``rms_norm`` ops."""
+
+    name = "reify-rms-norm"
+
+    def run(self, graph: Graph) -> PassResult:
+        count = _rewrite_all(graph, _rms_operands, _build_rms)
+        return PassResult(graph, count > 0, {"rms norms": count} if count else {})
