@@ -276,3 +276,11 @@ class UnsupportedArchitectureError(InvalidArgumentError):
     def __init__(self, message: str, architecture: str = "") -> None:
         self.architecture = architecture
         super().__init__(message)
+
+
+# -- LLM checkpoints read without loading them
+
+
+class CorruptCheckpointError(CheckpointFolderError, CorruptTensorFileError):
+    """A safetensors shard of a checkpoint folder is truncated or has a corrupt header,
+    or its index names a shard that is not there (named with the file)."""

@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from t2n.errors import InvalidArgumentError, OverwriteRefusedError
-from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
+from t2n.llm.checkpoint import check_architecture, copy_side_files
+from t2n.llm.streaming import StreamedCheckpoint, meta_model, quantize_streamed, reference_wrapper
 from t2n.llm.wrapper import CacheLayout, KVCacheWrapper, cache_layout
 
 LOG = logging.getLogger(__name__)
@@ -57,11 +58,14 @@ def _check_options(dtype: str | None, compression: str | None, num_logits_to_kee
 
 
 def _resolve_model(model_or_dir: Any, dtype: str | None, trust_remote_code: bool
-                   ) -> tuple[torch.nn.Module, Path | None]:
+                   ) -> tuple[torch.nn.Module, Path | None, StreamedCheckpoint | None]:
+    """The model to trace, its folder, and for a folder its shards: a folder's model is
+    built on the meta device and its weights stream from the shards (see streaming)."""
     if isinstance(model_or_dir, (str, os.PathLike)):
         folder = Path(model_or_dir)
-        return load_folder(folder, dtype=DTYPES[dtype] if dtype else None,
-                           trust_remote_code=trust_remote_code), folder
+        model, shards = meta_model(folder, dtype=DTYPES[dtype] if dtype else None,
+                                   trust_remote_code=trust_remote_code)
+        return model, folder, shards
     if not isinstance(model_or_dir, torch.nn.Module) or not hasattr(model_or_dir, "config"):
         raise InvalidArgumentError(
             "model_or_dir must be a transformers causal LM (a PreTrainedModel) or the path of a "
@@ -72,7 +76,7 @@ def _resolve_model(model_or_dir: Any, dtype: str | None, trust_remote_code: bool
     model = model_or_dir.eval()
     if dtype is not None:
         model = model.to(DTYPES[dtype])
-    return model, None
+    return model, None, None
 
 
 def max_positions(config: Any) -> int | None:
@@ -139,7 +143,7 @@ def _written_dtype(dtype: torch.dtype) -> str:
     return "float16" if dtype == torch.bfloat16 else str(dtype).removeprefix("torch.")
 
 
-def write_modes(layout: CacheLayout, config: Any, out: Path) -> None:
+def write_modes(layout: CacheLayout, config: Any, out: Path, *, samples: bool = True) -> None:
     """``modes.json``: the symbols, the named modes and the cache layout a runtime needs."""
     description = {
         "format": "t2n-llm/1",
@@ -152,7 +156,7 @@ def write_modes(layout: CacheLayout, config: Any, out: Path) -> None:
         "cache": {"num_layers": layout.num_layers, "kv_heads": layout.kv_heads,
                   "head_dim": layout.head_dim, "dtype": _written_dtype(layout.dtype),
                   "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out"},
-        "tests": ["tests/prefill.npz", "tests/decode.npz"],
+        "tests": ["tests/prefill.npz", "tests/decode.npz"] if samples else [],
     }
     (out / "modes.json").write_text(json.dumps(description, indent=2) + "\n")
 
@@ -184,11 +188,15 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     out = Path(export_dirpath)
     check_naming_scheme(naming_scheme)
     _check_options(dtype, compression, num_logits_to_keep, out, overwrite)
-    model, folder = _resolve_model(model_or_dir, dtype, trust_remote_code)
+    model, folder, shards = _resolve_model(model_or_dir, dtype, trust_remote_code)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        return _export(model, folder, out, compression=compression, num_logits_to_keep=num_logits_to_keep,
+        reference = None if shards is None else {
+            "checkpoint": shards, "dtype": DTYPES[dtype] if dtype else None,
+            "trust_remote_code": trust_remote_code}
+        return _export(model, folder, out, reference, compression=compression,
+                       num_logits_to_keep=num_logits_to_keep,
                        tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
                        side_files=dump_with_tokenizer_and_conf, naming=naming_scheme, force={
                            "force_attention_inner_in_f32": force_f32_attention,
@@ -201,7 +209,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
         raise
 
 
-def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compression: str | None,
+def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: dict[str, Any] | None, *,
+            compression: str | None,
             num_logits_to_keep: int | None, tract_version: str | None, verify: bool,
             tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool]) -> Path:
     from t2n.api import export
@@ -214,7 +223,10 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
         model = model.to(torch.float16)
     if compression is not None:
         LOG.info("quantizing the weights with %s", compression)
-        quantize(model, compression)
+        if reference is not None:
+            quantize_streamed(model, reference["checkpoint"], compression)
+        else:
+            quantize(model, compression)
     layout = cache_layout(model)
     wrapper = KVCacheWrapper(model, num_logits_to_keep).eval()
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
@@ -226,13 +238,26 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
     (out / "model").mkdir(exist_ok=True)
     path = out / "model" / "model.nnef.tgz"
     LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
+    example = (example_ids, *layout.empty_cache(2, random=True))
+    weights = None if reference is None else reference["checkpoint"].weights_for(model, "model.")
     with torch.no_grad():
-        export(wrapper, (example_ids, *layout.empty_cache(2, random=True)), path, target,
-               input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
-               custom_extensions=extension_lines(model.config), check_io=verify,
-               nnef_variable_naming_scheme=naming)
-    write_modes(layout, model.config, out)
-    write_samples(wrapper, layout, vocab, out)
+        artifact = export(wrapper, example, path, target, input_names=names,
+                          output_names=layout.output_names(), dynamic_axes=axes,
+                          custom_extensions=extension_lines(model.config),
+                          check_io=verify and reference is None, weights_from=weights,
+                          nnef_variable_naming_scheme=naming)
+    sampler: KVCacheWrapper | None = wrapper
+    if reference is not None:  # streamed: PyTorch computes on the model loaded, if it fits
+        sampler = reference_wrapper(**reference, compression=compression,
+                                    num_logits_to_keep=num_logits_to_keep)
+        if sampler is not None and verify:
+            with torch.no_grad():
+                expected = sampler(*example)
+            artifact.check(target.check_io_tolerance, inputs=[_to_numpy(t) for t in example],
+                           expected=[_to_numpy(t) for t in expected])
+    write_modes(layout, model.config, out, samples=sampler is not None)
+    if sampler is not None:
+        write_samples(sampler, layout, vocab, out)
     if side_files:
         copy_side_files(folder, model, out)
     return path
