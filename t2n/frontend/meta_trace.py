@@ -5,7 +5,7 @@ PyTorch's tracer cannot run such a model on meta tensors: the tensors the forwar
 creates (caches, masks, position tables) are data-less meta constants that the graph
 would have to hold, and the tracer's constant pooling compares them. So each meta
 parameter or buffer is swapped, for the duration of the trace only, for a stand-in that
-costs no memory: a zero broadcast to its shape (one element of storage, stride 0). The
+costs no memory: zeros in lazily mapped memory, which reads never make resident. The
 graph reads parameters as inputs, so their values never reach it, and every constant
 the forward pass builds from its own code (or from real buffers) is exact.
 
@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
@@ -37,9 +38,12 @@ from t2n.frontend.trace_watch import _CONVERSIONS, _FACTORIES
 
 
 def _stand_in(t: torch.Tensor) -> torch.Tensor:
-    """A zero of ``t``'s dtype broadcast to its shape: its own one-element storage (so
-    no two stand-ins share a data pointer), never more memory whatever the shape."""
-    value = torch.zeros((), dtype=t.dtype).expand(t.shape)
+    """Zeros of ``t``'s shape and dtype in memory the kernel maps lazily (``calloc``):
+    reading it maps the shared zero page, so even the kernels that copy a weight (a
+    linear layer's matmul) add nothing to the resident memory; each stand-in has its own
+    storage (no two share a data pointer)."""
+    raw = torch.from_numpy(np.zeros(t.numel() * t.element_size(), np.uint8))
+    value = raw.view(t.dtype).reshape(t.shape)
     if isinstance(t, torch.nn.Parameter):
         return torch.nn.Parameter(value, requires_grad=False)
     return value

@@ -34,6 +34,9 @@ from t2n.ir import DType, TensorData
 
 LOG = logging.getLogger(__name__)
 
+CHUNK_BYTES = 8 << 20
+"""Bytes of a shard read at a time while computing Q4_0 scales and values."""
+
 REFERENCE_MEMORY_FRACTION = 0.5
 """A checkpoint is loaded whole in PyTorch (for verification and the sample outputs)
 only when its weights take at most this fraction of the memory available."""
@@ -47,6 +50,8 @@ class StreamedCheckpoint:
     tensors: Mapping[str, TensorData]
     nbytes: int
     """Bytes of the weights in the dtype the model computes in."""
+    replaced: dict[str, TensorData] = attrs.field(factory=dict)
+    """Shard tensor name → what is written instead (Q4_0 weights' dequantized values)."""
 
     def weights_for(self, model: torch.nn.Module, prefix: str) -> dict[str, TensorData]:
         """Name → data under the names ``prefix + parameter name`` of every parameter and
@@ -55,7 +60,8 @@ class StreamedCheckpoint:
         for aliases in _aliases(model).values():
             found = next((a for a in aliases if a in self.tensors), None)
             if found is not None:
-                out.update({prefix + a: self.tensors[found] for a in aliases})
+                data = self.replaced.get(found, self.tensors[found])
+                out.update({prefix + a: data for a in aliases})
         return out
 
 
@@ -214,20 +220,24 @@ def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: 
 def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, recipe: str) -> None:
     """Q4_0 scales for the weights ``recipe`` picks, computed by streaming each weight's
     values from the shards (the weight is never in memory whole); the compiler then
-    writes those weights as Q4_0 blocks as for :func:`t2n.quantize`."""
+    writes those weights as Q4_0 blocks, the same bytes as after :func:`t2n.quantize`
+    on the loaded model."""
     from t2n.quant.model import SCALES_ATTR, _selected
     from t2n.quant.q4_0 import shape_problem
     from t2n.quant.recipes import recipe_of
     from t2n.serialize.torch_io import ir_dtype
 
     chosen = recipe_of(recipe)
-    weights = checkpoint.weights_for(model, "")
     done: dict[int, np.ndarray] = {}
     for name, p in _selected(model, chosen):
+        found = next((a for a in _aliases(model).get(id(p), []) if a in checkpoint.tensors), None)
+        dtype = ir_dtype(p.dtype)
+        if found is None or shape_problem(tuple(p.shape)) is not None or dtype not in (DType.F32, DType.F16):
+            continue
         if id(p) not in done:
-            if shape_problem(tuple(p.shape)) is not None or name not in weights:
-                continue
-            done[id(p)] = _streamed_scales(weights[name], ir_dtype(p.dtype), chosen.percentile)
+            source = _in_dtype(checkpoint.tensors[found], dtype)
+            done[id(p)] = _streamed_scales(source, chosen.percentile)
+            checkpoint.replaced[found] = DequantizedData(source, done[id(p)])
         path, _, pname = name.rpartition(".")
         module = model.get_submodule(path)
         table = dict(getattr(module, SCALES_ATTR, None) or {})
@@ -236,20 +246,53 @@ def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, re
     LOG.info("%s: %d weights as Q4_0 (scales streamed from the shards)", chosen.name, len(done))
 
 
-def _streamed_scales(data: TensorData, model_dtype: DType, percentile: float) -> np.ndarray:
-    """The Q4_0 scales of ``data`` seen in the model's dtype, chunk by chunk."""
+def _in_dtype(data: TensorData, dtype: DType) -> TensorData:
     from t2n.ir.tensor_data import converted
-    from t2n.quant.q4_0 import BLOCK, as_f32, quantize_blocks_
 
-    source = converted(data, model_dtype) if data.dtype is not model_dtype else data
-    scales: list[np.ndarray] = []
+    return converted(data, dtype)
+
+
+def _block_runs(data: TensorData) -> Iterator[np.ndarray]:
+    """``data``'s values as f32 ``[n, 32]`` runs of whole blocks, chunk by chunk."""
+    from t2n.quant.q4_0 import BLOCK, as_f32
+
     rest = np.empty(0, np.float32)
-    for chunk in source.iter_chunks():
-        values = np.concatenate([rest, as_f32(np.ascontiguousarray(chunk).reshape(-1), model_dtype)])
+    for chunk in data.iter_chunks(CHUNK_BYTES):
+        values = np.concatenate([rest, as_f32(np.ascontiguousarray(chunk).reshape(-1), data.dtype)])
         whole = len(values) - len(values) % BLOCK
-        scales.append(quantize_blocks_(values[:whole].reshape(-1, BLOCK).copy(), percentile))
+        yield values[:whole].reshape(-1, BLOCK)
         rest = values[whole:]
-    return np.concatenate(scales)
+
+
+def _streamed_scales(data: TensorData, percentile: float) -> np.ndarray:
+    """The Q4_0 scales of ``data``, as ``t2n.quantize`` computes them, chunk by chunk."""
+    from t2n.quant.q4_0 import quantize_blocks_
+
+    return np.concatenate([quantize_blocks_(run.copy(), percentile) for run in _block_runs(data)])
+
+
+class DequantizedData(TensorData):
+    """A weight's values after Q4_0 quantization at ``scales`` (what ``t2n.quantize``
+    leaves in the model's memory), computed from the shard chunk by chunk."""
+
+    def __init__(self, source: TensorData, scales: np.ndarray) -> None:
+        self.source = source
+        self.scales = scales
+        self.dtype = source.dtype
+        self.shape = source.shape
+
+    def raw(self) -> np.ndarray:
+        return np.concatenate(list(self.iter_chunks())).reshape(self.shape)
+
+    def iter_chunks(self, max_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
+        from t2n.quant.q4_0 import _rounded_like, codes_for, dequantize_codes
+
+        start = 0
+        for run in _block_runs(self.source):
+            scales = self.scales[start:start + run.shape[0]]
+            start += run.shape[0]
+            values = _rounded_like(dequantize_codes(codes_for(run, scales), scales), self.dtype)
+            yield values.astype(self.dtype.numpy).reshape(-1)
 
 
 def available_memory() -> int:
