@@ -188,4 +188,7 @@ def test_peak_memory_is_a_small_fraction_of_the_checkpoint(tmp_path: Path) -> No
     measured = json.loads(result.stdout.strip().splitlines()[-1])
     growth = measured["peak"] - measured["before"]
     assert size > 190e6
-    assert growth < 0.15 * size, (growth, size)
+    # a fixed cost (one 64 MiB read chunk of the shard), not a share of the weights:
+    # the 3.4 GB checkpoint of benchmarks/llm_export.py stays within a few percent
+    assert growth < 72 << 20, (growth, size)
+    assert growth < 0.3 * size, (growth, size)
