@@ -247,10 +247,10 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
                           check_io=verify and reference is None, weights_from=weights,
                           nnef_variable_naming_scheme=naming)
     sampler: KVCacheWrapper | None = wrapper
-    if reference is not None:  # streamed: PyTorch computes on the model loaded, if it fits
+    if reference is not None:  # streamed: PyTorch computes on the model loaded, if asked and it fits
         sampler = reference_wrapper(**reference, compression=compression,
-                                    num_logits_to_keep=num_logits_to_keep)
-        if sampler is not None and verify:
+                                    num_logits_to_keep=num_logits_to_keep) if verify else None
+        if sampler is not None:
             with torch.no_grad():
                 expected = sampler(*example)
             artifact.check(target.check_io_tolerance, inputs=[_to_numpy(t) for t in example],

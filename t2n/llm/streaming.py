@@ -34,8 +34,9 @@ from t2n.ir import DType, TensorData
 
 LOG = logging.getLogger(__name__)
 
-CHUNK_BYTES = 8 << 20
-"""Bytes of a shard read at a time while computing Q4_0 scales and values."""
+CHUNK_BYTES = 1 << 20
+"""Bytes of a shard read at a time while computing Q4_0 scales (the temporaries stay in
+the CPU's cache); Q4_0 values are computed in the writer's chunks."""
 
 REFERENCE_MEMORY_FRACTION = 0.5
 """A checkpoint is loaded whole in PyTorch (for verification and the sample outputs)
@@ -252,12 +253,12 @@ def _in_dtype(data: TensorData, dtype: DType) -> TensorData:
     return converted(data, dtype)
 
 
-def _block_runs(data: TensorData) -> Iterator[np.ndarray]:
+def _block_runs(data: TensorData, max_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
     """``data``'s values as f32 ``[n, 32]`` runs of whole blocks, chunk by chunk."""
     from t2n.quant.q4_0 import BLOCK, as_f32
 
     rest = np.empty(0, np.float32)
-    for chunk in data.iter_chunks(CHUNK_BYTES):
+    for chunk in data.iter_chunks(max_bytes):
         values = np.concatenate([rest, as_f32(np.ascontiguousarray(chunk).reshape(-1), data.dtype)])
         whole = len(values) - len(values) % BLOCK
         yield values[:whole].reshape(-1, BLOCK)
@@ -288,7 +289,7 @@ class DequantizedData(TensorData):
         from t2n.quant.q4_0 import _rounded_like, codes_for, dequantize_codes
 
         start = 0
-        for run in _block_runs(self.source):
+        for run in _block_runs(self.source, max_bytes):
             scales = self.scales[start:start + run.shape[0]]
             start += run.shape[0]
             values = _rounded_like(dequantize_codes(codes_for(run, scales), scales), self.dtype)
@@ -317,7 +318,8 @@ def reference_wrapper(checkpoint: StreamedCheckpoint, *, dtype: torch.dtype | No
                       compression: str | None, num_logits_to_keep: int | None) -> Any:
     """The checkpoint loaded whole in PyTorch (cast and quantized as the export was),
     wrapped like the traced model: the reference for verification and the sample
-    outputs. ``None``, with a warning saying what is skipped, when it does not fit."""
+    outputs. ``None``, with a warning saying what is skipped, when it does not fit.
+    (Without verification a folder is never loaded: no samples are written then.)"""
     from t2n.llm.checkpoint import load_folder
     from t2n.llm.wrapper import KVCacheWrapper
     from t2n.quant.model import quantize
