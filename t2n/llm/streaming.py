@@ -35,8 +35,7 @@ from t2n.ir import DType, TensorData
 LOG = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20
-"""Bytes of a shard read at a time while computing Q4_0 scales (the temporaries stay in
-the CPU's cache); Q4_0 values are computed in the writer's chunks."""
+"""Bytes of a shard read at a time for Q4_0 values when the reader names no size."""
 
 REFERENCE_MEMORY_FRACTION = 0.5
 """A checkpoint is loaded whole in PyTorch (for verification and the sample outputs)
@@ -219,10 +218,9 @@ def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: 
 
 
 def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, recipe: str) -> None:
-    """Q4_0 scales for the weights ``recipe`` picks, computed by streaming each weight's
-    values from the shards (the weight is never in memory whole); the compiler then
-    writes those weights as Q4_0 blocks, the same bytes as after :func:`t2n.quantize`
-    on the loaded model."""
+    """Mark the weights ``recipe`` picks as Q4_0: their scales and values are computed
+    while each streams from the shards into the archive (never in memory whole), the
+    same bytes as after :func:`t2n.quantize` on the loaded model."""
     from t2n.quant.model import SCALES_ATTR, _selected
     from t2n.quant.q4_0 import shape_problem
     from t2n.quant.recipes import recipe_of
@@ -236,9 +234,9 @@ def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, re
         if found is None or shape_problem(tuple(p.shape)) is not None or dtype not in (DType.F32, DType.F16):
             continue
         if id(p) not in done:
-            source = _in_dtype(checkpoint.tensors[found], dtype)
-            done[id(p)] = _streamed_scales(source, chosen.percentile)
-            checkpoint.replaced[found] = DequantizedData(source, done[id(p)])
+            data = DequantizedData(_in_dtype(checkpoint.tensors[found], dtype), chosen.percentile)
+            done[id(p)] = data.scales
+            checkpoint.replaced[found] = data
         path, _, pname = name.rpartition(".")
         module = model.get_submodule(path)
         table = dict(getattr(module, SCALES_ATTR, None) or {})
@@ -265,35 +263,34 @@ def _block_runs(data: TensorData, max_bytes: int = CHUNK_BYTES) -> Iterator[np.n
         rest = values[whole:]
 
 
-def _streamed_scales(data: TensorData, percentile: float) -> np.ndarray:
-    """The Q4_0 scales of ``data``, as ``t2n.quantize`` computes them, chunk by chunk."""
-    from t2n.quant.q4_0 import quantize_blocks_
-
-    return np.concatenate([quantize_blocks_(run.copy(), percentile) for run in _block_runs(data)])
-
-
 class DequantizedData(TensorData):
-    """A weight's values after Q4_0 quantization at ``scales`` (what ``t2n.quantize``
-    leaves in the model's memory), computed from the shard chunk by chunk."""
+    """A weight's values after Q4_0 quantization (what ``t2n.quantize`` leaves in the
+    model's memory), computed from the shard chunk by chunk while it is written. The
+    block scales are computed in the same pass, into :attr:`scales`, each run's before
+    its values are handed on (the Q4_0 writer reads them right after), so each shard is
+    read once."""
 
-    def __init__(self, source: TensorData, scales: np.ndarray) -> None:
+    def __init__(self, source: TensorData, percentile: float) -> None:
+        from t2n.quant.q4_0 import BLOCK
+
         self.source = source
-        self.scales = scales
+        self.percentile = percentile
         self.dtype = source.dtype
         self.shape = source.shape
+        self.scales = np.zeros(math.prod(source.shape) // BLOCK, np.float16)
 
     def raw(self) -> np.ndarray:
         return np.concatenate(list(self.iter_chunks())).reshape(self.shape)
 
     def iter_chunks(self, max_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
-        from t2n.quant.q4_0 import _rounded_like, codes_for, dequantize_codes
+        from t2n.quant.q4_0 import _rounded_like, quantize_blocks_
 
         start = 0
         for run in _block_runs(self.source, max_bytes):
-            scales = self.scales[start:start + run.shape[0]]
+            values = run.copy()
+            self.scales[start:start + run.shape[0]] = quantize_blocks_(values, self.percentile)
             start += run.shape[0]
-            values = _rounded_like(dequantize_codes(codes_for(run, scales), scales), self.dtype)
-            yield values.astype(self.dtype.numpy).reshape(-1)
+            yield _rounded_like(values, self.dtype).astype(self.dtype.numpy).reshape(-1)
 
 
 def available_memory() -> int:
