@@ -75,12 +75,10 @@ def _trace_module_with_weights(
 ) -> TracedModel:
     """Trace; parameters found in ``weights_from`` are read from there when written.
 
-    A model with tensors on the meta device is traced on meta inputs (no weight is
-    ever materialized), and then has no reference outputs.
+    A model with tensors on the meta device is traced with stand-ins for them (no
+    weight is ever materialized; see ``t2n.frontend.meta_trace``), and then has no
+    reference outputs.
     """
-    from torch.utils._pytree import tree_map
-
-    from t2n.frontend.io import flatten
     from t2n.frontend.trace import canonical_tensor_names
     from t2n.serialize.torch_io import has_meta_tensors, resolve_weights, weight_source
 
@@ -90,12 +88,9 @@ def _trace_module_with_weights(
     source = weight_source(weights_from) if weights_from is not None else None
     weights = resolve_weights(model, source, canonical_tensor_names(model, ""))
     if meta:
-        def to_meta(x: Any) -> Any:
-            return x.to("meta") if isinstance(x, torch.Tensor) else x
+        from t2n.frontend.meta_trace import trace_meta_module
 
-        traced = trace_module(model, tree_map(to_meta, args), tree_map(to_meta, kwargs), extracted)
-        traced.example_inputs = flatten((args, kwargs))[0]
-        traced.reference_outputs = []
+        traced = trace_meta_module(model, args, kwargs, extracted)
     else:
         traced = trace_module(model, args, kwargs, extracted)
     traced.weights = weights

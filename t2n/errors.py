@@ -284,3 +284,11 @@ class UnsupportedArchitectureError(InvalidArgumentError):
 class AdapterError(CheckpointFolderError):
     """A LoRA/DoRA adapter (a ``peft`` folder or file) that cannot be exported or merged:
     no ``adapter_config.json`` or weights, or tensors that do not fit the base model."""
+
+
+# -- LLM checkpoints read without loading them
+
+
+class CorruptCheckpointError(CheckpointFolderError, CorruptTensorFileError):
+    """A safetensors shard of a checkpoint folder is truncated or has a corrupt header,
+    or its index names a shard that is not there (named with the file)."""

@@ -17,6 +17,13 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
 
 CONFIG_FILES = ("config.json", "generation_config.json")
 
+PROVEN_FAMILIES = ("Llama", "Qwen2", "Qwen3", "Mistral", "Phi3", "Gemma2", "Gemma3 (text)", "GPT-2",
+                   "GPT-NeoX", "OLMo")
+"""Families whose export is proven to generate transformers' tokens (named in errors)."""
+
+_SUPPORTED = (f"t2n.llm exports the *ForCausalLM models of transformers (proven to generate the "
+              f"same tokens: {', '.join(PROVEN_FAMILIES)}); export other models with t2n.export")
+
 
 def _read_config(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
@@ -44,13 +51,12 @@ def check_architecture(architectures: list[str] | None, model_type: str | None, 
         if name not in known:
             raise UnsupportedArchitectureError(
                 f"{where} names the architecture {name!r}, which is not a causal language model "
-                "transformers provides; t2n.llm exports the *ForCausalLM models of transformers "
-                "(Llama, Qwen2, Mistral, Phi3, GPT-2...); export other models with t2n.export",
+                f"transformers provides; {_SUPPORTED}",
                 architecture=name)
     if not names and model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         raise UnsupportedArchitectureError(
             f"{where} has model_type {model_type!r}, which has no causal language model in "
-            "transformers; t2n.llm exports the *ForCausalLM models of transformers",
+            f"transformers; {_SUPPORTED}",
             architecture=str(model_type))
 
 

@@ -19,8 +19,9 @@ import torch
 from t2n.errors import InvalidArgumentError, OverwriteRefusedError
 from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
 from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
-from t2n.llm.samples import check_total_size, write_samples
+from t2n.llm.samples import check_total_size, to_numpy, write_samples
 from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
+from t2n.llm.streaming import StreamedCheckpoint, meta_model, quantize_streamed, reference_wrapper
 from t2n.llm.wrapper import CacheLayout, KVCacheWrapper, cache_layout
 
 LOG = logging.getLogger(__name__)
@@ -56,12 +57,19 @@ def _check_options(dtype: str | None, compression: str | None, num_logits_to_kee
                                     "choose a new export_dirpath or pass overwrite=True")
 
 
-def _resolve_model(model_or_dir: Any, dtype: str | None, trust_remote_code: bool
-                   ) -> tuple[torch.nn.Module, Path | None]:
+def _resolve_model(model_or_dir: Any, dtype: str | None, trust_remote_code: bool, *, stream: bool = True
+                   ) -> tuple[torch.nn.Module, Path | None, StreamedCheckpoint | None]:
+    """The model to trace, its folder, and for a folder its shards: a folder's model is
+    built on the meta device and its weights stream from the shards (see streaming);
+    with ``stream=False`` (an adapter to merge into the weights) it is loaded whole."""
     if isinstance(model_or_dir, (str, os.PathLike)):
         folder = Path(model_or_dir)
-        return load_folder(folder, dtype=DTYPES[dtype] if dtype else None,
-                           trust_remote_code=trust_remote_code), folder
+        model, shards = meta_model(folder, dtype=DTYPES[dtype] if dtype else None,
+                                   trust_remote_code=trust_remote_code)
+        if not stream:
+            return load_folder(folder, dtype=DTYPES[dtype] if dtype else None,
+                               trust_remote_code=trust_remote_code), folder, None
+        return model, folder, shards
     if not isinstance(model_or_dir, torch.nn.Module) or not hasattr(model_or_dir, "config"):
         raise InvalidArgumentError(
             "model_or_dir must be a transformers causal LM (a PreTrainedModel) or the path of a "
@@ -72,7 +80,7 @@ def _resolve_model(model_or_dir: Any, dtype: str | None, trust_remote_code: bool
     model = model_or_dir.eval()
     if dtype is not None:
         model = model.to(DTYPES[dtype])
-    return model, None
+    return model, None, None
 
 
 def max_positions(config: Any) -> int | None:
@@ -107,7 +115,7 @@ def _written_dtype(dtype: torch.dtype) -> str:
     return "float16" if dtype == torch.bfloat16 else str(dtype).removeprefix("torch.")
 
 
-def write_modes(layout: CacheLayout, config: Any, out: Path) -> None:
+def write_modes(layout: CacheLayout, config: Any, out: Path, *, samples: bool = True) -> None:
     """``modes.json``: the symbols, the named modes and the cache layout a runtime needs."""
     description = {
         "format": "t2n-llm/1",
@@ -122,7 +130,8 @@ def write_modes(layout: CacheLayout, config: Any, out: Path) -> None:
                   "head_dim": layout.head_dim, "dtype": _written_dtype(layout.dtype),
                   "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out",
                   **({"states": layout.state_names()} if layout.stateful else {})},
-        "tests": ["tests/prefill.npz", "tests/decode.npz", *([] if layout.stateful else ["tests/io.npz"])],
+        "tests": [] if not samples else
+                 ["tests/prefill.npz", "tests/decode.npz", *([] if layout.stateful else ["tests/io.npz"])],
     }
     (out / "modes.json").write_text(json.dumps(description, indent=2) + "\n")
 
@@ -170,7 +179,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     check_inputs_dtype(force_inputs_dtype)
     check_total_size(sample_generation_total_size)
     check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm)
-    model, folder = _resolve_model(model_or_dir, dtype, trust_remote_code)
+    model, folder, shards = _resolve_model(model_or_dir, dtype, trust_remote_code, stream=merge_peft is None)
     if merge_peft is not None:
         from t2n.llm.peft import merge_adapter
 
@@ -178,7 +187,11 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        return _export(model, folder, out, compression=compression, num_logits_to_keep=num_logits_to_keep,
+        reference = None if shards is None else {
+            "checkpoint": shards, "dtype": DTYPES[dtype] if dtype else None,
+            "trust_remote_code": trust_remote_code}
+        return _export(model, folder, out, reference, compression=compression,
+                       num_logits_to_keep=num_logits_to_keep,
                        tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
                        side_files=dump_with_tokenizer_and_conf, naming=naming_scheme,
                        samples=(force_inputs_dtype, sample_generation_total_size),
@@ -193,7 +206,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
         raise
 
 
-def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compression: str | None,
+def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: dict[str, Any] | None, *,
+            compression: str | None,
             num_logits_to_keep: int | None, tract_version: str | None, verify: bool,
             tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool],
             samples: tuple[str | None, int | None] = (None, None), forms: LLMForms | None = None) -> Path:
@@ -208,7 +222,10 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
         model = model.to(torch.float16)
     if compression is not None:
         LOG.info("quantizing the weights with %s", compression)
-        quantize(model, compression)
+        if reference is not None:
+            quantize_streamed(model, reference["checkpoint"], compression)
+        else:
+            quantize(model, compression)
     layout = cache_layout(model)
     wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep).eval(), layout, samples[0])
     layout = attrs.evolve(layout, stateful=forms.stateful)
@@ -225,17 +242,33 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, *, compressi
         input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
         custom_extensions=extension_lines(model.config), nnef_variable_naming_scheme=naming,
         passes=forms.passes())
+    example = (example_ids, *layout.empty_cache(2, random=True))
+    if reference is not None:  # streamed: the weights come from the shards
+        prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
+        options["weights_from"] = reference["checkpoint"].weights_for(model, prefix)
     with torch.no_grad():
-        example = (example_ids, *layout.empty_cache(2, random=True))
         if forms.stateful:  # the stateful graph is the explicit one rewritten
-            make_stateful(compile(wrapper, example, target, check_io=False, **options), layout).save(path)
+            artifact = make_stateful(compile(wrapper, example, target, check_io=False, **options), layout)
+            artifact.save(path)
         else:
-            export(wrapper, example, path, target, check_io=verify, **options)
-    write_modes(layout, model.config, out)
-    steps = write_samples(wrapper, layout, vocab, out, samples[1])
-    if verify and forms.stateful:
-        LOG.info("checking the stateful artifact in tract: a prefill, then a decode step")
-        verify_stateful(str(path), [(s.inputs["input_ids"], s.outputs["outputs"]) for s in steps[:2]], tolerance)
+            artifact = export(wrapper, example, path, target, check_io=verify and reference is None, **options)
+    sampler: torch.nn.Module | None = wrapper
+    if reference is not None:  # streamed: PyTorch computes on the model loaded, if asked and it fits
+        loaded = reference_wrapper(**reference, compression=compression,
+                                   num_logits_to_keep=num_logits_to_keep) if verify else None
+        sampler = None if loaded is None else with_inputs_dtype(loaded, cache_layout(loaded.model), samples[0])[0]
+        if sampler is not None and not forms.stateful:
+            with torch.no_grad():
+                expected = sampler(*example)
+            artifact.check(target.check_io_tolerance, inputs=[to_numpy(t) for t in example],
+                           expected=[to_numpy(t) for t in expected])
+    write_modes(layout, model.config, out, samples=sampler is not None)
+    if sampler is not None:
+        steps = write_samples(sampler, layout, vocab, out, samples[1])
+        if verify and forms.stateful:
+            LOG.info("checking the stateful artifact in tract: a prefill, then a decode step")
+            verify_stateful(str(path), [(s.inputs["input_ids"], s.outputs["outputs"]) for s in steps[:2]],
+                            tolerance)
     if side_files:
         copy_side_files(folder, model, out)
     return path

@@ -1,0 +1,182 @@
+"""Export benchmark of ``t2n llm``: the 16-layer 0.85 B Llama saved as a safetensors
+checkpoint folder (f32, 3.4 GB), exported by the command as f16 and as Q4_0, each
+compared with a raw write of the artifact's bytes in the same run, and its peak resident
+memory with the checkpoint's size. Writes the "Export" section of
+``benchmarks/RESULTS_LLM.md``.
+
+    python -m benchmarks.llm_export                        # 0.85 B Llama (~10 GB of scratch)
+    python -m benchmarks.llm_export --layers 2 --output /tmp/e.md   # a quick try
+
+Each export is the command a user runs, in its own process
+(``python -m t2n.cli llm --local-dir CK --export-dirpath OUT --force-module-dtype f16
+--no-verify [-c min_max_q4_0]``): its wall time includes the interpreter's start and the
+imports, and its peak RSS is the process's own (``VmHWM``), also read after its imports. The raw write puts the same
+number of bytes as the artifact from memory into one file (large writes, no fsync, like
+the export). Exports and raw writes alternate; each figure is the median of ``--repeats``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchmarks.measure import machine_facts, raw_write, remove, write_safetensors_streaming
+from benchmarks.models import llama_config
+
+ROOT = Path(__file__).resolve().parent.parent
+GB = 1e9
+SECTION = "## Export"
+
+
+def write_checkpoint(folder: Path, layers: int | None) -> int:
+    """The Llama's ``config.json`` and one ``model.safetensors`` written tensor by tensor
+    (random weights, never the whole model in memory); returns the shard's size."""
+    from transformers import LlamaForCausalLM
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = llama_config(layers)
+    config.save_pretrained(str(folder))
+    with torch.device("meta"):
+        meta = LlamaForCausalLM(config)
+    specs = [(n, tuple(p.shape), torch.float32) for n, p in meta.named_parameters()]
+    generator = torch.Generator().manual_seed(0)
+
+    def make(name: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        if name.endswith("norm.weight"):
+            return torch.ones(shape, dtype=dtype)
+        return torch.randn(shape, generator=generator, dtype=dtype) * 0.02
+
+    return write_safetensors_streaming(folder / "model.safetensors", specs, make)
+
+
+CHILD = """
+import json, sys, time
+start = time.perf_counter()
+import torch, transformers, t2n.api, t2n.llm.export, t2n.llm.cli
+from transformers import AutoConfig, LlamaForCausalLM
+from t2n.cli.main import main
+def peak():
+    return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+imported = time.perf_counter()
+imports_rss = peak()
+status = main(sys.argv[2:])
+done = time.perf_counter()
+with open(sys.argv[1], "w") as f:
+    json.dump({"status": status, "imports_s": imported - start, "export_s": done - imported,
+               "imports_rss": imports_rss, "peak_rss": peak()}, f)
+"""
+
+
+def run_export(checkpoint: Path, out: Path, compression: str | None) -> dict[str, Any]:
+    """One ``t2n llm`` command in its own process: wall seconds (of the command after
+    the imports, and in all), peak RSS, artifact size."""
+    remove(out)
+    timings = out.with_suffix(".json")
+    command = ["llm", "--local-dir", str(checkpoint), "--export-dirpath", str(out), "--force-module-dtype",
+               "f16", "--no-verify"] + (["-c", compression] if compression else [])
+    os.sync()
+    start = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(timings), *command], cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    errors = child.stderr.read()
+    status = child.wait()
+    seconds = time.perf_counter() - start
+    if status != 0 or json.loads(timings.read_text())["status"] != 0:
+        raise RuntimeError(f"t2n {' '.join(command)} failed:\n{errors.decode()[-3000:]}")
+    artifact = out / "model" / "model.nnef.tgz"
+    return {"seconds": seconds, **json.loads(timings.read_text()), "artifact_bytes": artifact.stat().st_size}
+
+
+def measure(checkpoint: Path, scratch: Path, compression: str | None, repeats: int) -> dict[str, Any]:
+    exports, writes = [], []
+    out = scratch / ("out_q4" if compression else "out_f16")
+    for _ in range(repeats):
+        exports.append(run_export(checkpoint, out, compression))
+        size = exports[-1]["artifact_bytes"]
+        payload = np.random.default_rng(0).integers(0, 255, size, dtype=np.uint8)
+        os.sync()
+        seconds, _ = raw_write(scratch / "raw.bin", [memoryview(payload)], sync=False, primed=False)
+        writes.append(seconds)
+        del payload
+        remove(scratch / "raw.bin")
+    export_s = statistics.median(e["export_s"] for e in exports)
+    total_s = statistics.median(e["seconds"] for e in exports)
+    write_s = statistics.median(writes)
+    return {"compression": compression or "none (f16)", "export_s": export_s, "raw_write_s": write_s,
+            "ratio": export_s / write_s, "total_s": total_s, "total_ratio": total_s / write_s,
+            "imports_rss": max(e["imports_rss"] for e in exports), "peak_rss": max(e["peak_rss"] for e in exports),
+            "artifact_bytes": exports[-1]["artifact_bytes"], "runs": exports, "raw_writes": writes}
+
+
+def report(results: dict[str, Any]) -> str:
+    size = results["checkpoint_bytes"]
+    lines = [SECTION, "",
+             f"`python -m benchmarks.llm_export` ({results['layers']}-layer Llama, hidden 2048, vocab 32000, "
+             f"checkpoint `model.safetensors` f32 {size / GB:.2f} GB; {results['repeats']} runs each, "
+             "median; exports and raw writes alternate in one run). Command: `t2n llm --local-dir CK "
+             "--export-dirpath OUT --force-module-dtype f16 --no-verify [-c min_max_q4_0]`, each in its "
+             "own process: *export* is the command's time after the imports (torch, transformers, "
+             "t2n), *with start-up* the process's whole wall time.", "",
+             "| export | artifact | export | raw write of the same bytes | ratio | with start-up | ratio "
+             "| peak RSS | peak RSS / checkpoint | peak RSS above imports / checkpoint |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    floor = max(r["imports_rss"] for r in results["exports"])
+    for r in results["exports"]:
+        lines.append(
+            f"| {r['compression']} | {r['artifact_bytes'] / GB:.2f} GB | {r['export_s']:.1f} s | "
+            f"{r['raw_write_s']:.2f} s | {r['ratio']:.1f}x | {r['total_s']:.1f} s | {r['total_ratio']:.1f}x | "
+            f"{r['peak_rss'] / GB:.2f} GB | "
+            f"{r['peak_rss'] / size:.1%} | {(r['peak_rss'] - floor) / size:.1%} |")
+    lines += ["", f"Imports alone (torch, transformers, t2n) peak at {floor / GB:.2f} GB. The model is "
+              "built on the meta device and every weight streams from the shard into the archive, "
+              "so the peak does not grow with the checkpoint. The machine was shared with other "
+              "jobs while measuring: times are noisy, ratios are of interleaved runs.",
+              "", f"Machine: {json.dumps(results['machine'])}", ""]
+    return "\n".join(lines)
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace (or add) the Export section of ``path``, leaving other sections alone."""
+    text = path.read_text() if path.exists() else "# LLM benchmarks\n\n"
+    start = text.find(SECTION)
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        end = text.find("\n## ", start + len(SECTION))
+        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
+    path.write_text(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--layers", type=int, default=None, help="layers of the Llama (default 16)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scratch", type=Path, default=Path("/tmp/t2n_llm_export_bench"))
+    ap.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "RESULTS_LLM.md")
+    ap.add_argument("--keep", action="store_true", help="keep the checkpoint and artifacts")
+    args = ap.parse_args()
+    checkpoint = args.scratch / "checkpoint"
+    size = write_checkpoint(checkpoint, args.layers)
+    results: dict[str, Any] = {"layers": args.layers or 16, "repeats": args.repeats, "checkpoint_bytes": size,
+                               "machine": machine_facts(args.scratch)}
+    results["exports"] = [measure(checkpoint, args.scratch, c, args.repeats) for c in (None, "min_max_q4_0")]
+    (args.output.with_suffix(".export.json")).write_text(json.dumps(results, indent=2) + "\n")
+    write_section(args.output, report(results))
+    print(report(results))
+    if not args.keep:
+        remove(args.scratch)
+
+
+if __name__ == "__main__":
+    main()

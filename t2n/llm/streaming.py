@@ -1,0 +1,337 @@
+"""Exporting a checkpoint folder without loading it: the model is built on the meta
+device from ``config.json`` and every weight streams from the safetensors shards into
+the artifact (``t2n.export(..., weights_from=...)``), so peak memory stays near one
+chunk of one tensor, whatever the checkpoint's size.
+
+What the artifact holds is what ``from_pretrained`` would have loaded:
+
+* weights: read from the shards under the model's own names (a tied weight, such as
+  ``lm_head.weight`` = ``embed_tokens.weight``, is one tensor, written once);
+* buffers the shards do not hold (rotary ``inv_freq``, embedding scales...): computed by
+  the model's own ``_init_weights``, as ``from_pretrained`` computes them. Each is
+  computed twice from two different starting fills; one whose value depends on the fill
+  was not computed and is refused by name (:class:`CheckpointFolderError`);
+* the shards are checked against the model first: tensors missing, extra or of another
+  shape are named with the expected and found shapes, before anything is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+import torch
+
+from t2n.errors import CheckpointFolderError, CorruptCheckpointError, CorruptTensorFileError
+from t2n.ir import DType, TensorData
+
+LOG = logging.getLogger(__name__)
+
+CHUNK_BYTES = 1 << 20
+"""Bytes of a shard read at a time for Q4_0 values when the reader names no size."""
+
+REFERENCE_MEMORY_FRACTION = 0.5
+"""A checkpoint is loaded whole in PyTorch (for verification and the sample outputs)
+only when its weights take at most this fraction of the memory available."""
+
+
+@attrs.frozen
+class StreamedCheckpoint:
+    """The shards of a folder, opened lazily (no tensor data read yet)."""
+
+    folder: Path
+    tensors: Mapping[str, TensorData]
+    nbytes: int
+    """Bytes of the weights in the dtype the model computes in."""
+    replaced: dict[str, TensorData] = attrs.field(factory=dict)
+    """Shard tensor name → what is written instead (Q4_0 weights' dequantized values)."""
+
+    def weights_for(self, model: torch.nn.Module, prefix: str) -> dict[str, TensorData]:
+        """Name → data under the names ``prefix + parameter name`` of every parameter and
+        buffer of ``model`` held by the shards (tied tensors under each of their names)."""
+        out: dict[str, TensorData] = {}
+        for aliases in _aliases(model).values():
+            found = next((a for a in aliases if a in self.tensors), None)
+            if found is not None:
+                data = self.replaced.get(found, self.tensors[found])
+                out.update({prefix + a: data for a in aliases})
+        return out
+
+
+def open_shards(folder: Path) -> Mapping[str, TensorData]:
+    """Every tensor of the folder's safetensors shards, lazily; a truncated shard, a
+    corrupt header or an index naming a missing shard is refused by name."""
+    from t2n.serialize.torch_io import open_checkpoint
+
+    try:
+        return open_checkpoint(folder)
+    except CorruptTensorFileError as exc:
+        raise CorruptCheckpointError(
+            f"{exc}; the checkpoint in {folder} is damaged: download or save it again "
+            "(model.save_pretrained(folder))") from exc
+    except OSError as exc:
+        raise CheckpointFolderError(f"the shards of {folder} cannot be read ({exc}); check the "
+                                    "folder's permissions and that every shard is present") from exc
+
+
+def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bool
+               ) -> tuple[torch.nn.Module, StreamedCheckpoint]:
+    """The folder's causal LM with its weights on the meta device (buffers the shards do
+    not hold are computed for real), and its shards, checked against each other."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from t2n.llm.checkpoint import _settle_device_constructors, check_folder
+
+    check_folder(folder)
+    tensors = open_shards(folder)
+    try:
+        config = AutoConfig.from_pretrained(str(folder), local_files_only=True,
+                                            trust_remote_code=trust_remote_code)
+    except (OSError, ValueError, KeyError) as exc:
+        raise CheckpointFolderError(f"transformers cannot read {folder / 'config.json'}: {exc}; "
+                                    "rewrite it with config.save_pretrained()") from exc
+    chosen = dtype or _config_dtype(config)
+    _settle_device_constructors()
+    with torch.device("meta"):
+        model: Any = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
+            config, dtype=chosen, trust_remote_code=trust_remote_code)
+    model.eval()
+    check_agreement(model, tensors, folder)
+    compute_missing_buffers(model, tensors, folder)
+    nbytes = sum(math.prod(p.shape) * p.element_size() for p in _unique_parameters(model))
+    return model, StreamedCheckpoint(folder, tensors, nbytes)
+
+
+def _config_dtype(config: Any) -> torch.dtype:
+    """The dtype ``from_pretrained(dtype="auto")`` would give (f32 when unnamed)."""
+    value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    if isinstance(value, str):
+        value = getattr(torch, value, None)
+    return value if isinstance(value, torch.dtype) else torch.float32
+
+
+def _aliases(model: torch.nn.Module) -> dict[int, list[str]]:
+    """id(tensor) → every dotted name of it (parameters, then persistent buffers)."""
+    out: dict[int, list[str]] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        out.setdefault(id(p), []).append(name)
+    persistent = set(model.state_dict(keep_vars=True))
+    for name, b in model.named_buffers(remove_duplicate=False):
+        if name in persistent:
+            out.setdefault(id(b), []).append(name)
+    return out
+
+
+def _unique_parameters(model: torch.nn.Module) -> Iterator[torch.Tensor]:
+    seen: set[int] = set()
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            yield p
+
+
+def _ignored(model: Any, attribute: str) -> list[re.Pattern[str]]:
+    patterns = list(getattr(model, attribute, None) or ()) + [r"rotary_emb\.inv_freq"]
+    return [re.compile(p) for p in patterns]
+
+
+def check_agreement(model: torch.nn.Module, tensors: Mapping[str, TensorData], folder: Path) -> None:
+    """Refuse shards that disagree with the model ``config.json`` describes, naming each
+    tensor missing, extra or mis-shaped (expected vs found shape)."""
+    aliases = _aliases(model)
+    owners: dict[str, torch.Tensor] = {name: t for name, t in [*model.named_parameters(remove_duplicate=False),
+                                       *model.named_buffers(remove_duplicate=False)]}
+    missing, wrong = [], []
+    for names in aliases.values():
+        found = next((n for n in names if n in tensors), None)
+        t = owners[names[0]]
+        if found is None:
+            if isinstance(t, torch.nn.Parameter):
+                missing.append(names[0])
+            continue
+        if tuple(tensors[found].shape) != tuple(t.shape):
+            wrong.append(f"{found}: expected shape {list(t.shape)} (from config.json), "
+                         f"found {list(tensors[found].shape)}")
+    known = {n for names in aliases.values() for n in names}
+    ignore = _ignored(model, "_keys_to_ignore_on_load_unexpected")
+    extra = sorted(n for n in tensors if n not in known and not any(p.search(n) for p in ignore))
+    problems = [f"{len(v)} tensor(s) {what}: {_listed(v)}" for v, what in (
+        (sorted(missing), "missing from the shards"),
+        (extra, "in the shards but not in the model config.json describes"),
+        (wrong, "of another shape than config.json says")) if v]
+    if problems:
+        raise CheckpointFolderError(
+            f"the checkpoint in {folder} does not match its config.json: {'; '.join(problems)}; "
+            "re-save the model with save_pretrained or fix config.json")
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def compute_missing_buffers(model: Any, tensors: Mapping[str, TensorData], folder: Path) -> None:
+    """Give each meta buffer the shards do not hold its value, computed by the model's
+    ``_init_weights`` (as ``from_pretrained`` does); a buffer that it does not compute is
+    refused by name, since its value in the real model is unknown."""
+    held = {n for names in _aliases(model).values() for n in names if n in tensors}
+    owners: list[tuple[torch.nn.Module, str, str]] = []
+    for path, module in model.named_modules():
+        for name, b in module._buffers.items():
+            full = f"{path}.{name}" if path else name
+            if b is not None and b.is_meta and full not in held:
+                owners.append((module, name, full))
+    if not owners:
+        return
+    runs = [_computed(model, owners, fill) for fill in (0, 1)]
+    unknown = [full for (_, _, full), a, b in zip(owners, *runs) if not torch.equal(a, b)]
+    if unknown:
+        raise CheckpointFolderError(
+            f"the model config.json describes has buffer(s) that neither the shards of {folder} "
+            f"hold nor its code computes: {_listed(unknown)}; export the loaded model instead "
+            "(t2n.llm.export_llm(AutoModelForCausalLM.from_pretrained(folder), ...))")
+
+
+def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: int) -> list[torch.Tensor]:
+    """Each buffer after ``_init_weights`` ran on its module, starting from ``fill``."""
+    for module, name, _ in owners:
+        b = module._buffers[name]
+        assert b is not None
+        module._buffers[name] = torch.full(b.shape, fill, dtype=b.dtype)
+    init = getattr(model, "_init_weights", None)
+    with torch.no_grad():
+        for module in {id(m): m for m, _, _ in owners}.values():
+            if callable(init):
+                init(module)
+    out = []
+    for module, name, _ in owners:
+        b = module._buffers[name]
+        assert b is not None
+        out.append(b.clone())
+    return out
+
+
+def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, recipe: str) -> None:
+    """Mark the weights ``recipe`` picks as Q4_0: their scales and values are computed
+    while each streams from the shards into the archive (never in memory whole), the
+    same bytes as after :func:`t2n.quantize` on the loaded model."""
+    from t2n.quant.model import SCALES_ATTR, _selected
+    from t2n.quant.q4_0 import shape_problem
+    from t2n.quant.recipes import recipe_of
+    from t2n.serialize.torch_io import ir_dtype
+
+    chosen = recipe_of(recipe)
+    done: dict[int, np.ndarray] = {}
+    for name, p in _selected(model, chosen):
+        found = next((a for a in _aliases(model).get(id(p), []) if a in checkpoint.tensors), None)
+        dtype = ir_dtype(p.dtype)
+        if found is None or shape_problem(tuple(p.shape)) is not None or dtype not in (DType.F32, DType.F16):
+            continue
+        if id(p) not in done:
+            data = DequantizedData(_in_dtype(checkpoint.tensors[found], dtype), chosen.percentile)
+            done[id(p)] = data.scales
+            checkpoint.replaced[found] = data
+        path, _, pname = name.rpartition(".")
+        module = model.get_submodule(path)
+        table = dict(getattr(module, SCALES_ATTR, None) or {})
+        table[pname] = done[id(p)]
+        setattr(module, SCALES_ATTR, table)
+    LOG.info("%s: %d weights as Q4_0 (scales streamed from the shards)", chosen.name, len(done))
+
+
+def _in_dtype(data: TensorData, dtype: DType) -> TensorData:
+    from t2n.ir.tensor_data import converted
+
+    return converted(data, dtype)
+
+
+def _block_runs(data: TensorData, max_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
+    """``data``'s values as f32 ``[n, 32]`` runs of whole blocks, chunk by chunk."""
+    from t2n.quant.q4_0 import BLOCK, as_f32
+
+    rest = np.empty(0, np.float32)
+    for chunk in data.iter_chunks(max_bytes):
+        values = np.concatenate([rest, as_f32(np.ascontiguousarray(chunk).reshape(-1), data.dtype)])
+        whole = len(values) - len(values) % BLOCK
+        yield values[:whole].reshape(-1, BLOCK)
+        rest = values[whole:]
+
+
+class DequantizedData(TensorData):
+    """A weight's values after Q4_0 quantization (what ``t2n.quantize`` leaves in the
+    model's memory), computed from the shard chunk by chunk while it is written. The
+    block scales are computed in the same pass, into :attr:`scales`, each run's before
+    its values are handed on (the Q4_0 writer reads them right after), so each shard is
+    read once."""
+
+    def __init__(self, source: TensorData, percentile: float) -> None:
+        from t2n.quant.q4_0 import BLOCK
+
+        self.source = source
+        self.percentile = percentile
+        self.dtype = source.dtype
+        self.shape = source.shape
+        self.scales = np.zeros(math.prod(source.shape) // BLOCK, np.float16)
+
+    def raw(self) -> np.ndarray:
+        return np.concatenate(list(self.iter_chunks())).reshape(self.shape)
+
+    def iter_chunks(self, max_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
+        from t2n.quant.q4_0 import _rounded_like, quantize_blocks_
+
+        start = 0
+        for run in _block_runs(self.source, max_bytes):
+            values = run.copy()
+            self.scales[start:start + run.shape[0]] = quantize_blocks_(values, self.percentile)
+            start += run.shape[0]
+            yield _rounded_like(values, self.dtype).astype(self.dtype.numpy).reshape(-1)
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (``MemAvailable`` of ``/proc/meminfo``, else the
+    free physical pages)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass  # not Linux: the free pages below
+    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def fits_in_memory(checkpoint: StreamedCheckpoint) -> bool:
+    """Whether loading the whole model in PyTorch stays within the memory budget."""
+    return checkpoint.nbytes <= REFERENCE_MEMORY_FRACTION * available_memory()
+
+
+
+def reference_wrapper(checkpoint: StreamedCheckpoint, *, dtype: torch.dtype | None, trust_remote_code: bool,
+                      compression: str | None, num_logits_to_keep: int | None) -> Any:
+    """The checkpoint loaded whole in PyTorch (cast and quantized as the export was),
+    wrapped like the traced model: the reference for verification and the sample
+    outputs. ``None``, with a warning saying what is skipped, when it does not fit.
+    (Without verification a folder is never loaded: no samples are written then.)"""
+    from t2n.llm.checkpoint import load_folder
+    from t2n.llm.wrapper import KVCacheWrapper
+    from t2n.quant.model import quantize
+
+    if not fits_in_memory(checkpoint):
+        LOG.warning(
+            "the weights of %s take %.1f GB, more than %d%% of the memory available: the model "
+            "is not loaded in PyTorch, so the artifact is not verified against it and no "
+            "tests/*.npz samples are written (run it with tract_greedy_generate or Artifact.check "
+            "on a machine with more memory to check it)", checkpoint.folder, checkpoint.nbytes / 1e9,
+            round(100 * REFERENCE_MEMORY_FRACTION))
+        return None
+    model = load_folder(checkpoint.folder, dtype=dtype, trust_remote_code=trust_remote_code)
+    if next(model.parameters()).dtype == torch.bfloat16:
+        model = model.to(torch.float16)
+    if compression is not None:
+        quantize(model, compression)
+    return KVCacheWrapper(model, num_logits_to_keep).eval()
