@@ -18,7 +18,7 @@ import torch
 
 import t2n.llm.streaming as streaming
 from t2n.llm import export_llm, tract_greedy_generate
-from t2n.llm.generate import _load_runnable
+from t2n.llm.generate import load_runnable
 from t2n.llm.wrapper import KVCacheWrapper, cache_layout
 
 from .folders import save_checkpoint
@@ -47,7 +47,7 @@ def _tract_prefill(out: Path, model: Any) -> tuple[list[np.ndarray], tuple[torch
 
     layout = cache_layout(model)
     cache = layout.empty_cache(0)
-    runnable = _load_runnable(out / "model" / "model.nnef.tgz")
+    runnable = load_runnable(out / "model" / "model.nnef.tgz")
     got = [_to_numpy(tract, np, o) for o in runnable.run([PROMPT.numpy(), *(c.numpy() for c in cache)])]
     with torch.no_grad():
         expected = KVCacheWrapper(model)(PROMPT, *cache)
@@ -119,7 +119,7 @@ def test_verified_when_it_fits(tmp_path: Path) -> None:
     folder = save_checkpoint(tiny_model("qwen2"), tmp_path / "ck")
     export_llm(folder, tmp_path / "out", dtype="f16", tract_check_io_tolerance="very")
     modes = json.loads((tmp_path / "out" / "modes.json").read_text())
-    assert modes["tests"] == ["tests/prefill.npz", "tests/decode.npz"]
+    assert modes["tests"] == ["tests/prefill.npz", "tests/decode.npz", "tests/io.npz"]
     prefill = np.load(tmp_path / "out" / "tests" / "prefill.npz")
     assert prefill["outputs"].dtype == np.float16  # PyTorch's outputs of the loaded f16 model
 
