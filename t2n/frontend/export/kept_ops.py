@@ -39,6 +39,7 @@ KEPT_OPS: tuple[Any, ...] = (
     _ATEN.softplus.default, _ATEN.prelu.default, _ATEN.selu.default, _ATEN.celu.default,
     _ATEN.square.default, _ATEN.floor_divide.default, _ATEN.roll.default, _ATEN.diff.default,
     _ATEN.cosine_similarity.default, _ATEN.pairwise_distance.default,
+    _ATEN.im2col.default, _ATEN.col2im.default,
 )
 """OpOverloads that ``decomposition_table`` leaves whole (see the module docstring)."""
 
