@@ -471,3 +471,67 @@ def program_shapes(program: ExportedProgram, input_names: Sequence[str],
     baked = baked_sizes(program, input_names, request)
     report_baked(baked, strict=strict)
     return ProgramShapes(table, tuple(assertion_lines(program, table, request)), tuple(baked))
+
+
+# -- what compile calls --------------------------------------------------------------
+
+
+def export_request(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None,
+                   input_names: Sequence[str] | None, dynamic_axes: Mapping[str, Any] | None,
+                   dynamic_shapes: Any) -> DynamicRequest:
+    """The dynamic sizes ``compile(frontend="export")`` asks torch.export for. An
+    ``ExportedProgram`` is already exported: its own ``Dim``s decide, ``dynamic_shapes``
+    is refused and ``dynamic_axes`` only checked against it (axes it holds static are
+    reported as baked sizes)."""
+    if isinstance(model, ExportedProgram):
+        if dynamic_shapes is not None:
+            raise InvalidArgumentError(
+                "dynamic_shapes applies when t2n calls torch.export.export; this model is an "
+                "ExportedProgram already: pass dynamic_shapes to torch.export.export instead")
+        _, names = input_names_of(args, kwargs, input_names)
+        tensors, _, _ = flatten((tuple(args), dict(kwargs or {})))
+        axes = normalize_dynamic_axes(dynamic_axes, {n: t.dim() for n, t in zip(names, tensors)})
+        return DynamicRequest(None, axes, {})
+    return dynamic_request(model.forward, args, kwargs, input_names,
+                           dynamic_axes=dynamic_axes, dynamic_shapes=dynamic_shapes)
+
+
+def lowering_shapes(program: ExportedProgram, input_names: Sequence[str],
+                    request: DynamicRequest | None, *, strict: bool = False) -> dict[str, Any]:
+    """The ``symbols`` and ``assertions`` keyword arguments of the export driver for
+    ``program``, after refusing what t2n cannot export in it (see :mod:`.refusals`)."""
+    from t2n.frontend.export.refusals import refuse_program
+
+    refuse_program(program)
+    shapes = program_shapes(program, input_names, request, strict=strict)
+    by_symbol = {s: shapes.symbols.names[s.name] for s in _program_symbols(program)
+                 if s.name in shapes.symbols.names}
+    return {"symbols": by_symbol, "assertions": list(shapes.assertions)}
+
+
+def _program_symbols(program: ExportedProgram) -> set[Any]:
+    found: set[Any] = set(s for s in program.range_constraints if isinstance(s, sympy.Symbol))
+    for val in user_input_values(program):
+        for size in getattr(val, "shape", ()):
+            if isinstance(size, torch.SymInt):
+                found |= set(size.node.expr.free_symbols)
+    return found
+
+
+def dynamic_request_for(frontend: str, model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None,
+                        input_names: Sequence[str] | None, dynamic_axes: Mapping[str, Any] | None,
+                        dynamic_shapes: Any) -> DynamicRequest | None:
+    """:func:`export_request` for ``frontend="export"``; ``None`` for the jit frontend,
+    which takes ``dynamic_axes`` only (``dynamic_shapes`` is refused there)."""
+    if frontend == "export":
+        return export_request(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes)
+    if dynamic_shapes is not None:
+        raise InvalidArgumentError(
+            "dynamic_shapes (torch.export's form) is for frontend=\"export\"; with the jit frontend "
+            "give dynamic_axes={'input_0': {1: 'S'}}, or pass frontend=\"export\"")
+    return None
+
+
+__all__ = ["DynamicRequest", "ProgramShapes", "SymbolTable", "assertion_lines", "baked_sizes", "dynamic_request", "dynamic_request_for",
+           "export_request", "input_names_of", "lowering_shapes", "program_shapes", "report_baked",
+           "symbol_table", "sympy_to_dim"]
