@@ -374,7 +374,7 @@ def compile(
 
     t0 = time.perf_counter()
     graph = lower_program(traced, registry or LoweringRegistry.default(), ins, outs, op_set=op_set,
-                          **lowering_shapes(traced.program, ins, request, strict=strict_dynamic_axes)) \
+                          **lowering_shapes(traced, ins, request, strict=strict_dynamic_axes)) \
         if frontend == "export" else lower(traced, registry or LoweringRegistry.default(), ins, outs,
                                            static_sizes=not axes, op_set=op_set)
     graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)

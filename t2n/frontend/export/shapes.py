@@ -496,12 +496,14 @@ def export_request(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | 
                            dynamic_axes=dynamic_axes, dynamic_shapes=dynamic_shapes)
 
 
-def lowering_shapes(program: ExportedProgram, input_names: Sequence[str],
+def lowering_shapes(exported: Any, input_names: Sequence[str],
                     request: DynamicRequest | None, *, strict: bool = False) -> dict[str, Any]:
-    """The ``symbols`` and ``assertions`` keyword arguments of the export driver for
-    ``program``, after refusing what t2n cannot export in it (see :mod:`.refusals`)."""
+    """The ``symbols`` and ``assertions`` keyword arguments of the export driver for an
+    exported model (or its ``program``), after refusing what t2n cannot export in it (see
+    :mod:`.refusals`)."""
     from t2n.frontend.export.refusals import refuse_program
 
+    program: ExportedProgram = getattr(exported, "program", exported)
     refuse_program(program)
     shapes = program_shapes(program, input_names, request, strict=strict)
     by_symbol = {s: shapes.symbols.names[s.name] for s in _program_symbols(program)
