@@ -90,12 +90,11 @@ def _export(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
             dynamic_shapes: Any) -> torch.export.ExportedProgram:
     """``dynamic_shapes`` in torch's form, or a :class:`~.shapes.DynamicRequest`; what
     torch.export raises becomes a typed error (:func:`.refusals.export_errors`)."""
-    from t2n.frontend.export.refusals import export_errors
+    from t2n.frontend.export.refusals import export_with_request
     from t2n.frontend.export.shapes import DynamicRequest
 
     request = dynamic_shapes if isinstance(dynamic_shapes, DynamicRequest) else DynamicRequest(dynamic_shapes)
-    with export_errors(request.axes):
-        return torch.export.export(model, args, kwargs, dynamic_shapes=request.dynamic_shapes, strict=False)
+    return export_with_request(model, args, kwargs, request)
 
 
 def _mutated_buffers_before(program: torch.export.ExportedProgram) -> dict[str, torch.Tensor]:

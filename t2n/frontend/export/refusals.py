@@ -15,6 +15,7 @@ axis, with torch's reason and how to relax it. torch's exception stays the ``__c
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import sysconfig
@@ -31,6 +32,9 @@ from torch.fx.experimental.symbolic_shapes import (
 )
 
 from t2n.errors import ExportFrontendError, ExportSpecializationError, T2NError
+from t2n.frontend.export.shapes import DynamicRequest, with_ranges
+
+log = logging.getLogger("t2n.frontend")
 
 USE_JIT = 'export with frontend="jit" instead (the default)'
 """The advice every refusal ends with."""
@@ -68,6 +72,25 @@ def export_errors(axes: Mapping[str, Mapping[int, str]] | None = None) -> Iterat
         raise _refusal(exc, "a graph break (Python torch.export cannot trace)") from exc
     except Exception as exc:  # anything else torch.export (or forward under it) raised: typed, with its cause
         raise _refusal(exc, "Python that torch.export could not run with symbolic tensors") from exc
+
+
+def export_with_request(model: torch.nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                        request: DynamicRequest) -> ExportedProgram:
+    """``torch.export.export`` (non-strict) with the request's ``dynamic_shapes``, errors
+    typed by :func:`export_errors`. When torch refuses a symbol made from ``dynamic_axes``
+    only for want of a range it names (``S <= 64``), the export is made again with that
+    range, which then becomes a ``tract_assert`` line, and a log line says so."""
+    try:
+        with export_errors(request.axes):
+            return torch.export.export(model, args, dict(kwargs), dynamic_shapes=request.dynamic_shapes, strict=False)
+    except ExportSpecializationError as exc:
+        retry = with_ranges(request, _suggested_fixes(str(exc.__cause__)))
+        if retry is None:
+            raise
+        log.info("torch.export needs %s for the dynamic axes; exporting with that range",
+                 "; ".join(_suggested_fixes(str(exc.__cause__))))
+        with export_errors(retry.axes):
+            return torch.export.export(model, args, dict(kwargs), dynamic_shapes=retry.dynamic_shapes, strict=False)
 
 
 def _is_constraint_violation(exc: BaseException) -> bool:

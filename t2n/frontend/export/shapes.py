@@ -28,6 +28,7 @@ user's ``Dim`` asks a larger minimum the artifact keeps tract's ``S >= 1``.
 from __future__ import annotations
 
 import inspect
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -61,6 +62,8 @@ class DynamicRequest:
     axes: Mapping[str, Mapping[int, str]] = attrs.field(factory=dict)
     dims: Mapping[str, Any] = attrs.field(factory=dict)
     auto: Mapping[str, frozenset[int]] = attrs.field(factory=dict)
+    from_axes: bool = False
+    """Made from ``dynamic_axes``: t2n owns its Dims and may give them the range torch asks."""
 
     @property
     def dynamic(self) -> bool:
@@ -109,7 +112,35 @@ def dynamic_request(
     dims = {sym: TorchDim(sym) for per in axes.values() for sym in per.values()}
     by_path = {p: {a: dims[s] for a, s in axes[n].items()} for p, n in leaves.items() if n in axes}
     spec = {name: _spec_like(value, prefix, by_path) for name, (value, prefix) in params.items()}
-    return DynamicRequest(spec, axes, dims)
+    return DynamicRequest(spec, axes, dims, from_axes=True)
+
+
+_RANGE_FIX = re.compile(r"^(\w+) = Dim\('(\w+)'((?:, (?:min|max)=\d+)*)\)$")
+
+
+def with_ranges(request: DynamicRequest, fixes: Sequence[str]) -> DynamicRequest | None:
+    """``request`` with the ranges torch.export suggests (``S = Dim('S', max=64)``: the model
+    only runs for such sizes, a position table of 64 rows...), or ``None`` when a fix is
+    not a range of a symbol t2n made from ``dynamic_axes``."""
+    if not request.from_axes or not fixes:
+        return None
+    ranges: dict[str, dict[str, int]] = {}
+    for fix in fixes:
+        found = _RANGE_FIX.match(fix.strip())
+        if found is None or found.group(1) != found.group(2) or found.group(1) not in request.dims:
+            return None
+        ranges[found.group(1)] = {k: int(v) for k, v in re.findall(r"(min|max)=(\d+)", found.group(3))}
+    dims = {name: TorchDim(name, **ranges[name]) if name in ranges else dim for name, dim in request.dims.items()}
+    swap = {id(old): dims[name] for name, old in request.dims.items()}
+    return attrs.evolve(request, dynamic_shapes=_swap_dims(request.dynamic_shapes, swap), dims=dims)
+
+
+def _swap_dims(spec: Any, swap: Mapping[int, Any]) -> Any:
+    if isinstance(spec, Mapping):
+        return {k: _swap_dims(v, swap) for k, v in spec.items()}
+    if isinstance(spec, (tuple, list)):
+        return type(spec)(_swap_dims(v, swap) for v in spec)
+    return swap.get(id(spec), spec)
 
 
 def _bound_arguments(forward: Callable[..., Any], args: Sequence[Any],
@@ -536,4 +567,4 @@ def dynamic_request_for(frontend: str, model: Any, args: Sequence[Any], kwargs: 
 
 __all__ = ["DynamicRequest", "ProgramShapes", "SymbolTable", "assertion_lines", "baked_sizes", "dynamic_request", "dynamic_request_for",
            "export_request", "input_names_of", "lowering_shapes", "program_shapes", "report_baked",
-           "symbol_table", "sympy_to_dim"]
+           "symbol_table", "sympy_to_dim", "with_ranges"]
