@@ -124,9 +124,15 @@ class ProgramLowering:
         return t
 
     def variable(self, node: torch.fx.Node) -> Value:
-        """The IR variable of a parameter, buffer or lifted constant (made on first use)."""
+        """The IR variable of a parameter or buffer (made on first use). A lifted tensor
+        constant is a constant of the graph, as the jit frontend makes it (folded with
+        what it meets), unless it is one of the model's own tensors."""
         target, t = self.pending.pop(node)
-        name = self.exported.tensor_names.get(id(t), target)
+        name = self.exported.tensor_names.get(id(t))
+        if name is None and target in self.program.constants:
+            self.env[node] = Builder(self.graph).op("const", name="c", data=array_data(t.detach().clone()))
+            return self.env[node]
+        name = name or target
         data = self.exported.weights.get(name)
         if data is None:
             start = self.exported.start_values.get(target)

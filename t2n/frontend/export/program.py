@@ -64,7 +64,7 @@ def export_program(
         raise InvalidArgumentError("the example arguments contain no tensor")
     originals = [t.detach().clone() for t in tensors]
     runnable: Any
-    names: dict[int, str] = {}
+    names: dict[int, str] | None = None  # an ExportedProgram's module cannot be put in eval mode
     if isinstance(model, torch.export.ExportedProgram):
         program = model
         runnable = program.module()
@@ -74,7 +74,7 @@ def export_program(
         runnable, names = model, canonical_tensor_names(model, "")
     program = program.run_decompositions(decomposition_table())
     start = _mutated_buffers_before(program)
-    with eval_mode(runnable) if isinstance(runnable, torch.nn.Module) else contextlib.nullcontext(), torch.no_grad():
+    with contextlib.nullcontext() if names is None else eval_mode(runnable), torch.no_grad():
         out = runnable(*args, **kw)
     out_tensors, out_paths, out_spec = flatten(out)
     if not out_tensors:
@@ -82,7 +82,7 @@ def export_program(
     return ExportedModel(
         program=program, example_inputs=originals, input_paths=paths,
         reference_outputs=[t.detach() for t in out_tensors], output_paths=out_paths,
-        output_spec=out_spec, tensor_names=names, start_values=start,
+        output_spec=out_spec, tensor_names=names or {}, start_values=start,
     )
 
 
