@@ -302,3 +302,8 @@ class ExportSpecializationError(ExportFrontendError, DynamicAxesError):
         self.axis = axis
         self.reason = reason
         super().__init__(message, construct="a specialised dynamic size")
+
+
+class ScriptedModelExportError(ExportFrontendError, InvalidArgumentError):
+    """A TorchScript model given with ``frontend="export"``: torch.export traces Python
+    code, which a scripted module no longer has (``frontend="jit"`` takes it)."""

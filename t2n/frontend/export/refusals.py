@@ -31,7 +31,12 @@ from torch.fx.experimental.symbolic_shapes import (
     free_unbacked_symbols,
 )
 
-from t2n.errors import ExportFrontendError, ExportSpecializationError, T2NError
+from t2n.errors import (
+    ExportFrontendError,
+    ExportSpecializationError,
+    ScriptedModelExportError,
+    T2NError,
+)
 from t2n.frontend.export.shapes import DynamicRequest, with_ranges
 
 log = logging.getLogger("t2n.frontend")
@@ -46,11 +51,11 @@ _DATA_DEPENDENT_OPS = frozenset({"nonzero", "item", "_local_scalar_dense", "mask
 def refuse_scripted(model: Any) -> None:
     """A ``torch.jit.ScriptModule`` (scripted or loaded) has no Python ``forward`` that
     torch.export could trace."""
-    if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
-        raise ExportFrontendError(
-            f"a scripted module ({type(model).__name__}) cannot go through torch.export, which "
-            f"traces Python code; {USE_JIT}: it takes scripted modules and their control flow",
-            construct="scripted module")
+    if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)) or type(model).__name__ == "HardenedGraph":
+        raise ScriptedModelExportError(
+            f"a scripted module ({type(model).__name__}, a TorchScript model) cannot go through "
+            f"torch.export, which traces Python code; {USE_JIT}: it takes scripted modules and "
+            "their control flow", construct="scripted module")
 
 
 @contextlib.contextmanager
