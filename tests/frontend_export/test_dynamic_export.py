@@ -226,3 +226,31 @@ def test_transformers_model_over_a_dynamic_sequence_length():
             logits = model(ids).logits.numpy()
         assert art.check(inputs=[ids.numpy()], expected=[logits]).ok
         assert np.isfinite(logits).all()
+
+
+def test_size_expressions_map_to_ir_dims_or_a_typed_refusal():
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, Max, Mod
+
+    from t2n.errors import ExportFrontendError
+    from t2n.frontend.export.shapes import sympy_to_dim
+
+    s = sympy.Symbol("s0", integer=True, positive=True)
+    names = {"s0": "S"}
+    assert str(sympy_to_dim(2 * s + 1, names)) == "2 * S + 1"
+    assert str(sympy_to_dim(FloorDiv(s - 1, 2) + 1, names)) == "(S - 1) / 2 + 1"
+    assert sympy_to_dim(Mod(s, 4), names).evaluate({"S": 10}) == 2
+    with pytest.raises(ExportFrontendError, match=r"Max\(3, s0\) has no form.*frontend=\"jit\""):
+        sympy_to_dim(Max(s, 3), names)
+    with pytest.raises(ExportFrontendError, match="u0 is not an input size"):
+        sympy_to_dim(sympy.Symbol("u0"), names)
+
+
+def test_export_to_disk_with_dynamic_shapes(tmp_path):
+    model = nn.Linear(4, 4).eval()
+    dest = tmp_path / "m.nnef.tgz"
+    art = t2n.export(model, (torch.randn(1, 5, 4),), dest, frontend="export",
+                     dynamic_shapes=({1: Dim("S", max=100)},))
+    assert dest.exists()
+    assert "extension tract_assert S <= 100;" in _extensions(art)
+    _check_at(art, model, lambda S: (torch.randn(1, S, 4),), [{"S": 9}])

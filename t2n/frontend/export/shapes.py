@@ -293,7 +293,7 @@ def sympy_to_dim(expr: Any, names: Mapping[str, str]) -> Dim:
         if expr.name not in names:
             raise ExportFrontendError(
                 f"the size {expr} is not an input size (torch.export made it from tensor data, "
-                "such as the length of nonzero or of a boolean mask); export with frontend='jit' "
+                "such as the length of nonzero or of a boolean mask); export with frontend=\"jit\" "
                 "to keep the size the example gives", construct="a data-dependent size")
         return Sym(names[expr.name])
     parts = [sympy_to_dim(a, names) for a in expr.args]
@@ -318,7 +318,7 @@ def sympy_to_dim(expr: Any, names: Mapping[str, str]) -> Dim:
         return parts[0] % parts[1]
     raise ExportFrontendError(
         f"the size expression {expr} has no form in tract's symbolic sizes (only +, *, and "
-        "// or % by constants); export with frontend='jit', or make that size static",
+        "// or % by constants); export with frontend=\"jit\", or make that size static",
         construct=f"size expression {type(expr).__name__}")
 
 
@@ -478,7 +478,7 @@ def report_baked(problems: Sequence[str], *, strict: bool) -> None:
     text = "\n  ".join(problems)
     if strict:
         raise DynamicAxesError(f"sizes fixed by torch.export although asked dynamic:\n  {text}\n"
-                               "export with another example size or frontend='jit', or drop these axes")
+                               "export with another example size or frontend=\"jit\", or drop these axes")
     warnings.warn("some sizes asked dynamic were fixed by torch.export (the artifact only runs at "
                   f"these sizes):\n  {text}", BakedSizeWarning, stacklevel=3)
 
