@@ -37,7 +37,7 @@ from t2n.errors import (
     ScriptedModelExportError,
     T2NError,
 )
-from t2n.frontend.export.shapes import DynamicRequest, with_ranges
+from t2n.frontend.export.requests import DynamicRequest, with_ranges
 
 log = logging.getLogger("t2n.frontend")
 
