@@ -16,7 +16,7 @@ import attrs
 import torch
 from torch.utils._pytree import tree_map
 
-from t2n.errors import InvalidArgumentError
+from t2n.errors import InvalidArgumentError, TraceError
 from t2n.frontend.export.kept_ops import decomposition_table
 from t2n.frontend.io import Spec, flatten
 from t2n.frontend.specialization import Specialization
@@ -151,3 +151,8 @@ def _mutated_buffers_before(program: torch.export.ExportedProgram) -> dict[str, 
             if isinstance(t, torch.Tensor):
                 out[spec.target] = t.detach().clone()
     return out
+
+
+def _first_lines(text: str, n: int = 6) -> str:
+    lines = text.strip().splitlines()
+    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
