@@ -27,6 +27,8 @@ from t2n.check.compare import Tolerance
 from t2n.dropin.checking import resolve_check
 from t2n.dropin.reify import tract_form_passes
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
+from t2n.frontend.export import check_frontend, obtain_program
+from t2n.frontend.export.lower import lower_program
 from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
 from t2n.frontend.io import normalize_args
 from t2n.frontend.io_match import checked_io_names, pass_through
@@ -239,6 +241,7 @@ def compile(
     check_io_names_qte_match: bool = True,
     allow_same_io_names: bool = False,
     debug_bundle_path: str | os.PathLike[str] | None = None,
+    frontend: str = "jit",
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
@@ -324,7 +327,12 @@ def compile(
     ``artifact.check()``) writes its debug bundle: a folder, or one archive for a
     ``.tgz``/``.tar`` path, with the IR after every pass and a ``replay.py``
     (see :mod:`t2n.check.bundle`); nothing is written when the check passes.
+
+    ``frontend="export"`` reads the model with ``torch.export`` instead of
+    ``torch.jit.trace`` (``model`` may then also be a ``torch.export.ExportedProgram``);
+    see :mod:`t2n.frontend.export`.
     """
+    frontend = check_frontend(frontend, model, extractors)
     target = check_target(target)
     check_io, tolerance = resolve_check(target, check_io, tolerance, default=False)
     op_set = check_op_set(op_set)
@@ -339,13 +347,14 @@ def compile(
                                  naming_scheme=nnef_variable_naming_scheme, debug_bundle_path=debug_bundle_path)
     if opts.log_level is not None:
         logging.getLogger("t2n").setLevel(opts.log_level)
-    if not isinstance(model, (torch.nn.Module, HardenedGraph)):
+    if frontend == "jit" and not isinstance(model, (torch.nn.Module, HardenedGraph)):
         raise InvalidArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     pos_args = normalize_args(args)
-    traced = _trace_any(model, pos_args, kwargs, check_extractors(extractors), weights_from,
-                        auto_harden_jit, jit_diagnostics)
+    traced = obtain_program(model, pos_args, kwargs, weights_from=weights_from) if frontend == "export" else \
+        _trace_any(model, pos_args, kwargs, check_extractors(extractors), weights_from, auto_harden_jit,
+                   jit_diagnostics)
     specialized = report_specializations(traced.specializations, strict=strict)
     timings["trace"] = time.perf_counter() - t0
     ins, outs, same = checked_io_names(input_names, output_names, traced, pos_args, kwargs, target,
@@ -357,8 +366,9 @@ def compile(
     check_symbols_apart(axes, [*ins, *outs])
 
     t0 = time.perf_counter()
-    graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes,
-                  op_set=op_set)
+    graph = lower_program(traced, registry or LoweringRegistry.default(), ins, outs, op_set=op_set) \
+        if frontend == "export" else lower(traced, registry or LoweringRegistry.default(), ins, outs,
+                                           static_sizes=not axes, op_set=op_set)
     graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)
     graph.info.naming_scheme = opts.naming_scheme
     pass_through(graph, same, ins, outs)

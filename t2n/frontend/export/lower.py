@@ -1,0 +1,274 @@
+"""The export frontend's driver: the FX graph of a core-ATen ExportedProgram → IR.
+
+Placeholders follow the program's ``graph_signature``: parameters, buffers and lifted
+tensor constants become IR variables under their state-dict names (the names the jit
+frontend gives the same tensors), user inputs become graph inputs. Each
+``call_function`` node is lowered by the registry's rule for ``aten::<name>`` through
+:class:`~t2n.frontend.export.context.FxLoweringContext`; ``operator.getitem`` picks an
+output of a multi-output op; size arithmetic (``aten.sym_size``, ``operator.*``) runs
+in Python on ints, or through the rules on run-time sizes. Every op without a rule is
+reported at once, before anything is lowered, in the jit frontend's
+``UnsupportedOpsError``.
+
+Buffers the program writes (``BUFFER_MUTATION`` outputs) are not outputs of the
+artifact: it computes the call as PyTorch ran it, from the buffers' values before the
+call, and the user outputs read the written values where the model read them.
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import torch
+import torch.fx
+from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
+
+from t2n.errors import LoweringError, OpProblem, UnsupportedOpsError
+from t2n.frontend.context import Poison, UnsupportedHere, array_data
+from t2n.frontend.dtypes import to_ir
+from t2n.frontend.export.context import FxLoweringContext, fx_module_path, fx_source
+from t2n.frontend.export.kept_ops import kind_of
+from t2n.frontend.export.program import ExportedModel
+from t2n.frontend.export.symbolic import PYTHON_OPS, SIZE_ALIASES, SymbolTable, dim_of
+from t2n.frontend.lower import Lowering
+from t2n.frontend.registry import LoweringRegistry
+from t2n.ir import Builder, Graph, OpSet, TensorType, Value
+
+log = logging.getLogger("t2n.frontend")
+
+_STATE_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+
+
+class ProgramLowering:
+    """State of one lowering: the IR graph being built and FX node → lowered value."""
+
+    def __init__(self, exported: ExportedModel, registry: LoweringRegistry, input_names: Sequence[str],
+                 output_names: Sequence[str], *, op_set: OpSet | None = None,
+                 symbols: SymbolTable | None = None, assertions: Sequence[str] = ()) -> None:
+        self.exported = exported
+        self.program = exported.program
+        self.registry = registry
+        self.graph = Graph("main", op_set)
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.pending: dict[torch.fx.Node, tuple[str, torch.Tensor]] = {}
+        self.problems: list[OpProblem] = []
+        self.input_names = list(input_names)
+        self.output_names = list(output_names)
+        self.symbols: SymbolTable = dict(symbols or {})
+        self.assertions = list(assertions)
+        self.static_sizes = not self.symbols
+        """Without symbols every size is an int: size arithmetic runs in Python."""
+        self.module_writes: dict[tuple[int, str], Any] = {}
+
+    # -- checks before lowering ----------------------------------------------------------
+    def problem(self, node: torch.fx.Node, kind: str, reason: str) -> None:
+        self.problems.append(OpProblem(kind, fx_module_path(node), fx_source(node), reason))
+
+    def precheck(self) -> None:
+        for node in self.program.graph.nodes:
+            if node.op != "call_function" or node.target in PYTHON_OPS or node.target is operator.getitem:
+                continue
+            kind = kind_of(node.target)
+            if not isinstance(node.target, torch._ops.OpOverload):
+                self.problem(node, kind, _not_an_aten_op(node))
+            elif SIZE_ALIASES.get(kind, kind) not in self.registry:
+                self.problem(node, kind, "no lowering rule")
+
+    # -- the run -------------------------------------------------------------------------
+    def run(self) -> Graph:
+        self.precheck()
+        if self.problems:
+            raise UnsupportedOpsError(self.problems)
+        self.bind_placeholders()
+        for node in self.program.graph.nodes:
+            if node.op == "call_function":
+                self.lower_node(node)
+            elif node.op == "output":
+                outs = self.user_outputs(node)
+        if self.problems:
+            raise UnsupportedOpsError(self.problems)
+        self.graph.set_outputs(_named_outputs(self.graph, outs, self.output_names))
+        if self.assertions:
+            self.graph.info.custom_extensions += [*self.assertions]
+        return self.graph
+
+    def bind_placeholders(self) -> None:
+        placeholders = [n for n in self.program.graph.nodes if n.op == "placeholder"]
+        specs = self.program.graph_signature.input_specs
+        if len(placeholders) != len(specs):
+            raise LoweringError(f"the program has {len(placeholders)} placeholders for {len(specs)} input specs")
+        users = iter(zip(self.exported.example_inputs, self.input_names))
+        for node, spec in zip(placeholders, specs):
+            if spec.kind in _STATE_KINDS:
+                assert spec.target is not None
+                self.pending[node] = (spec.target, self.state_tensor(spec.target))
+            elif spec.kind == InputKind.USER_INPUT and isinstance(spec.arg, TensorArgument):
+                example, name = next(users)
+                shape = [dim_of(d, self.symbols) for d in node.meta["val"].shape]
+                self.env[node] = self.graph.add_input(TensorType(to_ir(example.dtype), shape), name)
+            elif spec.kind == InputKind.USER_INPUT:
+                self.env[node] = getattr(spec.arg, "value", None)
+            else:
+                self.problems.append(OpProblem(f"input {spec.arg.name}", "", "",
+                                               f"program inputs of kind {spec.kind.name} are not supported"))
+
+    def state_tensor(self, target: str) -> torch.Tensor:
+        t = self.program.state_dict.get(target)
+        if t is None:
+            t = self.program.constants.get(target)
+        if not isinstance(t, torch.Tensor):
+            raise LoweringError(f"the program has no tensor for its state {target!r}")
+        return t
+
+    def variable(self, node: torch.fx.Node) -> Value:
+        """The IR variable of a parameter, buffer or lifted constant (made on first use)."""
+        target, t = self.pending.pop(node)
+        name = self.exported.tensor_names.get(id(t), target)
+        data = self.exported.weights.get(name)
+        if data is None:
+            start = self.exported.start_values.get(target)
+            data = array_data(t if start is None else start, name)
+            if start is None:
+                self.exported.state_read[name] = t
+        value = Builder(self.graph).variable(data, name)
+        self.env[node] = value
+        return value
+
+    # -- arguments -----------------------------------------------------------------------
+    def value_of(self, x: Any) -> Any:
+        """An FX argument as lowered: nodes → their values, lists element-wise."""
+        if isinstance(x, torch.fx.Node):
+            if x in self.pending:
+                return self.variable(x)
+            return self.env[x]
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.value_of(v) for v in x)
+        if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return dim_of(x, self.symbols)
+        return x
+
+    def schema_args(self, node: torch.fx.Node, schema: torch.FunctionSchema | None) -> list[Any]:
+        """Every argument of ``schema`` in order: positional, by keyword, or its default."""
+        if schema is None:
+            return [self.value_of(a) for a in node.args]
+        out: list[Any] = []
+        for i, arg in enumerate(schema.arguments):
+            if i < len(node.args) and not arg.kwarg_only:
+                out.append(self.value_of(node.args[i]))
+            elif arg.name in node.kwargs:
+                out.append(self.value_of(node.kwargs[arg.name]))
+            elif arg.has_default_value():
+                out.append(arg.default_value)
+            else:
+                raise LoweringError(f"{schema.name}: argument {arg.name!r} is missing")
+        return out
+
+    # -- nodes ---------------------------------------------------------------------------
+    def lower_node(self, node: torch.fx.Node) -> None:
+        target = node.target
+        if target is operator.getitem:
+            base = self.value_of(node.args[0])
+            self.env[node] = base if isinstance(base, Poison) else base[node.args[1]]
+            return
+        if target in PYTHON_OPS and self.fold_python(node):
+            return
+        kind = kind_of(target)
+        info = self.registry.get(SIZE_ALIASES.get(kind, kind))
+        if info is None:
+            self.problem(node, kind, "no lowering rule")
+            self.env[node] = Poison()
+            return
+        schema = getattr(target, "_schema", None)
+        try:
+            ctx = FxLoweringContext(self, node, kind, schema)
+        except KeyError as exc:  # an input whose producer failed was not recorded
+            raise LoweringError(f"{kind}: an input was never lowered ({exc})") from exc
+        if any(isinstance(a, Poison) for a in _flat(ctx._inputs)):
+            for a in _flat(ctx._inputs):
+                if isinstance(a, Poison) and a.reason:
+                    self.problem(node, kind, a.reason)
+            self.env[node] = Poison()
+            return
+        ops = self.graph.info.aten_ops
+        ops[kind] = ops.get(kind, 0) + 1
+        try:
+            self.env[node] = info.fn(ctx)
+        except UnsupportedHere as exc:
+            self.problem(node, kind, str(exc))
+            self.env[node] = Poison()
+        except Exception as exc:
+            raise LoweringError(f"lowering {kind} {ctx.loc} failed: {type(exc).__name__}: {exc}") from exc
+
+    def fold_python(self, node: torch.fx.Node) -> bool:
+        """Size arithmetic on Python numbers, computed here (False: some input is a
+        run-time value, lowered by the rules)."""
+        args = [self.value_of(a) for a in node.args]
+        if not all(isinstance(a, (int, float, bool)) for a in args):
+            return False
+        self.env[node] = PYTHON_OPS[node.target](*args)
+        return True
+
+    def user_outputs(self, node: torch.fx.Node) -> list[Any]:
+        returned = list(cast(Sequence[Any], node.args[0]))
+        specs = self.program.graph_signature.output_specs
+        outs: list[Any] = []
+        for value, spec in zip(returned, specs):
+            if spec.kind == OutputKind.USER_OUTPUT:
+                if isinstance(spec.arg, TensorArgument):
+                    outs.append(self.value_of(value))
+            elif spec.kind != OutputKind.BUFFER_MUTATION:
+                self.problems.append(OpProblem(f"output {spec.arg}", "", "",
+                                               f"program outputs of kind {spec.kind.name} are not supported"))
+        for o in outs:
+            if isinstance(o, Poison) and o.reason:
+                self.problems.append(OpProblem("output", "", "", o.reason))
+        return outs
+
+
+def _not_an_aten_op(node: torch.fx.Node) -> str:
+    return (f"{kind_of(node.target)} is not an ATen operator (a higher-order op or a Python "
+            "function in the exported graph); export with frontend=\"jit\", or rewrite it with ATen ops")
+
+
+def _flat(xs: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for x in xs:
+        out.extend(_flat(x) if isinstance(x, (list, tuple)) else [x])
+    return out
+
+
+def _named_outputs(graph: Graph, outs: Sequence[Any], names: Sequence[str]) -> list[Value]:
+    """The outputs under their names (the jit driver's rules: a copy where an output is
+    an input, a variable or an output already named)."""
+    return Lowering.name_outputs(_Naming(graph, names), outs)  # type: ignore[arg-type]
+
+
+class _Naming:
+    """What :meth:`Lowering.name_outputs` reads of its lowering."""
+
+    def __init__(self, graph: Graph, names: Sequence[str]) -> None:
+        self.graph = graph
+        self.output_names = list(names)
+
+
+def lower_program(
+    exported: object,
+    registry: LoweringRegistry,
+    input_names: Sequence[str],
+    output_names: Sequence[str],
+    *,
+    op_set: OpSet | None = None,
+    symbols: Mapping[Any, str] | None = None,
+    assertions: Sequence[str] = (),
+) -> Graph:
+    """Lower an exported program into an IR graph (raises UnsupportedOpsError listing all
+    problems). ``symbols``: sympy symbol of the program → the IR symbol name of that
+    dynamic size (none: every size is static); ``assertions``: ``tract_assert`` lines
+    the graph carries."""
+    if not isinstance(exported, ExportedModel):
+        raise LoweringError(f"lower_program lowers an ExportedModel, not a {type(exported).__name__}")
+    return ProgramLowering(exported, registry, input_names, output_names, op_set=op_set,
+                           symbols=dict(symbols or {}), assertions=assertions).run()

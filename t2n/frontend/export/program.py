@@ -1,0 +1,118 @@
+"""Obtaining the ExportedProgram that the export frontend lowers, and what the rest of
+``compile`` needs from it (example inputs, PyTorch's reference outputs, io paths).
+
+An ``nn.Module`` is exported with ``torch.export.export(..., strict=False)`` in eval
+mode; an ``ExportedProgram`` given as the model is used as it is. Either way the
+program is decomposed to core ATen, keeping the ops of :mod:`.kept_ops` whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import torch
+
+from t2n.errors import InvalidArgumentError, TraceError
+from t2n.frontend.export.kept_ops import decomposition_table
+from t2n.frontend.io import Spec, flatten
+from t2n.frontend.specialization import Specialization
+from t2n.frontend.trace import canonical_tensor_names, eval_mode
+
+
+@attrs.define
+class ExportedModel:
+    """A decomposed ExportedProgram and what ``compile`` reads of a traced model (the
+    same attribute names as :class:`t2n.frontend.trace.TracedModel`)."""
+
+    program: torch.export.ExportedProgram
+    example_inputs: list[torch.Tensor]
+    input_paths: list[str]
+    reference_outputs: list[torch.Tensor]
+    output_paths: list[str]
+    output_spec: Spec | None
+    tensor_names: dict[int, str] = attrs.field(factory=dict)
+    """id(tensor) → the name the jit frontend gives it (its first dotted name)."""
+    start_values: dict[str, torch.Tensor] = attrs.field(factory=dict)
+    """Buffers the program writes: their values before the call (the artifact's data)."""
+    weights: dict[str, Any] = attrs.field(factory=dict)
+    """State name → IR tensor data read from elsewhere (``compile(weights_from=...)``)."""
+    state_read: dict[str, torch.Tensor] = attrs.field(factory=dict)
+    specializations: list[Specialization] = attrs.field(factory=list)
+    tracer_warnings: list[str] = attrs.field(factory=list)
+    outputs_are_flat: bool = False
+
+
+def is_exported_program(model: object) -> bool:
+    return isinstance(model, torch.export.ExportedProgram)
+
+
+def export_program(
+    model: torch.nn.Module | torch.export.ExportedProgram,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any] | None,
+    *,
+    dynamic_shapes: Any = None,
+) -> ExportedModel:
+    """The model as a core-ATen ExportedProgram, with its example inputs and reference
+    outputs (computed by PyTorch on ``args``/``kwargs``)."""
+    kw = dict(kwargs or {})
+    tensors, paths, _ = flatten((args, kw))
+    if not tensors:
+        raise InvalidArgumentError("the example arguments contain no tensor")
+    originals = [t.detach().clone() for t in tensors]
+    runnable: Any
+    names: dict[int, str] = {}
+    if isinstance(model, torch.export.ExportedProgram):
+        program = model
+        runnable = program.module()
+    else:
+        with eval_mode(model):
+            program = _export(model, args, kw, dynamic_shapes)
+        runnable, names = model, canonical_tensor_names(model, "")
+    program = program.run_decompositions(decomposition_table())
+    start = _mutated_buffers_before(program)
+    with eval_mode(runnable) if isinstance(runnable, torch.nn.Module) else contextlib.nullcontext(), torch.no_grad():
+        out = runnable(*args, **kw)
+    out_tensors, out_paths, out_spec = flatten(out)
+    if not out_tensors:
+        raise InvalidArgumentError("the model returned no tensor")
+    return ExportedModel(
+        program=program, example_inputs=originals, input_paths=paths,
+        reference_outputs=[t.detach() for t in out_tensors], output_paths=out_paths,
+        output_spec=out_spec, tensor_names=names, start_values=start,
+    )
+
+
+def _export(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
+            dynamic_shapes: Any) -> torch.export.ExportedProgram:
+    try:
+        return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+    except Exception as exc:  # torch.export raises many types; all mean "not exportable"
+        raise TraceError(
+            f"torch.export.export failed on the model: {type(exc).__name__}: {_first_lines(str(exc))}. "
+            "What to do: fix the construct it names, or export with frontend=\"jit\""
+        ) from exc
+
+
+def _first_lines(text: str, n: int = 6) -> str:
+    lines = text.strip().splitlines()
+    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
+
+
+def _mutated_buffers_before(program: torch.export.ExportedProgram) -> dict[str, torch.Tensor]:
+    """Copies of the buffers the program writes, taken before PyTorch runs the model for
+    its reference outputs (which writes them): the artifact starts from these values."""
+    from torch.export.graph_signature import OutputKind
+
+    out: dict[str, torch.Tensor] = {}
+    for spec in program.graph_signature.output_specs:
+        if spec.kind == OutputKind.BUFFER_MUTATION and spec.target is not None:
+            t = program.state_dict.get(spec.target)
+            if t is None:
+                t = program.constants.get(spec.target)
+            if isinstance(t, torch.Tensor):
+                out[spec.target] = t.detach().clone()
+    return out
