@@ -113,6 +113,8 @@ def _save_io(folder: Path, artifact: Any) -> None:
 @click.option("--save-io", type=click.Path(file_okay=False, path_type=Path),
               help="Write the example inputs and PyTorch's outputs here (inputs.npz, outputs.npz).")
 @click.option("--json", "as_json", is_flag=True, help="Print a summary as JSON.")
+@click.option("--frontend", type=click.Choice(["jit", "export"]), default="jit", show_default=True,
+              help="Read the model with torch.jit.trace (jit) or torch.export (export).")
 @debug_option
 @guarded
 def export_command(spec: str, output: Path, target: str, tract_version: str | None, bf16_as: str | None,
@@ -122,7 +124,7 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
                    factory_args: tuple[tuple[str, str], ...], check: bool, tolerance: str, overwrite: bool,
                    compression_level: int | None, passes: str | None, weights_from: Path | None,
                    strict: bool, strict_dynamic_axes: bool, dump_ir: Path | None, save_io: Path | None,
-                   as_json: bool) -> None:
+                   as_json: bool, frontend: str = "jit") -> None:
     """Export the model SPEC names to NNEF at --output.
 
     SPEC is MODULE:FACTORY (a dotted module importable from the current folder, or
@@ -145,6 +147,7 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
         "custom_extensions": _extensions(target, asserts, extensions),
         "strict": strict,
         "strict_dynamic_axes": strict_dynamic_axes,
+        "frontend": frontend,
     }
     for key, value in (("passes", passes), ("weights_from", weights_from), ("dump_ir", dump_ir)):
         if value is not None:

@@ -38,6 +38,7 @@ def export_model_to_nnef(
     custom_extensions: Sequence[str] | None = None,
     allow_same_io_names: bool = False,
     auto_harden_jit: bool = True,
+    frontend: str = "jit",
 ) -> Path:
     """Export ``model`` (a ``torch.nn.Module``) called on ``args`` (one tensor, or a tuple/list of them) for
     ``inference_target`` to ``file_path_export``; return the artifact's path.
@@ -51,6 +52,7 @@ def export_model_to_nnef(
     ``t2n.Target`` of your own without ``run()``), at its ``check_io_tolerance``; a
     mismatch raises ``CheckMismatchError`` and the artifact stays on disk for study.
     Every argument is checked before the model is traced or anything is written.
+    ``frontend="export"`` reads the model with ``torch.export`` (see ``t2n.compile``).
     """
     target = _checked_target(inference_target)
     path, level = destination(file_path_export, compression_level)
@@ -77,7 +79,7 @@ def export_model_to_nnef(
         log_level=log_level, custom_extensions=tuple(custom_extensions or ()),
         auto_harden_jit=auto_harden_jit, nnef_variable_naming_scheme=nnef_variable_naming_scheme,
         check_io_names_qte_match=check_io_names_qte_match, allow_same_io_names=allow_same_io_names,
-        debug_bundle_path=debug_bundle_path,
+        debug_bundle_path=debug_bundle_path, frontend=frontend,
     )
     return path
 

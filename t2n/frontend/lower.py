@@ -326,21 +326,27 @@ class Lowering:
         return out
 
     def name_outputs(self, outs: Sequence[Any]) -> list[Value]:
-        if len(outs) != len(self.output_names):
-            raise LoweringError(f"{len(outs)} outputs lowered, {len(self.output_names)} names")
-        named: list[Value] = []
-        seen: set[int] = set()
-        inputs = {id(v) for v in self.graph.inputs}
-        for x, name in zip(outs, self.output_names):
-            if not isinstance(x, Value):
-                x = _const_value(self.graph, x)
-            if id(x) in seen or id(x) in inputs or x.producer is None or x.producer.kind in ("const", "variable"):
-                x = self.graph.create_op("identity", [x], names=[name], loc=SourceLoc()).output
-            else:
-                self.graph.rename(x, name)
-            seen.add(id(x))
-            named.append(x)
-        return named
+        return name_outputs(self.graph, outs, self.output_names)
+
+
+def name_outputs(graph: Graph, outs: Sequence[Any], output_names: Sequence[str]) -> list[Value]:
+    """The lowered outputs under their names: a copy where an output is an input, a
+    constant or variable, or an output already named (shared by both frontends)."""
+    if len(outs) != len(output_names):
+        raise LoweringError(f"{len(outs)} outputs lowered, {len(output_names)} names")
+    named: list[Value] = []
+    seen: set[int] = set()
+    inputs = {id(v) for v in graph.inputs}
+    for x, name in zip(outs, output_names):
+        if not isinstance(x, Value):
+            x = _const_value(graph, x)
+        if id(x) in seen or id(x) in inputs or x.producer is None or x.producer.kind in ("const", "variable"):
+            x = graph.create_op("identity", [x], names=[name], loc=SourceLoc()).output
+        else:
+            graph.rename(x, name)
+        seen.add(id(x))
+        named.append(x)
+    return named
 
 
 _MISSING = object()

@@ -51,6 +51,4 @@ def obtain_program(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] 
     """The program ``compile`` lowers, as an :class:`~.program.ExportedModel`."""
     from t2n.frontend.export.program import export_program
 
-    if weights_from is not None:
-        raise InvalidArgumentError("weights_from is not supported with frontend=\"export\" yet; use frontend=\"jit\"")
-    return export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes)
+    return export_program(model, args, kwargs, dynamic_shapes=dynamic_shapes, weights_from=weights_from)

@@ -41,7 +41,7 @@ class FxLoweringContext(LoweringContext):
         self.loc = fx_source_loc(node, kind)
         self.b = Builder(lowering.graph, self.loc)
         self._schema = schema
-        self._names = [a.name for a in schema.arguments] if schema is not None else []
+        self._names = [a.name for a in schema.arguments] if schema is not None else ["self", "other"]
         self._inputs = lowering.schema_args(node, schema)
 
     @property

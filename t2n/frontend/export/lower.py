@@ -32,8 +32,16 @@ from t2n.frontend.dtypes import to_ir
 from t2n.frontend.export.context import FxLoweringContext, fx_module_path, fx_source
 from t2n.frontend.export.kept_ops import kind_of
 from t2n.frontend.export.program import ExportedModel
-from t2n.frontend.export.symbolic import PYTHON_OPS, SIZE_ALIASES, SymbolTable, dim_of
-from t2n.frontend.lower import Lowering
+from t2n.frontend.export.symbolic import (
+    PYTHON_OP_RULES,
+    PYTHON_OPS,
+    RUNTIME_CHECKS,
+    SIZE_ALIASES,
+    SymbolTable,
+    dim_of,
+    program_symbols,
+)
+from t2n.frontend.lower import name_outputs
 from t2n.frontend.registry import LoweringRegistry
 from t2n.ir import Builder, Graph, OpSet, TensorType, Value
 
@@ -72,6 +80,8 @@ class ProgramLowering:
             if node.op != "call_function" or node.target in PYTHON_OPS or node.target is operator.getitem:
                 continue
             kind = kind_of(node.target)
+            if kind in RUNTIME_CHECKS:
+                continue
             if not isinstance(node.target, torch._ops.OpOverload):
                 self.problem(node, kind, _not_an_aten_op(node))
             elif SIZE_ALIASES.get(kind, kind) not in self.registry:
@@ -90,7 +100,7 @@ class ProgramLowering:
                 outs = self.user_outputs(node)
         if self.problems:
             raise UnsupportedOpsError(self.problems)
-        self.graph.set_outputs(_named_outputs(self.graph, outs, self.output_names))
+        self.graph.set_outputs(name_outputs(self.graph, outs, self.output_names))
         if self.assertions:
             self.graph.info.custom_extensions += [*self.assertions]
         return self.graph
@@ -124,9 +134,15 @@ class ProgramLowering:
         return t
 
     def variable(self, node: torch.fx.Node) -> Value:
-        """The IR variable of a parameter, buffer or lifted constant (made on first use)."""
+        """The IR variable of a parameter or buffer (made on first use). A lifted tensor
+        constant is a constant of the graph, as the jit frontend makes it (folded with
+        what it meets), unless it is one of the model's own tensors."""
         target, t = self.pending.pop(node)
-        name = self.exported.tensor_names.get(id(t), target)
+        name = self.exported.tensor_names.get(id(t))
+        if name is None and target in self.program.constants:
+            self.env[node] = Builder(self.graph).op("const", name="c", data=array_data(t.detach().clone()))
+            return self.env[node]
+        name = name or target
         data = self.exported.weights.get(name)
         if data is None:
             start = self.exported.start_values.get(target)
@@ -175,7 +191,10 @@ class ProgramLowering:
             return
         if target in PYTHON_OPS and self.fold_python(node):
             return
-        kind = kind_of(target)
+        kind = PYTHON_OP_RULES.get(target) or kind_of(target)
+        if kind in RUNTIME_CHECKS:
+            self.env[node] = None
+            return
         info = self.registry.get(SIZE_ALIASES.get(kind, kind))
         if info is None:
             self.problem(node, kind, "no lowering rule")
@@ -240,20 +259,6 @@ def _flat(xs: Sequence[Any]) -> list[Any]:
     return out
 
 
-def _named_outputs(graph: Graph, outs: Sequence[Any], names: Sequence[str]) -> list[Value]:
-    """The outputs under their names (the jit driver's rules: a copy where an output is
-    an input, a variable or an output already named)."""
-    return Lowering.name_outputs(_Naming(graph, names), outs)  # type: ignore[arg-type]
-
-
-class _Naming:
-    """What :meth:`Lowering.name_outputs` reads of its lowering."""
-
-    def __init__(self, graph: Graph, names: Sequence[str]) -> None:
-        self.graph = graph
-        self.output_names = list(names)
-
-
 def lower_program(
     exported: object,
     registry: LoweringRegistry,
@@ -267,8 +272,10 @@ def lower_program(
     """Lower an exported program into an IR graph (raises UnsupportedOpsError listing all
     problems). ``symbols``: sympy symbol of the program → the IR symbol name of that
     dynamic size (none: every size is static); ``assertions``: ``tract_assert`` lines
-    the graph carries."""
+    the graph carries. Without ``symbols``, a program exported with dynamic shapes keeps
+    torch.export's own symbol names (``s0``)."""
     if not isinstance(exported, ExportedModel):
         raise LoweringError(f"lower_program lowers an ExportedModel, not a {type(exported).__name__}")
     return ProgramLowering(exported, registry, input_names, output_names, op_set=op_set,
-                           symbols=dict(symbols or {}), assertions=assertions).run()
+                           symbols=program_symbols(exported.program) if symbols is None else dict(symbols),
+                           assertions=assertions).run()

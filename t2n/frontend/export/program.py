@@ -9,17 +9,19 @@ program is decomposed to core ATen, keeping the ops of :mod:`.kept_ops` whole.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 import torch
+from torch.utils._pytree import tree_map
 
 from t2n.errors import InvalidArgumentError, TraceError
 from t2n.frontend.export.kept_ops import decomposition_table
 from t2n.frontend.io import Spec, flatten
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.trace import canonical_tensor_names, eval_mode
+from t2n.serialize.torch_io import has_meta_tensors, resolve_weights, weight_source
 
 
 @attrs.define
@@ -55,35 +57,65 @@ def export_program(
     kwargs: Mapping[str, Any] | None,
     *,
     dynamic_shapes: Any = None,
+    weights_from: Any = None,
 ) -> ExportedModel:
     """The model as a core-ATen ExportedProgram, with its example inputs and reference
-    outputs (computed by PyTorch on ``args``/``kwargs``)."""
+    outputs (computed by PyTorch on ``args``/``kwargs``).
+
+    ``weights_from`` supplies parameters by name as for the jit frontend; a model on the
+    meta device is exported on meta inputs and has no reference outputs."""
     kw = dict(kwargs or {})
     tensors, paths, _ = flatten((args, kw))
     if not tensors:
         raise InvalidArgumentError("the example arguments contain no tensor")
     originals = [t.detach().clone() for t in tensors]
-    runnable: Any
-    names: dict[int, str] = {}
+    runnable: torch.nn.Module
     if isinstance(model, torch.export.ExportedProgram):
-        program = model
-        runnable = program.module()
+        if weights_from is not None:
+            raise InvalidArgumentError("weights_from is for nn.Module models; an ExportedProgram carries "
+                                       "its weights (export the module with weights_from instead)")
+        program, runnable = model, model.module()
+        names = _first_names(model.state_dict.items())
     else:
+        meta = has_meta_tensors(model)
+        if meta:
+            args, kw = tree_map(_to_meta, (args, kw))
         with eval_mode(model):
             program = _export(model, args, kw, dynamic_shapes)
         runnable, names = model, canonical_tensor_names(model, "")
+    weights = {} if weights_from is None else resolve_weights(runnable, weight_source(weights_from), names)
     program = program.run_decompositions(decomposition_table())
     start = _mutated_buffers_before(program)
-    with eval_mode(runnable) if isinstance(runnable, torch.nn.Module) else contextlib.nullcontext(), torch.no_grad():
-        out = runnable(*args, **kw)
-    out_tensors, out_paths, out_spec = flatten(out)
-    if not out_tensors:
-        raise InvalidArgumentError("the model returned no tensor")
+    out_tensors, out_paths, out_spec = _reference(runnable, args, kw, ep_module=runnable is not model)
     return ExportedModel(
         program=program, example_inputs=originals, input_paths=paths,
-        reference_outputs=[t.detach() for t in out_tensors], output_paths=out_paths,
-        output_spec=out_spec, tensor_names=names, start_values=start,
+        reference_outputs=[] if out_tensors[0].is_meta else [t.detach() for t in out_tensors],
+        output_paths=out_paths, output_spec=out_spec, tensor_names=names, start_values=start,
+        weights=weights,
     )
+
+
+def _reference(runnable: Any, args: tuple[Any, ...], kw: dict[str, Any],
+               ep_module: bool) -> tuple[list[torch.Tensor], list[str], Spec]:
+    """PyTorch's outputs (flat), their paths and structure; a program's module cannot
+    be put in eval mode (it is traced in the mode it was exported in)."""
+    with contextlib.nullcontext() if ep_module else eval_mode(runnable), torch.no_grad():
+        out = runnable(*args, **kw)
+    tensors, paths, spec = flatten(out)
+    if not tensors:
+        raise InvalidArgumentError("the model returned no tensor")
+    return tensors, paths, spec
+
+
+def _to_meta(x: Any) -> Any:
+    return x.to("meta") if isinstance(x, torch.Tensor) else x
+
+
+def _first_names(items: Iterable[tuple[str, torch.Tensor]]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for name, t in items:
+        out.setdefault(id(t), name)
+    return out
 
 
 def _export(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],

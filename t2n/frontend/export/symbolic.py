@@ -28,6 +28,24 @@ PYTHON_OPS: dict[Any, Callable[..., Any]] = {
 }
 """Python functions on sizes found in exported graphs, folded when their inputs are numbers."""
 
+PYTHON_OP_RULES: dict[Any, str] = {
+    operator.add: "aten::add", operator.sub: "aten::sub", operator.mul: "aten::mul",
+    operator.floordiv: "aten::floor_divide", operator.truediv: "aten::div",
+    operator.mod: "aten::remainder", operator.neg: "aten::neg", operator.pow: "aten::pow",
+    operator.eq: "aten::eq", operator.ne: "aten::ne", operator.lt: "aten::lt",
+    operator.le: "aten::le", operator.gt: "aten::gt", operator.ge: "aten::ge",
+    torch.sym_max: "aten::maximum", torch.sym_min: "aten::minimum",
+}
+"""The rule that computes a Python op of ``PYTHON_OPS`` on run-time sizes (its
+arguments are named ``self`` and ``other``)."""
+
+RUNTIME_CHECKS = frozenset({
+    "aten::_assert_scalar", "aten::_assert_async", "aten::sym_constrain_range",
+    "aten::sym_constrain_range_for_size", "aten::_print",
+})
+"""Ops torch.export adds to check sizes at run time (their facts are in the program's
+range constraints): nothing to compute."""
+
 SIZE_ALIASES: dict[str, str] = {
     "aten::sym_size": "aten::size", "aten::sym_numel": "aten::numel",
 }
@@ -60,3 +78,16 @@ def _placeholder(name: str) -> Any:
 
 def _parse(text: str) -> Dim:
     return parse_dim(text.replace("//", "/"))
+
+
+def program_symbols(program: torch.export.ExportedProgram) -> SymbolTable:
+    """Each symbol in the sizes of the program's inputs under its own name (``s0``):
+    the table used when none is given (empty for a program of static sizes)."""
+    table: SymbolTable = {}
+    for node in program.graph.nodes:
+        val = node.meta.get("val") if node.op == "placeholder" else None
+        for d in getattr(val, "shape", ()):
+            if isinstance(d, torch.SymInt):
+                for s in sorted(d.node.expr.free_symbols, key=str):
+                    table.setdefault(s, str(s))
+    return table
