@@ -31,7 +31,8 @@ def pytest_addoption(parser):
     )
     parser.addoption(
         "--t2n-export-all", action="store_true",
-        help="also run the export cases tests/frontend_parity.py leaves out as slow",
+        help="run every case through the export frontend too (by default: the first case of "
+             "each test function, less those tests/frontend_parity.py EXPORT_SLOW lists)",
     )
 
 
@@ -74,16 +75,22 @@ def _frontend_of(item):
     return callspec.params.get("t2n_frontend") if callspec is not None else None
 
 
+def _first_case(item):
+    """The first parameter set of its test function (every case of an unparametrised one)."""
+    return all(i == 0 for name, i in item.callspec.indices.items() if name != "t2n_frontend")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Export cases ``EXPORT_XFAIL`` lists are strict xfails; ``EXPORT_SLOW`` ones are
-    marked slow and left out unless ``--t2n-export-all``."""
+    """Export cases ``EXPORT_XFAIL`` lists are strict xfails. By default each test
+    function runs its first case through the export frontend; the others, and the ones
+    ``EXPORT_SLOW`` lists, are marked slow and left out unless ``--t2n-export-all``."""
     kept, left_out = [], []
     for item in items:
         if _frontend_of(item) == "export":
             reason = frontend_parity.match(frontend_parity.EXPORT_XFAIL, item.nodeid)
             if reason is not None:
                 item.add_marker(pytest.mark.xfail(strict=True, reason=f"export frontend: {reason}"))
-            if frontend_parity.match(frontend_parity.EXPORT_SLOW, item.nodeid) is not None:
+            if not _first_case(item) or frontend_parity.match(frontend_parity.EXPORT_SLOW, item.nodeid):
                 item.add_marker(pytest.mark.slow)
                 if not config.getoption("--t2n-export-all"):
                     left_out.append(item)
@@ -124,7 +131,7 @@ def pytest_runtest_makereport(item, call):
     if call.excinfo is not None and not report.passed:
         props["error"] = f"{call.excinfo.typename}: {str(call.excinfo.value)[:300]}"
     report.user_properties.append(("t2n_parity", props))
-    if frontend != "jit" and report.passed and run.compiles == 0:
+    if frontend == "export" and report.passed and run.compiles == 0:
         report.outcome = "failed"
         report.longrepr = (f"{item.nodeid}: no t2n.testing helper compiled with the {frontend} frontend; "
                            "list the function in tests/frontend_parity.py JIT_ONLY, with the reason")
