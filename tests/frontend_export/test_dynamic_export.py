@@ -254,3 +254,17 @@ def test_export_to_disk_with_dynamic_shapes(tmp_path):
     assert dest.exists()
     assert "extension tract_assert S <= 100;" in _extensions(art)
     _check_at(art, model, lambda S: (torch.randn(1, S, 4),), [{"S": 9}])
+
+
+def test_list_form_axes_name_their_symbols_from_input_and_axis():
+    model = nn.Linear(8, 4).eval()
+    art = t2n.compile(model, (torch.randn(2, 5, 8),), frontend="export", dynamic_axes={"input_0": [0, 1]})
+    assert [str(d) for d in art.ir.inputs[0].type.shape] == ["input_0_dim0", "input_0_dim1", "8"]
+    _check_at(art, model, lambda input_0_dim0, input_0_dim1: (torch.randn(input_0_dim0, input_0_dim1, 8),),
+              [{"input_0_dim0": 3, "input_0_dim1": 4}])
+
+
+def test_example_outside_the_dims_range_is_refused():
+    with pytest.raises(ExportSpecializationError, match=r"5000 not in range.*\n.*outside the range the Dim allows"):
+        t2n.compile(nn.Linear(8, 4), (torch.randn(1, 5000, 8),), frontend="export",
+                    dynamic_shapes=({1: Dim("S", max=4096)},))

@@ -120,10 +120,10 @@ def _first_names(items: Iterable[tuple[str, torch.Tensor]]) -> dict[int, str]:
 
 def _export(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
             dynamic_shapes: Any) -> torch.export.ExportedProgram:
-    """``dynamic_shapes`` in torch's form, or a :class:`~.shapes.DynamicRequest`; what
+    """``dynamic_shapes`` in torch's form, or a :class:`~.requests.DynamicRequest`; what
     torch.export raises becomes a typed error (:func:`.refusals.export_errors`)."""
     from t2n.frontend.export.refusals import export_with_request
-    from t2n.frontend.export.shapes import DynamicRequest
+    from t2n.frontend.export.requests import DynamicRequest
 
     request = dynamic_shapes if isinstance(dynamic_shapes, DynamicRequest) else DynamicRequest(dynamic_shapes)
     return export_with_request(model, args, kwargs, request)

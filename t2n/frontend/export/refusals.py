@@ -37,7 +37,7 @@ from t2n.errors import (
     ScriptedModelExportError,
     T2NError,
 )
-from t2n.frontend.export.shapes import DynamicRequest, with_ranges
+from t2n.frontend.export.requests import DynamicRequest, with_ranges
 
 log = logging.getLogger("t2n.frontend")
 
@@ -132,7 +132,10 @@ def specialization_error(exc: BaseException, axes: Mapping[str, Mapping[int, str
     where = "; ".join(f"input {inp!r} axis {axis} (symbol {sym})" for inp, axis, sym in places) \
         or (f"symbol {', '.join(symbols)}" if symbols else "a dynamic size")
     fixed = re.search(r"specialized it to be a constant \((\d+)\)", text)
-    relax = _relax_advice(fixed.group(1) if fixed else None, fixes)
+    outside = re.search(r"(\d+) not in range \[(\d+), (\w+)\]", text)
+    relax = (f"the example's size {outside.group(1)} is outside the range the Dim allows: give an "
+             "example inside it, or widen the Dim's min/max") if outside else \
+        _relax_advice(fixed.group(1) if fixed else None, fixes)
     message = (f"torch.export cannot keep {where} dynamic: "
                + ("; ".join(reasons[:3]) or _first_line(exc))
                + (f" (torch suggests: {'; '.join(fixes)})" if fixes else "") + f".\n{relax}")
