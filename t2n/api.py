@@ -29,6 +29,7 @@ from t2n.dropin.reify import tract_form_passes
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.export import check_frontend, obtain_program
 from t2n.frontend.export.lower import lower_program
+from t2n.frontend.export.shapes import dynamic_request_for, lowering_shapes
 from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
 from t2n.frontend.io import normalize_args
 from t2n.frontend.io_match import checked_io_names, pass_through
@@ -242,6 +243,7 @@ def compile(
     allow_same_io_names: bool = False,
     debug_bundle_path: str | os.PathLike[str] | None = None,
     frontend: str = "jit",
+    dynamic_shapes: Any = None,
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
@@ -330,7 +332,9 @@ def compile(
 
     ``frontend="export"`` reads the model with ``torch.export`` instead of
     ``torch.jit.trace`` (``model`` may then also be a ``torch.export.ExportedProgram``);
-    see :mod:`t2n.frontend.export`.
+    see :mod:`t2n.frontend.export`. Its dynamic sizes are ``dynamic_axes`` as above, or
+    ``dynamic_shapes`` in torch.export's form (one of the two; see
+    :mod:`t2n.frontend.export.shapes`); what torch.export refuses is an ``ExportFrontendError``.
     """
     frontend = check_frontend(frontend, model, extractors)
     target = check_target(target)
@@ -352,7 +356,10 @@ def compile(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     pos_args = normalize_args(args)
-    traced = obtain_program(model, pos_args, kwargs, weights_from=weights_from) if frontend == "export" else \
+    request = dynamic_request_for(frontend, model, pos_args, kwargs, input_names,
+                                  merge_dynamic_axes(target, opts.dynamic_axes), dynamic_shapes)
+    traced = obtain_program(model, pos_args, kwargs, weights_from=weights_from, dynamic_shapes=request) \
+        if frontend == "export" else \
         _trace_any(model, pos_args, kwargs, check_extractors(extractors), weights_from, auto_harden_jit,
                    jit_diagnostics)
     specialized = report_specializations(traced.specializations, strict=strict)
@@ -366,7 +373,8 @@ def compile(
     check_symbols_apart(axes, [*ins, *outs])
 
     t0 = time.perf_counter()
-    graph = lower_program(traced, registry or LoweringRegistry.default(), ins, outs, op_set=op_set) \
+    graph = lower_program(traced, registry or LoweringRegistry.default(), ins, outs, op_set=op_set,
+                          **lowering_shapes(traced, ins, request, strict=strict_dynamic_axes)) \
         if frontend == "export" else lower(traced, registry or LoweringRegistry.default(), ins, outs,
                                            static_sizes=not axes, op_set=op_set)
     graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)
@@ -383,7 +391,8 @@ def compile(
     dump = recording(_dumper(dump_ir), recorder)
     if dump is not None:
         dump("000-lowered", graph)
-    builtins = builtin_passes(bf16_as=target.bf16_as, dynamic_axes=axes, strict_dynamic_axes=strict_dynamic_axes,
+    builtins = builtin_passes(bf16_as=target.bf16_as, dynamic_axes=axes if request is None else {},
+                              strict_dynamic_axes=strict_dynamic_axes,
                               verify_each=verify_ir, dump=dump)
     result = compile_pipeline(passes, registry=pass_registry, builtins=builtins, fold_batch_norm=fold_batch_norm,
                               verify_each=verify_ir, dump=dump, force_f32=forced_pass_names(target),

@@ -276,3 +276,34 @@ class UnsupportedArchitectureError(InvalidArgumentError):
     def __init__(self, message: str, architecture: str = "") -> None:
         self.architecture = architecture
         super().__init__(message)
+
+
+# -- torch.export frontend: constructs it refuses, sizes it specialised
+
+
+class ExportFrontendError(TraceError):
+    """``torch.export`` cannot give t2n a graph for the model (control flow such as
+    ``torch.cond``, a scripted module, a data-dependent value or shape, a Python
+    construct it does not trace). Names the ``construct`` and the user's ``source``
+    line where known, and suggests the other frontend."""
+
+    def __init__(self, message: str, *, construct: str = "", source: str = "") -> None:
+        self.construct = construct
+        self.source = source
+        super().__init__(message)
+
+
+class ExportSpecializationError(ExportFrontendError, DynamicAxesError):
+    """A size asked to be dynamic that ``torch.export`` fixed to a constant (its
+    constraint violation), named by ``input`` and ``axis`` with torch's reason."""
+
+    def __init__(self, message: str, *, input: str = "", axis: int | None = None, reason: str = "") -> None:
+        self.input = input
+        self.axis = axis
+        self.reason = reason
+        super().__init__(message, construct="a specialised dynamic size")
+
+
+class ScriptedModelExportError(ExportFrontendError, InvalidArgumentError):
+    """A TorchScript model given with ``frontend="export"``: torch.export traces Python
+    code, which a scripted module no longer has (``frontend="jit"`` takes it)."""

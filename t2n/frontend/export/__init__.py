@@ -32,10 +32,9 @@ def check_frontend(frontend: object, model: object, extractors: Sequence[Any] | 
                 "model is a torch.export.ExportedProgram, which the jit frontend cannot read; "
                 "pass frontend=\"export\" (or the nn.Module itself)")
         return "jit"
-    if isinstance(model, torch.jit.ScriptModule) or type(model).__name__ == "HardenedGraph":
-        raise InvalidArgumentError(
-            f"frontend=\"export\" reads nn.Module models and ExportedPrograms, not a {type(model).__name__} "
-            "(a TorchScript model); use frontend=\"jit\" for it")
+    from t2n.frontend.export.refusals import refuse_scripted
+
+    refuse_scripted(model)
     if extractors:
         raise InvalidArgumentError(
             "extractors= apply to the jit frontend (they replace a traced module call); use "

@@ -43,7 +43,7 @@ from t2n.frontend.export.symbolic import (
 )
 from t2n.frontend.lower import name_outputs
 from t2n.frontend.registry import LoweringRegistry
-from t2n.ir import Builder, Graph, OpSet, TensorType, Value
+from t2n.ir import Builder, DType, Graph, OpSet, Sym, TensorType, Value
 
 log = logging.getLogger("t2n.frontend")
 
@@ -163,8 +163,13 @@ class ProgramLowering:
         if isinstance(x, (list, tuple)):
             return type(x)(self.value_of(v) for v in x)
         if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            return dim_of(x, self.symbols)
+            return self.size_value(dim_of(x, self.symbols))
         return x
+
+    def size_value(self, size: Any) -> Any:
+        """A dynamic size as the rules see one: a 0-d i64 value that knows its expression
+        (as the jit frontend's size arithmetic folds to); static sizes stay Python ints."""
+        return Builder(self.graph).const(size, DType.I64) if isinstance(size, Sym) else size
 
     def schema_args(self, node: torch.fx.Node, schema: torch.FunctionSchema | None) -> list[Any]:
         """Every argument of ``schema`` in order: positional, by keyword, or its default."""
@@ -224,6 +229,10 @@ class ProgramLowering:
     def fold_python(self, node: torch.fx.Node) -> bool:
         """Size arithmetic on Python numbers, computed here (False: some input is a
         run-time value, lowered by the rules)."""
+        val = node.meta.get("val")
+        if isinstance(val, torch.SymInt) and self.symbols:  # a dynamic size: torch's own expression
+            self.env[node] = self.size_value(dim_of(val, self.symbols))
+            return True
         args = [self.value_of(a) for a in node.args]
         if not all(isinstance(a, (int, float, bool)) for a in args):
             return False

@@ -16,7 +16,7 @@ import attrs
 import torch
 from torch.utils._pytree import tree_map
 
-from t2n.errors import InvalidArgumentError, TraceError
+from t2n.errors import InvalidArgumentError
 from t2n.frontend.export.kept_ops import decomposition_table
 from t2n.frontend.io import Spec, flatten
 from t2n.frontend.specialization import Specialization
@@ -120,18 +120,13 @@ def _first_names(items: Iterable[tuple[str, torch.Tensor]]) -> dict[int, str]:
 
 def _export(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
             dynamic_shapes: Any) -> torch.export.ExportedProgram:
-    try:
-        return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes, strict=False)
-    except Exception as exc:  # torch.export raises many types; all mean "not exportable"
-        raise TraceError(
-            f"torch.export.export failed on the model: {type(exc).__name__}: {_first_lines(str(exc))}. "
-            "What to do: fix the construct it names, or export with frontend=\"jit\""
-        ) from exc
+    """``dynamic_shapes`` in torch's form, or a :class:`~.requests.DynamicRequest`; what
+    torch.export raises becomes a typed error (:func:`.refusals.export_errors`)."""
+    from t2n.frontend.export.refusals import export_with_request
+    from t2n.frontend.export.requests import DynamicRequest
 
-
-def _first_lines(text: str, n: int = 6) -> str:
-    lines = text.strip().splitlines()
-    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
+    request = dynamic_shapes if isinstance(dynamic_shapes, DynamicRequest) else DynamicRequest(dynamic_shapes)
+    return export_with_request(model, args, kwargs, request)
 
 
 def _mutated_buffers_before(program: torch.export.ExportedProgram) -> dict[str, torch.Tensor]:
