@@ -201,3 +201,29 @@ def test_sym_stride_follows_dynamic_axis() -> None:
                   dynamic_axes={"x": {2: "k"}}, input_names=["x"])
     y = r(2, 3, 7)
     art.check("approximate", inputs=[y.numpy()], expected=[(y * 21).numpy()])
+
+
+# -- through the export frontend (the programs where these names come from) ------------
+class TrainingBatchNorm(torch.nn.Module):
+    """Batch statistics with running buffers: the program writes the updated running
+    statistics back, and the forward returns them after the write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("running_mean", torch.rand(3))
+        self.register_buffer("running_var", torch.rand(3) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        y = torch.nn.functional.batch_norm(x, self.running_mean, self.running_var, training=True,
+                                           momentum=0.2, eps=1e-3)
+        return y, self.running_mean.clone(), self.running_var.clone()
+
+
+def test_functional_batch_norm_updates_buffers_through_export() -> None:
+    res = check_export(TrainingBatchNorm(), (r(4, 3, 5) * 2 + 1,), frontend="export")
+    assert "aten::_native_batch_norm_legit_functional" in res.artifacts["tract"].ir.info.aten_ops
+
+
+def test_as_strided_through_export() -> None:
+    res = check_fn(lambda t: A.as_strided(t, [3, 2, 2], [6, 2, 1], 1) * 2, r(4, 6), frontend="export")
+    assert "aten::as_strided" in res.artifacts["khronos"].ir.info.aten_ops

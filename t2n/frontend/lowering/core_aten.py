@@ -49,7 +49,7 @@ def _contiguous_strides(ctx: LoweringContext, x: Value) -> list[Any]:
     out: list[Any] = []
     for axis in range(len(shape)):
         if static:
-            out.append(int(np.prod(shape[axis + 1:], dtype=np.int64)))
+            out.append(dims_product(shape[axis + 1:]))
             continue
         b = ctx.b
         tail = b.op("slice", b.op("shape_of", x), b.ints([axis + 1]), b.ints([len(shape)]),
