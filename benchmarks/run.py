@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import frontends
 from benchmarks.measure import machine_facts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,6 +68,7 @@ def run(folder: Path, layers: int | None, skip_bigger: bool, bigger_layers: int)
     out["f16"] = child({"scenario": "llm", "dtype": "f16", **common})
     if not skip_bigger:
         out["bigger"] = child({"scenario": "meta_export", **common, "layers": bigger_layers})
+    out["frontends"] = frontends.measure(kind, layers, rounds=3)
     out["seconds"] = time.perf_counter() - t0
     out["facts"]["load_average_end"] = machine_facts(folder)["load_average"]
     return out
@@ -253,6 +255,8 @@ def report(res: dict[str, Any], command: str) -> str:
     from benchmarks.artifact_speed import results_section
 
     lines += results_section()
+    if "frontends" in res:
+        lines += frontends.section(res["frontends"]).splitlines() + [""]
     lines += [
         "## How to reproduce",
         "",

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from benchmarks import models
+from benchmarks import frontends, models
 from benchmarks.measure import (
     Phase,
     quiesce,
@@ -321,7 +321,7 @@ def probe(args: dict[str, Any]) -> dict[str, Any]:
 
 
 SCENARIOS = {"llm": llm, "from_disk": from_disk, "meta_export": meta_export, "scaling": scaling,
-             "probe": probe}
+             "probe": probe, "frontend": frontends.scenario}
 
 
 def main() -> None:

@@ -45,8 +45,36 @@ class Evidence:
 EVIDENCE: Evidence | None = None
 """Set by the test suite's ``--t2n-evidence`` option to record what each export proved."""
 
+FRONTENDS = ("jit", "export")
+
+
+@attrs.define
+class HelperRun:
+    """What the helpers did during one test: the frontend they compile with when the
+    call names none, how many compiles they ran with it, and each target's result
+    (``"ok"``: ran in its engine and matched PyTorch; ``"refused"``: refused as expected).
+    The test suite runs each case once per frontend and builds the parity table
+    (``python -m t2n.frontend.parity``) from these."""
+
+    frontend: str = "jit"
+    compiles: int = 0
+    targets: dict[str, str] = attrs.field(factory=dict)
+
+
+RUN = HelperRun()
+"""The current test's record; the test suite replaces it before every test."""
+
+
+def _compile(model: Any, args: Any, target: Target, options: dict[str, Any]) -> Artifact:
+    """``compile`` with the helpers' default frontend unless the call names one."""
+    if "frontend" not in options and RUN.frontend != "jit":
+        options = {**options, "frontend": RUN.frontend}
+    RUN.compiles += 1
+    return compile(model, args, target, verify_ir=True, **options)
+
 
 def _record_pass(target: str, art: Artifact) -> None:
+    RUN.targets[target] = "ok"
     if EVIDENCE is not None:
         EVIDENCE.passed(target, art.ir.info.aten_ops)
 
@@ -72,7 +100,8 @@ def check_export(
 
     ``khronos_refuses=True`` (or an op name that must appear in the error) asserts
     that the Khronos export is refused with :class:`NotExpressibleError` instead.
-    The IR is verified after every pass.
+    The IR is verified after every pass. The model is read by ``RUN.frontend`` (the
+    test suite sets it per test) unless ``frontend=`` is given.
     """
     if isinstance(model, torch.nn.Module):
         model = model.eval()
@@ -84,16 +113,17 @@ def check_export(
         key = t if isinstance(t, str) else target.name
         if isinstance(target, KhronosNNEF) and khronos_refuses:
             try:
-                compile(model, args, target, kwargs=kwargs, verify_ir=True, **options)
+                _compile(model, args, target, {"kwargs": kwargs, **options})
             except NotExpressibleError as exc:
                 if isinstance(khronos_refuses, str):
                     assert khronos_refuses in str(exc), f"{khronos_refuses!r} not named in: {exc}"
                 refused[key] = exc
+                RUN.targets[key] = "refused"
                 if EVIDENCE is not None:
                     EVIDENCE.refused(key, exc.problems)
                 continue
             raise AssertionError("the Khronos export was expected to be refused, but it succeeded")
-        art = compile(model, args, target, kwargs=kwargs, verify_ir=True, **options)
+        art = _compile(model, args, target, {"kwargs": kwargs, **options})
         artifacts[key] = art
         reports[key] = art.check(tolerance)
         _record_pass(key, art)
@@ -154,8 +184,7 @@ def check_dynamic(
 
     model = model.eval()
     first = dict(trace_at or sizes[0])
-    art = compile(model, make_args(**first), TractNNEF(), dynamic_axes=dynamic_axes,
-                  verify_ir=True, **options)
+    art = _compile(model, make_args(**first), TractNNEF(), {"dynamic_axes": dynamic_axes, **options})
     for size in sizes:
         args = make_args(**size)
         with torch.no_grad():

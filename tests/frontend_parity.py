@@ -1,0 +1,65 @@
+"""What the ``export`` frontend is expected not to do, case by case, with the reason.
+
+The layer, architecture and dynamic-axes suites (``tests/layers``, ``tests/architectures``,
+``tests/dynamic``) run every case once per frontend (ids ``[...-jit]`` / ``[...-export]``,
+set up in ``tests/conftest.py``). An export case listed in ``EXPORT_XFAIL`` is marked
+``xfail(strict=True)``: when the frontend learns to do it, the case passes, the strict
+mark turns that into a failure, and the entry must go. The table in ``docs/frontends.md``
+is built from a run of these suites (``python -m t2n.frontend.parity --write``).
+
+Patterns are pytest node ids where ``*`` matches anything (brackets are literal); they
+are matched against the export twins only, whose ids end in ``-export]`` or ``[export]``.
+"""
+
+from __future__ import annotations
+
+import re
+
+EXPORT_XFAIL: dict[str, str] = {
+}
+"""Export cases that fail today → why. A fix shows up as XPASS, which fails the run."""
+
+JIT_ONLY: dict[str, str] = {
+    "tests/dynamic/test_dynamic_axes.py::test_baked_size_is_reported_with_its_module":
+        "calls t2n.compile directly (a jit trace's baked size)",
+    "tests/dynamic/test_dynamic_axes.py::test_strictness_is_off_by_default_a_baked_size_warns_and_exports":
+        "calls t2n.compile directly (a jit trace's baked size)",
+    "tests/dynamic/test_dynamic_axes.py::test_strict_dynamic_axes_turns_a_baked_size_into_an_error":
+        "calls t2n.compile directly (a jit trace's baked size)",
+    "tests/dynamic/test_dynamic_axes.py::test_no_warning_when_sizes_follow":
+        "calls t2n.compile directly",
+    "tests/dynamic/test_dynamic_axes.py::test_invalid_dynamic_axes":
+        "calls t2n.compile directly (argument checks, before any frontend)",
+    "tests/dynamic/test_dynamic_axes.py::test_khronos_refuses_dynamic_axes":
+        "calls t2n.compile directly (argument checks, before any frontend)",
+    "tests/dynamic/test_dynamic_axes.py::test_target_and_compile_axes_merge_and_must_agree":
+        "calls t2n.compile directly (argument checks, before any frontend)",
+    "tests/layers/test_conv_dynamic.py::test_static_only_forms_are_reported_over_a_dynamic_axis":
+        "calls t2n.compile directly (a jit trace's static-only forms)",
+}
+"""Test functions (``file::function``) that run with the jit frontend only, → why: they
+call ``t2n.compile`` themselves instead of a ``t2n.testing`` helper, so an export twin
+would repeat the jit case. (An export twin that compiles nothing through the helpers
+fails and names this table.)"""
+
+EXPORT_SLOW: dict[str, str] = {
+}
+"""Export cases left out of the default run besides the rule below (marked ``slow``;
+``--t2n-export-all`` runs them, as the parity table does) → why.
+
+The default run (CI) takes the first parameter set of every test function through the
+export frontend, the rest only with ``--t2n-export-all``: torch.export and its core-ATen
+decompositions cost about 0.8 s per compile where the jit trace of the same small model
+costs 0.15 s, so all twins would more than double the suites' time."""
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")) + r"\Z")
+
+
+def match(table: dict[str, str], nodeid: str) -> str | None:
+    """The reason of the first pattern of ``table`` that matches ``nodeid``, else None."""
+    for pattern, reason in table.items():
+        if _regex(pattern).match(nodeid):
+            return reason
+    return None
