@@ -72,3 +72,14 @@ def test_what_torch_export_refuses_is_a_trace_error_suggesting_jit():
 
     with pytest.raises(TraceError, match=r'(?s)torch.export cannot export this model: data-dependent Python.*frontend="jit"'):
         t2n.compile(DataDependent(), (torch.randn(4),), frontend="export")
+
+
+@pytest.mark.parametrize("args, what", [
+    ((torch.randn(3, 4),), "Guard failed"),
+    ((torch.randn(2, 4), torch.randn(2, 4)), "tree spec"),
+], ids=["other_size", "extra_argument"])
+def test_inputs_that_do_not_fit_a_given_exported_program(args, what, tmp_path):
+    program = torch.export.export(nn.Linear(4, 2), (torch.randn(2, 4),))
+    with pytest.raises(InvalidArgumentError, match=rf"(?s)do not fit the ExportedProgram.*{what}.*pass the arguments"):
+        t2n.export(program, args, tmp_path / "m.nnef", frontend="export")
+    assert list(tmp_path.iterdir()) == []

@@ -97,3 +97,21 @@ def test_export_writes_the_same_archive_members_as_jit(tmp_path):
     b = t2n.export(m, (x,), tmp_path / "j.nnef")
     assert sorted(p.name for p in (tmp_path / "e.nnef").iterdir()) == sorted(p.name for p in (tmp_path / "j.nnef").iterdir())
     assert a.stats["bytes_written"] == b.stats["bytes_written"]
+
+
+class _Pad(nn.Module):
+    def forward(self, x):
+        return nn.functional.pad(x, (1, 2), mode="reflect")
+
+
+@pytest.mark.parametrize("model, shape, kind", [
+    (nn.LSTM(4, 6, batch_first=True, bidirectional=True), (2, 5, 4), "aten::lstm"),
+    (nn.GRU(4, 5, num_layers=2), (5, 2, 4), "aten::gru"),
+    (nn.RMSNorm(6), (2, 3, 6), "aten::rms_norm"),
+    (_Pad(), (1, 3, 7), "aten::pad"),
+    (nn.Sequential(nn.Unfold(2), nn.Fold((4, 4), 2)), (1, 2, 4, 4), "aten::col2im"),
+], ids=["lstm", "gru", "rms_norm", "reflect_pad", "unfold_fold"])
+def test_kept_ops_are_lowered_whole(model, shape, kind):
+    art = t2n.compile(model.eval(), (torch.randn(*shape),), frontend="export")
+    assert art.check().ok
+    assert kind in art.ir.info.aten_ops

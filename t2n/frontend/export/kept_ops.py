@@ -27,7 +27,23 @@ KEPT_OPS: tuple[Any, ...] = (
     _ATEN.upsample_nearest1d.vec, _ATEN.upsample_nearest2d.vec, _ATEN.upsample_nearest3d.vec,
     _ATEN.upsample_linear1d.vec, _ATEN.upsample_bilinear2d.vec, _ATEN.upsample_trilinear3d.vec,
     _ATEN.upsample_bicubic2d.vec,
-    _ATEN.pixel_shuffle.default, _ATEN.pixel_unshuffle.default,
+    _ATEN.pixel_shuffle.default, _ATEN.pixel_unshuffle.default, _ATEN.channel_shuffle.default,
+    # recurrent layers: one tract scan each instead of the unrolled time steps
+    _ATEN.lstm.input, _ATEN.gru.input, _ATEN.rnn_tanh.input, _ATEN.rnn_relu.input,
+    _ATEN.lstm_cell.default, _ATEN.gru_cell.default,
+    # norms with a fused or shorter form
+    _ATEN.rms_norm.default, _ATEN.instance_norm.default,
+    # one op where the decomposition gives index arithmetic or several reductions
+    _ATEN.pad.default, _ATEN.einsum.default, _ATEN.bilinear.default, _ATEN.logsumexp.default,
+    _ATEN.softmax.int, _ATEN.log_softmax.int, _ATEN.glu.default, _ATEN.mish.default,
+    _ATEN.softplus.default, _ATEN.prelu.default, _ATEN.selu.default, _ATEN.celu.default,
+    _ATEN.square.default, _ATEN.floor_divide.default, _ATEN.roll.default, _ATEN.diff.default,
+    _ATEN.cosine_similarity.default, _ATEN.pairwise_distance.default,
+    _ATEN.im2col.default, _ATEN.col2im.default,
+    # pooling: one tract pool op instead of strided views or a pool with indices
+    _ATEN.avg_pool1d.default, _ATEN.max_pool1d.default, _ATEN.max_pool2d.default, _ATEN.max_pool3d.default,
+    _ATEN.adaptive_avg_pool1d.default, _ATEN.adaptive_avg_pool2d.default, _ATEN.adaptive_avg_pool3d.default,
+    _ATEN.adaptive_max_pool1d.default,
 )
 """OpOverloads that ``decomposition_table`` leaves whole (see the module docstring)."""
 

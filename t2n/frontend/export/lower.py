@@ -10,9 +10,10 @@ in Python on ints, or through the rules on run-time sizes. Every op without a ru
 reported at once, before anything is lowered, in the jit frontend's
 ``UnsupportedOpsError``.
 
-Buffers the program writes (``BUFFER_MUTATION`` outputs) are not outputs of the
-artifact: it computes the call as PyTorch ran it, from the buffers' values before the
-call, and the user outputs read the written values where the model read them.
+Buffers and inputs the program writes (``BUFFER_MUTATION``, ``USER_INPUT_MUTATION``
+outputs) are not outputs of the artifact: it computes the call as PyTorch ran it, from
+the values before the call, and the user outputs read the written values where the
+model read them (as the jit frontend does).
 """
 
 from __future__ import annotations
@@ -219,7 +220,9 @@ class ProgramLowering:
         ops = self.graph.info.aten_ops
         ops[kind] = ops.get(kind, 0) + 1
         try:
-            self.env[node] = info.fn(ctx)
+            self.env[node] = result = info.fn(ctx)
+            if isinstance(result, Value):  # the ``raw`` naming scheme writes the program's names
+                self.graph.info.traced_names.setdefault(result, node.name)
         except UnsupportedHere as exc:
             self.problem(node, kind, str(exc))
             self.env[node] = Poison()
@@ -247,7 +250,7 @@ class ProgramLowering:
             if spec.kind == OutputKind.USER_OUTPUT:
                 if isinstance(spec.arg, TensorArgument):
                     outs.append(self.value_of(value))
-            elif spec.kind != OutputKind.BUFFER_MUTATION:
+            elif spec.kind not in (OutputKind.BUFFER_MUTATION, OutputKind.USER_INPUT_MUTATION):
                 self.problems.append(OpProblem(f"output {spec.arg}", "", "",
                                                f"program outputs of kind {spec.kind.name} are not supported"))
         for o in outs:

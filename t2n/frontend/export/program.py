@@ -100,7 +100,15 @@ def _reference(runnable: Any, args: tuple[Any, ...], kw: dict[str, Any],
     """PyTorch's outputs (flat), their paths and structure; a program's module cannot
     be put in eval mode (it is traced in the mode it was exported in)."""
     with contextlib.nullcontext() if ep_module else eval_mode(runnable), torch.no_grad():
-        out = runnable(*args, **kw)
+        try:
+            out = runnable(*args, **kw)
+        except (AssertionError, ValueError, RuntimeError, TypeError) as exc:
+            if not ep_module:
+                raise TraceError(f"the model failed on the example inputs: {type(exc).__name__}: {exc}") from exc
+            raise InvalidArgumentError(
+                f"the example inputs do not fit the ExportedProgram ({type(exc).__name__}: "
+                f"{_first_lines(str(exc), 3)}); pass the arguments it was exported with, or others "
+                "its dynamic shapes allow") from exc
     tensors, paths, spec = flatten(out)
     if not tensors:
         raise InvalidArgumentError("the model returned no tensor")
