@@ -38,32 +38,16 @@ EXPORT_XFAIL: dict[str, str] = {
     "tests/layers/test_rnn.py::test_packed_sequences_are_refused[export]":
         "PackedSequence: torch.export cannot run pack_padded_sequence on symbolic tensors "
         "(ExportFrontendError, not the refusal the test expects of a trace)",
-    # rules missing for core-ATen ops the trace never shows
-    "tests/architectures/test_more_transformers.py::test_more_architectures[swin-export]":
-        "rule missing: aten::as_strided (Swin's pooler)",
-    "tests/layers/test_norm.py::test_norm_layer[batch_norm_training_flag-export]":
-        "rule missing: aten::_native_batch_norm_legit_functional (batch norm in training mode)",
     # the test asserts the jit trace's fused ops, which torch.export decomposes
     "tests/layers/test_attention.py::test_multihead_attention[fast_*-export]":
         "the test asserts the trace's fused aten::_native_multi_head_attention; torch.export decomposes it",
-    **{f"tests/layers/test_attention.py::test_multihead_attention[slow_{case}-export]":
-       "the test asserts aten::softmax among the traced ops; core ATen spells it aten::_softmax"
-       for case in ("3d_bool_mask_cross", "bias_kv_zero_attn", "float_masks", "kdim_vdim", "seq_first_cross")},
     "tests/layers/test_attention.py::test_transformer_layers[layer_fast_*-export]":
         "the test asserts the trace's fused aten::_transformer_encoder_layer_fwd; torch.export decomposes it",
     "tests/layers/test_attention.py::test_transformer_layers[stack_no_mask-export]":
         "the test asserts the trace's fused aten::_transformer_encoder_layer_fwd; torch.export decomposes it",
-    "tests/layers/test_norm.py::test_rms_norm_is_tract_fused_op_and_eps_none_is_machine_epsilon[export]":
-        "nn.RMSNorm reaches the IR decomposed (mean, add, rsqrt), not as tract's fused rms_norm",
-    # wrong numbers or a graph tract refuses
+    # wrong numbers in tract
     "tests/layers/test_attention.py::test_transformer_layers[stack_nested_tensor-export]":
         "wrong numbers in tract: nn.TransformerEncoder's nested-tensor path (padding mask) as decomposed",
-    "tests/layers/test_rnn.py::test_recurrent_layers[*bidirectional=True)-export]":
-        "tract refuses the reversed direction as decomposed (Downsample pulled over Reshape: 'Invalid axis')",
-    "tests/layers/test_rnn.py::test_initial_states_given[export]":
-        "tract refuses the reversed direction as decomposed (Downsample pulled over Reshape: 'Invalid axis')",
-    "tests/layers/test_rnn.py::test_half_precision_recurrent_layers_tract[export]":
-        "tract refuses the reversed direction as decomposed (Downsample pulled over Reshape: 'Invalid axis')",
 }
 """Export cases that fail today → why. A fix shows up as XPASS, which fails the run."""
 
