@@ -16,6 +16,38 @@ from __future__ import annotations
 import re
 
 EXPORT_XFAIL: dict[str, str] = {
+    # torch.export fixes a size the test asks to be dynamic (ExportSpecializationError)
+    "tests/dynamic/test_dynamic_axes.py::test_conv_stack_over_time[export]":
+        "torch.export specialises the length: its guard on a strided conv stack's output length",
+    "tests/dynamic/test_dynamic_transformers.py::test_audio_length_is_dynamic_through_the_conv_feature_extractor"
+    "[export]":
+        "torch.export specialises the audio length: its guard on the conv feature extractor's output length",
+    "tests/layers/test_attention.py::test_sdpa_dynamic_sequence[export]":
+        "torch.export specialises the batch axis B (a size-1 example: torch.export fixes 1-size axes)",
+    "tests/layers/test_conv_dynamic.py::test_ceil_mode_pooling_over_a_dynamic_length[*-export]":
+        "torch.export specialises the length: ceil-mode pooling's output size guards it",
+    "tests/layers/test_conv_dynamic.py::test_nearest_to_a_computed_size_stays_dynamic[export]":
+        "torch.export specialises the length: upsampling to a size computed from it",
+    "tests/layers/test_conv_dynamic.py::test_transposed_convolutions_over_dynamic_axes[axes1-*-export]":
+        "torch.export specialises H and W: its guard on a strided transposed conv's output size",
+    "tests/layers/test_rnn.py::test_recurrent_layer_over_a_dynamic_time_axis[*-export]":
+        "torch.export specialises the time axis of nn.GRU/nn.LSTM (their unrolled loop)",
+    # torch.export refuses the model (ExportFrontendError)
+    "tests/layers/test_attention.py::test_transformer_layers[transformer-export]":
+        "data-dependent Python: nn.Transformer's mask checks read tensor values",
+    "tests/layers/test_rnn.py::test_packed_sequences_are_refused[export]":
+        "PackedSequence: torch.export cannot run pack_padded_sequence on symbolic tensors "
+        "(ExportFrontendError, not the refusal the test expects of a trace)",
+    # the test asserts the jit trace's fused ops, which torch.export decomposes
+    "tests/layers/test_attention.py::test_multihead_attention[fast_*-export]":
+        "the test asserts the trace's fused aten::_native_multi_head_attention; torch.export decomposes it",
+    "tests/layers/test_attention.py::test_transformer_layers[layer_fast_*-export]":
+        "the test asserts the trace's fused aten::_transformer_encoder_layer_fwd; torch.export decomposes it",
+    "tests/layers/test_attention.py::test_transformer_layers[stack_no_mask-export]":
+        "the test asserts the trace's fused aten::_transformer_encoder_layer_fwd; torch.export decomposes it",
+    # wrong numbers in tract
+    "tests/layers/test_attention.py::test_transformer_layers[stack_nested_tensor-export]":
+        "wrong numbers in tract: nn.TransformerEncoder's nested-tensor path (padding mask) as decomposed",
 }
 """Export cases that fail today → why. A fix shows up as XPASS, which fails the run."""
 
