@@ -21,6 +21,7 @@ import t2n
 from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
 from t2n.backends.nnef.renderer import RenderedModel
+from t2n.backends.nnef.versions import native_ops
 from t2n.backends.target import Target
 from t2n.check.bundle import IRRecorder, recording
 from t2n.check.compare import Tolerance
@@ -358,7 +359,7 @@ def compile(
 
     t0 = time.perf_counter()
     graph = lower(traced, registry or LoweringRegistry.default(), ins, outs, static_sizes=not axes,
-                  op_set=op_set)
+                  op_set=op_set, native_ops=native_ops(target))
     graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)
     graph.info.naming_scheme = opts.naming_scheme
     pass_through(graph, same, ins, outs)

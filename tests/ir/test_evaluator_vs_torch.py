@@ -187,6 +187,7 @@ def _cases() -> dict[str, Case]:
                          {"mode": "gru", "hidden": 3}, _rnn_torch)
     cases["cumsum_scan"] = ((lambda: [f32(3, 7, 2), np.zeros((3, 1, 2), np.float32)]), {"axis": 1},
                             (lambda xs, a: [torch.cumsum(T(xs[0]), 1)]))
+    cases["cumsum"] = ((lambda: [f32(3, 7, 2)]), {"axis": 1}, (lambda xs, a: [torch.cumsum(T(xs[0]), 1)]))
     return cases
 
 
