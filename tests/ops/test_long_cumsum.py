@@ -131,3 +131,12 @@ def test_native_cumsum_refuses_an_axis_out_of_range():
 
     with pytest.raises(InferError, match="cumsum: axis 2 out of range for rank 2"):
         parse_graph(_NATIVE_GRAPH.replace("axis=1", "axis=2"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_native_half_cumsum_adds_up_in_f32_like_pytorch(dtype):
+    x = torch.randn(3, 300).to(dtype)
+    result = check_fn(lambda x: x.cumsum(1), x, targets=("tract",),
+                      tolerance="approximate" if dtype is torch.float16 else "very_loose")  # bf16 runs as f16
+    text = result.artifacts["tract"].graph_nnef
+    assert "tract_core_cumsum(" in text and 'to = "f32"' in text, text

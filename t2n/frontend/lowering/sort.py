@@ -103,8 +103,8 @@ def cumsum_float(ctx: LoweringContext, x: Value, axis: int) -> Value:
     dynamic), linear in the length."""
     b = ctx.b
     if "cumsum" in ctx.lowering.native_ops:
-        if x.type.dtype is DType.F16:  # PyTorch adds halves up in f32, rounding each sum once
-            return b.cast(b.op("cumsum", b.cast(x, DType.F32), axis=axis), DType.F16)
+        if x.type.dtype in (DType.F16, DType.BF16):  # PyTorch adds halves up in f32, rounding each sum once
+            return b.cast(b.op("cumsum", b.cast(x, DType.F32), axis=axis), x.type.dtype)
         return b.op("cumsum", x, axis=axis)
     if ctx.lowering.static_sizes and all(isinstance(d, int) for d in x.type.shape):
         xt, perm = _to_last(ctx, x, axis)
