@@ -21,6 +21,7 @@ import t2n
 from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
 from t2n.backends.nnef.renderer import RenderedModel
+from t2n.backends.nnef.versions import native_ops
 from t2n.backends.target import Target
 from t2n.check.bundle import IRRecorder, recording
 from t2n.check.compare import Tolerance
@@ -368,10 +369,11 @@ def compile(
     check_symbols_apart(axes, [*ins, *outs])
 
     t0 = time.perf_counter()
-    graph = lower_program(traced, registry or LoweringRegistry.default(), ins, outs, op_set=op_set,
+    registry = registry or LoweringRegistry.default()
+    graph = lower_program(traced, registry, ins, outs, op_set=op_set, native_ops=native_ops(target),
                           **lowering_shapes(traced, ins, request, strict=strict_dynamic_axes)) \
-        if frontend == "export" else lower(traced, registry or LoweringRegistry.default(), ins, outs,
-                                           static_sizes=not axes, op_set=op_set)
+        if frontend == "export" else lower(traced, registry, ins, outs, static_sizes=not axes,
+                                           op_set=op_set, native_ops=native_ops(target))
     graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)
     graph.info.naming_scheme = opts.naming_scheme
     pass_through(graph, same, ins, outs)

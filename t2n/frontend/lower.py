@@ -70,6 +70,7 @@ class Lowering:
         graph_name: str = "main",
         static_sizes: bool = False,
         op_set: OpSet | None = None,
+        native_ops: frozenset[str] = frozenset(),
     ) -> None:
         self.traced = traced
         self.registry = registry
@@ -88,6 +89,9 @@ class Lowering:
         self.static_sizes = static_sizes
         """No axis will become symbolic: sizes read in ``forward`` are Python ints, and the
         arithmetic on them runs in Python instead of becoming IR ops folded later."""
+        self.native_ops = native_ops
+        """IR ops the target runs as one native operation (e.g. ``cumsum`` in tract
+        0.23.9+), which rules write instead of their decompositions."""
 
     def problem(self, node: torch._C.Node, reason: str) -> None:
         self.problems.append(
@@ -368,12 +372,14 @@ def lower(
     *,
     static_sizes: bool = False,
     op_set: OpSet | None = None,
+    native_ops: frozenset[str] = frozenset(),
 ) -> Graph:
     """Lower a traced model into an IR graph (raises UnsupportedOpsError listing all problems).
 
     ``static_sizes``: no dynamic axis will be inserted, so sizes may be used as numbers
     (the same graph once constants are folded, found with far fewer ops). Without it,
     sizes stay graph computations that the dynamic-axes pass can make symbolic.
-    ``op_set``: the IR ops the rules may create (default: the built-in ones)."""
+    ``op_set``: the IR ops the rules may create (default: the built-in ones).
+    ``native_ops``: IR ops the target runs natively (:func:`t2n.backends.nnef.versions.native_ops`)."""
     return Lowering(traced, registry, input_names, output_names, static_sizes=static_sizes,
-                    op_set=op_set).run()
+                    op_set=op_set, native_ops=native_ops).run()

@@ -189,6 +189,7 @@ def _cases() -> dict[str, Case]:
                             (lambda xs, a: [torch.cumsum(T(xs[0]), 1)]))
     cases["apply_rope"] = ((lambda: [f32(1, 2, 3, 8), f32(1, 1, 3, 8), f32(1, 1, 3, 8)]), {},
                            _t(lambda x, cos, sin: x * cos + torch.cat([-x[..., 4:], x[..., :4]], -1) * sin))
+    cases["cumsum"] = ((lambda: [f32(3, 7, 2)]), {"axis": 1}, (lambda xs, a: [torch.cumsum(T(xs[0]), 1)]))
     return cases
 
 

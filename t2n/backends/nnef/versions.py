@@ -66,6 +66,8 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
     Requirement("tract_core_grid_sample", "0.23.3", "none: the export is refused"),
     Requirement("tract_core_lstm_epilogue", "0.23.3", "the LSTM gates in standard operations"),
     Requirement("tract_core_gru_seq", "0.23.9", "a tract_core_scan loop over the GRU cell in standard operations"),
+    Requirement("tract_core_cumsum", "0.23.9",
+                "triangular matmuls in blocks of about sqrt(n) (static sizes), else a tract_core_scan loop"),
     Requirement("tract_core_topk", "0.20.0", "none: the export is refused"),
     # From tract's sources (the transformers registry: apply_rope since 0.22.0, the
     # NNEF form of dyn_kv_cache since 0.23.0); checked by loading in 0.23.9.
@@ -79,6 +81,17 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
 """Operation (or syntax) → the oldest tract release that loads it."""
 
 TRACT_ASSERT = "extension tract_assert"
+
+NATIVE_OPS: Mapping[str, str] = MappingProxyType({"cumsum": "tract_core_cumsum"})
+"""IR ops the frontend writes as one op when the target runs them natively (else their
+decomposition) → the tract operation that runs them."""
+
+
+def native_ops(target: Target) -> frozenset[str]:
+    """The IR ops of :data:`NATIVE_OPS` that ``target`` runs natively (none for Khronos)."""
+    if getattr(target, "name", None) != "tract":
+        return frozenset()
+    return frozenset(op for op, tract_op in NATIVE_OPS.items() if target_has(target, tract_op))
 
 
 def min_tract_version(name: str) -> str | None:

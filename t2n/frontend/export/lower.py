@@ -56,8 +56,11 @@ class ProgramLowering:
 
     def __init__(self, exported: ExportedModel, registry: LoweringRegistry, input_names: Sequence[str],
                  output_names: Sequence[str], *, op_set: OpSet | None = None,
-                 symbols: SymbolTable | None = None, assertions: Sequence[str] = ()) -> None:
+                 symbols: SymbolTable | None = None, assertions: Sequence[str] = (),
+                 native_ops: frozenset[str] = frozenset()) -> None:
         self.exported = exported
+        self.native_ops = native_ops
+        """IR ops the target runs natively (rules read it as with jit)."""
         self.program = exported.program
         self.registry = registry
         self.graph = Graph("main", op_set)
@@ -280,6 +283,7 @@ def lower_program(
     op_set: OpSet | None = None,
     symbols: Mapping[Any, str] | None = None,
     assertions: Sequence[str] = (),
+    native_ops: frozenset[str] = frozenset(),
 ) -> Graph:
     """Lower an exported program into an IR graph (raises UnsupportedOpsError listing all
     problems). ``symbols``: sympy symbol of the program → the IR symbol name of that
@@ -290,4 +294,4 @@ def lower_program(
         raise LoweringError(f"lower_program lowers an ExportedModel, not a {type(exported).__name__}")
     return ProgramLowering(exported, registry, input_names, output_names, op_set=op_set,
                            symbols=program_symbols(exported.program) if symbols is None else dict(symbols),
-                           assertions=assertions).run()
+                           assertions=assertions, native_ops=native_ops).run()

@@ -1,6 +1,7 @@
 """Sorting (top-k), order statistics (median, kthvalue), cumulative ops and binary search.
 
-Cumulative sums are triangular matmuls, in blocks of about sqrt(n) over long axes, when
+Cumulative sums are one native op where the target has it (tract 0.23.9+:
+``tract_core_cumsum``, linear and exact, any dtype), else triangular matmuls, in blocks of about sqrt(n) over long axes, when
 sizes are static, else one ``cumsum_scan`` loop (linear in the length, the axis may be
 dynamic); integers go through f64, exact below 2**53. Other
 cumulative ops use a log-step prefix scan over a static axis: ``ceil(log2 n)`` shifted
@@ -101,6 +102,10 @@ def cumsum_float(ctx: LoweringContext, x: Value, axis: int) -> Value:
     shaped like one slice of ``x`` (read from its sizes, so a dynamic axis stays
     dynamic), linear in the length."""
     b = ctx.b
+    if "cumsum" in ctx.lowering.native_ops:
+        if x.type.dtype in (DType.F16, DType.BF16):  # PyTorch adds halves up in f32, rounding each sum once
+            return b.cast(b.op("cumsum", b.cast(x, DType.F32), axis=axis), x.type.dtype)
+        return b.op("cumsum", x, axis=axis)
     if ctx.lowering.static_sizes and all(isinstance(d, int) for d in x.type.shape):
         xt, perm = _to_last(ctx, x, axis)
         n = int(xt.type.shape[-1])
@@ -128,10 +133,11 @@ def _scan_input(ctx: LoweringContext) -> tuple[Value, int]:
 
 @RULES.rule("aten::cumsum", "aten::cumsum_")
 def cumsum(ctx: LoweringContext) -> Value:
-    """Integers are summed as f64 (exact below 2**53) by the same triangular matmul, so
-    integer running sums (position ids, packed-sequence indices) follow dynamic axes."""
+    """Integers are summed natively where the target can (exact, wrapping like PyTorch),
+    else as f64 (exact below 2**53) by the same triangular matmul, so integer running
+    sums (position ids, packed-sequence indices) follow dynamic axes."""
     x, axis = _scan_input(ctx)
-    if x.type.dtype.is_float:
+    if x.type.dtype.is_float or "cumsum" in ctx.lowering.native_ops:
         return cumsum_float(ctx, x, axis)
     wide = cumsum_float(ctx, ctx.b.cast(x, DType.F64), axis)
     return ctx.b.cast(wide, x.type.dtype)

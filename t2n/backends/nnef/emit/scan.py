@@ -1,4 +1,5 @@
-"""Running sums (``cumsum_scan``): a ``tract_core_scan`` loop adding one slice per step
+"""Running sums: ``cumsum`` as tract's native ``tract_core_cumsum`` (one linear pass);
+``cumsum_scan`` as a ``tract_core_scan`` loop adding one slice per step
 (linear in the length, which may be symbolic). The frontend writes this op only for
 exports with dynamic axes, which are tract's alone: standard NNEF has no loop, and static
 exports use triangular matmuls."""
@@ -6,6 +7,7 @@ exports use triangular matmuls."""
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
+from t2n.backends.nnef.versions import NATIVE_OPS, require
 from t2n.ir import Op
 
 TRACT = EmitterTable("scan/tract")
@@ -23,3 +25,12 @@ def cumsum_scan_tract(ctx: EmitContext, op: Op) -> None:
     call = (f"tract_core_scan(body = {literal(body)}, scan = [(\"x\", {x}, {axis}, 1)], full = [], "
             f"state = [(\"acc\", {zeros}, \"acc_out\")], output = [(\"y\", \"full\", {axis}, 1)])")
     ctx.assign(ctx.id(op.output), call)
+
+
+@TRACT.emitter("cumsum")
+def cumsum_tract(ctx: EmitContext, op: Op) -> None:
+    name = NATIVE_OPS["cumsum"]
+    if require(ctx, name, "a cumulative sum written as one op"):
+        axis = int(op.attrs["axis"])
+        ctx.assign(ctx.id(op.output),
+                   f"{name}({ctx.arg(op.inputs[0])}, axis = {axis}, exclusive = false, reverse = false)")
