@@ -30,6 +30,7 @@ from t2n.ir import DType, Graph, Op, Trait, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
 from t2n.passes.dead_node_elimination import DeadNodeElimination
+from t2n.passes.tile_upsampling import only_reader, producer_of, tile_step
 
 _FLOATS = (DType.F16, DType.F32)
 
@@ -39,15 +40,6 @@ _FUSED_BY_TRACT = frozenset({"conv", "deconv", "matmul"})
 """Layers a ``debox`` may not follow (directly or through element-wise ops): tract
 0.23.9 fails to prepare such a model (its optimiser fuses debox's all-one kernel into
 the layer's matrix product with the wrong shape); the tile form is kept there."""
-
-
-def _only_reader(graph: Graph, v: Value, reader: Op) -> bool:
-    return not graph.is_output(v) and all(user is reader for user, _ in v.uses)
-
-
-def _producer(v: Value, kind: str) -> Op | None:
-    p = v.producer
-    return p if p is not None and p.kind == kind else None
 
 
 def _scalar(v: Value) -> float | None:
@@ -74,8 +66,8 @@ def _strip_zeroing(graph: Graph, probs: Value, reader: Op) -> tuple[Value, list[
     """The softmax under the selects that zero dead rows: select(alive, p, 0) or
     select(dead, 0, p)."""
     zeroing: list[Op] = []
-    while (sel := _producer(probs, "select")) is not None:
-        if not _only_reader(graph, probs, reader):
+    while (sel := producer_of(probs, "select")) is not None:
+        if not only_reader(graph, probs, reader):
             return None
         cond, a, b = sel.inputs
         if cond.rank == 0 or cond.type.shape[-1] != 1:  # must apply to the output rows as well
@@ -88,7 +80,7 @@ def _strip_zeroing(graph: Graph, probs: Value, reader: Op) -> tuple[Value, list[
             return None
         zeroing.append(sel)
         reader = sel
-    if _producer(probs, "softmax") is None or not _only_reader(graph, probs, reader):
+    if producer_of(probs, "softmax") is None or not only_reader(graph, probs, reader):
         return None
     return probs, zeroing
 
@@ -97,12 +89,12 @@ def _match_scores(graph: Graph, scores: Value, reader: Op) -> tuple[Value, Value
     """(q k matmul, keep, bias) under ``select(keep, s, lowest)`` and ``add(s, bias)``."""
     keep = bias = None
     for _ in range(2):
-        if not _only_reader(graph, scores, reader):
+        if not only_reader(graph, scores, reader):
             return None
         p = scores.producer
         if p is not None and p.kind == "add" and bias is None and keep is None:
             a, b = p.inputs
-            scores, bias = (a, b) if _producer(a, "matmul") or _producer(a, "select") else (b, a)
+            scores, bias = (a, b) if producer_of(a, "matmul") or producer_of(a, "select") else (b, a)
             reader = p
         elif p is not None and p.kind == "select" and keep is None:
             cond, a, low = p.inputs
@@ -112,7 +104,7 @@ def _match_scores(graph: Graph, scores: Value, reader: Op) -> tuple[Value, Value
             scores, keep, reader = a, cond, p
         else:
             break
-    if not _only_reader(graph, scores, reader):
+    if not only_reader(graph, scores, reader):
         return None
     return scores, keep, bias
 
@@ -134,12 +126,12 @@ def match_attention(graph: Graph, out_op: Op) -> _Attention | None:
     if found is None:
         return None
     scores, keep, bias = found
-    qk = _producer(scores, "matmul")
+    qk = producer_of(scores, "matmul")
     if qk is None or qk.attrs.get("transpose_a") or not qk.attrs.get("transpose_b"):
         return None
     scaled, k = qk.inputs
-    mul = _producer(scaled, "mul")
-    if mul is None or not _only_reader(graph, scaled, qk):
+    mul = producer_of(scaled, "mul")
+    if mul is None or not only_reader(graph, scaled, qk):
         return None
     q, factor = mul.inputs
     scale = _scalar(factor)
@@ -209,30 +201,13 @@ def match_nearest(graph: Graph, reshape: Op) -> tuple[Value, tuple[int, ...]] | 
     integer factor: reshape(tile(unsqueeze(x, axes=[axis + 1]), reps)), reps all one
     but the factor at axis + 1, along a spatial axis (2 or later) of a float tensor.
     An ``x`` that is itself a ``tract_debox`` read only here is merged into one op."""
-    if reshape.kind != "reshape":
+    step = tile_step(graph, reshape)
+    if step is None or step.x.type.dtype not in _FLOATS:
         return None
-    tile = _producer(reshape.inputs[0], "tile")
-    if tile is None or not _only_reader(graph, tile.output, reshape):
-        return None
-    unsq = _producer(tile.inputs[0], "unsqueeze")
-    reps = constant_data(tile.inputs[1])
-    if unsq is None or reps is None or not _only_reader(graph, unsq.output, tile):
-        return None
-    x = unsq.inputs[0]
-    axes = list(unsq.attrs["axes"])
-    if len(axes) != 1 or x.type.dtype not in _FLOATS or reshape.output.rank != x.rank:
-        return None
-    axis = axes[0] - 1
-    flat = [int(r) for r in np.asarray(reps).reshape(-1)]
-    if axis < 2 or len(flat) != x.rank + 1 or any(r != 1 for i, r in enumerate(flat) if i != axis + 1):
-        return None
-    factor = flat[axis + 1]
-    expected = [d * factor if i == axis else d for i, d in enumerate(x.type.shape)]
-    if factor < 2 or list(reshape.output.type.shape) != expected:
-        return None
+    x, axis, factor, unsq = step.x, step.axis, step.factor, step.unsqueeze
     factors = [factor if i == axis else 1 for i in range(x.rank)]
-    inner = _producer(x, "tract_debox")
-    if inner is not None and _only_reader(graph, x, unsq):
+    inner = producer_of(x, "tract_debox")
+    if inner is not None and only_reader(graph, x, unsq):
         factors = [a * b for a, b in zip(factors, inner.attrs["factors"])]
         x = inner.inputs[0]
     if _after_a_layer(x):

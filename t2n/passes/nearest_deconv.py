@@ -25,49 +25,24 @@ from t2n.ir import Builder, DType, Graph, Op, Trait, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
 from t2n.passes.dead_node_elimination import DeadNodeElimination
+from t2n.passes.tile_upsampling import only_reader
+from t2n.passes.tile_upsampling import tile_step as find_tile_step
 
 _FLOATS = frozenset({DType.F16, DType.F32, DType.F64})
 _LAYERS = frozenset({"conv", "deconv", "matmul"})
 _TILE_STEPS = frozenset({"unsqueeze", "tile", "reshape"})
 
 
-def _only_reader(graph: Graph, v: Value, reader: Op) -> bool:
-    return not graph.is_output(v) and all(user is reader for user, _ in v.uses)
-
-
-def _producer(v: Value, kind: str) -> Op | None:
-    p = v.producer
-    return p if p is not None and p.kind == kind else None
-
-
 def tile_step(graph: Graph, reshape: Op) -> tuple[Value, int, int] | None:
-    """(x, axis, factor) when ``reshape`` ends ``reshape(tile(unsqueeze(x, [axis + 1])))``
-    repeating each element of spatial ``axis`` (2 or later) ``factor`` times, on a float
-    N, C, spatial... tensor (one to three spatial axes) with a static channel count."""
-    if reshape.kind != "reshape":
+    """(x, axis, factor) when ``reshape`` ends a nearest upsampling step (see
+    :mod:`t2n.passes.tile_upsampling`) of a float N, C, H, W tensor with a static channel
+    count that does not follow a layer."""
+    step = find_tile_step(graph, reshape)
+    if step is None or step.x.type.dtype not in _FLOATS or step.x.rank != 4 or after_a_layer(step.x):
         return None
-    tile = _producer(reshape.inputs[0], "tile")
-    if tile is None or not _only_reader(graph, tile.output, reshape):
+    if not isinstance(step.x.type.shape[1], int):
         return None
-    unsq = _producer(tile.inputs[0], "unsqueeze")
-    reps = constant_data(tile.inputs[1])
-    if unsq is None or reps is None or not _only_reader(graph, unsq.output, tile):
-        return None
-    x = unsq.inputs[0]
-    axes = list(unsq.attrs["axes"])
-    if len(axes) != 1 or x.type.dtype not in _FLOATS or x.rank != 4 or after_a_layer(x):
-        return None
-    if not isinstance(x.type.shape[1], int):
-        return None
-    axis = axes[0] - 1
-    flat = [int(r) for r in np.asarray(reps).reshape(-1)]
-    if axis < 2 or len(flat) != x.rank + 1 or any(r != 1 for i, r in enumerate(flat) if i != axis + 1):
-        return None
-    factor = flat[axis + 1]
-    expected = [d * factor if i == axis else d for i, d in enumerate(x.type.shape)]
-    if factor < 2 or list(reshape.output.type.shape) != expected:
-        return None
-    return x, axis, factor
+    return step.x, step.axis, step.factor
 
 
 def after_a_layer(x: Value) -> bool:
@@ -130,7 +105,7 @@ class NearestAsDeconv(Pass):
             factors = [1] * (x.rank - 2)
             inner = x.producer
             merged = ones_upsampling(inner)
-            if merged is not None and inner is not None and _only_reader(graph, x, x.uses[0][0]):
+            if merged is not None and inner is not None and only_reader(graph, x, x.uses[0][0]):
                 x, factors = inner.inputs[0], merged
             factors[axis - 2] *= factor
             out = _upsampling(graph, x, factors, reshape)
