@@ -95,13 +95,8 @@ class StandInReads(TorchFunctionMode):
 
     def read_from(self, t: object) -> str | None:
         """The name of a stand-in whose data ``t`` is computed from, if any."""
-        if not isinstance(t, torch.Tensor) or torch_private.tracing_state() is None:
-            return None
-        try:
-            value = torch_private.value_trace(t)
-        except RuntimeError:
-            return None
-        return _stand_in_source(value, self._param_names())
+        value = torch_private.traced_value(t)
+        return None if value is None else _stand_in_source(value, self._param_names())
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:

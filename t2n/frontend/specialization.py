@@ -92,13 +92,8 @@ class InputDependence:
 
     def of_tensor(self, t: object) -> bool:
         """For a tensor the tracer knows (anything else is a constant to it)."""
-        if not isinstance(t, torch.Tensor) or torch_private.tracing_state() is None:
-            return False
-        try:
-            value = torch_private.value_trace(t)
-        except RuntimeError:
-            return False
-        return self(value)
+        value = torch_private.traced_value(t)
+        return value is not None and self(value)
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:

@@ -77,6 +77,17 @@ def value_trace(t: torch.Tensor) -> torch._C.Value:
     return _C._get_value_trace(t)  # type: ignore[no-any-return]
 
 
+def traced_value(t: object) -> torch._C.Value | None:
+    """The tracer's value for ``t`` while tracing, or ``None`` (not a tensor, not
+    tracing, or a tensor the tracer cannot record)."""
+    if not isinstance(t, torch.Tensor) or tracing_state() is None:
+        return None
+    try:
+        return value_trace(t)
+    except RuntimeError:
+        return None
+
+
 def python_op_function(node: torch._C.Node) -> Any:
     """What a ``prim::PythonOp`` calls (a custom ``autograd.Function``'s bound ``apply``)."""
     return _node(node).pyobj()
