@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from t2n.errors import CheckpointFolderError, UnsupportedArchitectureError
+from t2n.errors import CheckpointFolderError, T2NError, UnsupportedArchitectureError
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
                    "merges.txt", "special_tokens_map.json", "added_tokens.json", "vocab.txt")
@@ -31,14 +31,19 @@ def _read_config(folder: Path) -> dict[str, Any]:
         raise CheckpointFolderError(
             f"{folder} has no config.json: give the folder of a transformers checkpoint "
             "(config.json beside its *.safetensors weights, as save_pretrained writes it)")
+    return read_json_object(path, CheckpointFolderError, "rewrite it with config.save_pretrained()")
+
+
+def read_json_object(path: Path, error: type[T2NError], remedy: str) -> dict[str, Any]:
+    """The JSON object in ``path``; ``error`` (saying ``remedy``) when it is unreadable,
+    not JSON or not an object."""
     try:
-        config = json.loads(path.read_text())
+        value = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise CheckpointFolderError(f"{path} cannot be read as JSON ({exc}); "
-                                    "rewrite it with config.save_pretrained()") from exc
-    if not isinstance(config, dict):
-        raise CheckpointFolderError(f"{path} is not a JSON object; rewrite it with config.save_pretrained()")
-    return config
+        raise error(f"{path} cannot be read as JSON ({exc}); {remedy}") from exc
+    if not isinstance(value, dict):
+        raise error(f"{path} is not a JSON object; {remedy}")
+    return value
 
 
 def check_architecture(architectures: list[str] | None, model_type: str | None, where: str) -> None:

@@ -12,7 +12,6 @@ select nothing) is found and named before anything is written or changed.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from t2n.errors import AdapterError, InvalidArgumentError
+from t2n.llm.checkpoint import read_json_object
 
 LOG = logging.getLogger(__name__)
 
@@ -54,14 +54,7 @@ def read_adapter_config(folder: Path) -> dict[str, Any]:
         raise AdapterError(f"{folder} has no {ADAPTER_CONFIG}: it is not a peft adapter folder; give the "
                            "folder PeftModel.save_pretrained wrote (or, to export tensors only, the "
                            "adapter_model.safetensors file itself)")
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise AdapterError(f"{path} cannot be read as JSON ({exc}); save the adapter again with "
-                           "PeftModel.save_pretrained") from exc
-    if not isinstance(config, dict):
-        raise AdapterError(f"{path} is not a JSON object; save the adapter again with PeftModel.save_pretrained")
-    return config
+    return read_json_object(path, AdapterError, "save the adapter again with PeftModel.save_pretrained")
 
 
 def adapter_weights(src: Path) -> Path:
