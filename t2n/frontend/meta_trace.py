@@ -32,7 +32,7 @@ from t2n.errors import TraceError
 from t2n.frontend import torch_private
 from t2n.frontend.extractors import ExtractedCalls
 from t2n.frontend.io import flatten
-from t2n.frontend.specialization import LIKE_KINDS, OUTPUT_SOURCES, SIZE_ONLY_KINDS, user_frame
+from t2n.frontend.specialization import data_inputs, user_frame
 from t2n.frontend.trace import TracedModel, trace_module
 from t2n.frontend.trace_watch import _CONVERSIONS, _FACTORIES
 
@@ -129,15 +129,8 @@ def _stand_in_source(value: torch._C.Value, params: dict[int, str]) -> str | Non
         seen.add(v.unique())
         if v.unique() in params:
             return params[v.unique()]
-        node = v.node()
-        kind = node.kind()
-        if kind == "prim::Param" or kind in SIZE_ONLY_KINDS:
-            continue
-        inputs = list(node.inputs())
-        only = OUTPUT_SOURCES.get((kind, v.offset()))
-        if only is not None:
-            inputs = [inputs[i] for i in only]
-        stack.extend(inputs[1:] if kind in LIKE_KINDS else inputs)
+        if v.node().kind() != "prim::Param":
+            stack.extend(data_inputs(v))
     return None
 
 

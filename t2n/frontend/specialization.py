@@ -57,6 +57,21 @@ _T2N_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WARNINGS = warnings.__file__
 
 
+def data_inputs(v: torch._C.Value) -> list[torch._C.Value]:
+    """The traced values whose data ``v`` is computed from: none through ops that only read
+    sizes, not the size argument of ``*_like`` ops, only the sources of that output for
+    multi-output ops (``OUTPUT_SOURCES``)."""
+    node = v.node()
+    kind = node.kind()
+    if kind in SIZE_ONLY_KINDS:
+        return []
+    inputs = list(node.inputs())
+    only = OUTPUT_SOURCES.get((kind, v.offset()))
+    if only is not None:
+        inputs = [inputs[i] for i in only]
+    return inputs[1:] if kind in LIKE_KINDS else inputs
+
+
 class InputDependence:
     """Whether a value of the graph being traced is computed from the data of the
     model's inputs (the first ``n_inputs`` graph inputs), not only from their sizes,
@@ -74,19 +89,11 @@ class InputDependence:
             if u in seen or u in self._clean:
                 continue
             seen.add(u)
-            node = v.node()
-            kind = node.kind()
-            if kind == "prim::Param":
+            if v.node().kind() == "prim::Param":
                 if v.offset() < self.n_inputs:
                     return True
                 continue
-            if kind in SIZE_ONLY_KINDS:
-                continue
-            inputs = list(node.inputs())
-            only = OUTPUT_SOURCES.get((kind, v.offset()))
-            if only is not None:
-                inputs = [inputs[i] for i in only]
-            stack.extend(inputs[1:] if kind in LIKE_KINDS else inputs)
+            stack.extend(data_inputs(v))
         self._clean |= seen
         return False
 
