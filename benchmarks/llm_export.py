@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.measure import machine_facts, raw_write, remove, write_safetensors_streaming
+from benchmarks.measure import (
+    machine_facts,
+    raw_write,
+    remove,
+    replace_section,
+    write_safetensors_streaming,
+)
 from benchmarks.models import llama_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,14 +154,7 @@ def report(results: dict[str, Any]) -> str:
 
 def write_section(path: Path, section: str) -> None:
     """Replace (or add) the Export section of ``path``, leaving other sections alone."""
-    text = path.read_text() if path.exists() else "# LLM benchmarks\n\n"
-    start = text.find(SECTION)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
-    path.write_text(text)
+    replace_section(path, SECTION, section, "# LLM benchmarks")
 
 
 def main() -> None:

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.measure import replace_section
+
 PROMPT = 64
 RESULTS = Path(__file__).with_name("RESULTS_LLM.md")
 SECTION = "## Latency"
@@ -162,14 +164,7 @@ def table(results: dict[str, tuple[float, float]], note: str | None) -> str:
 
 def write_section(text: str) -> None:
     """Replace (or add) the "Latency" section of RESULTS_LLM.md, leaving the others."""
-    old = RESULTS.read_text() if RESULTS.exists() else "# LLM export benchmarks\n"
-    start = old.find(SECTION)
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + (old[end + 1:] if end >= 0 else "")
-    RESULTS.write_text(new)
+    replace_section(RESULTS, SECTION, text, "# LLM benchmarks")
 
 
 def main(argv: list[str] | None = None) -> str:

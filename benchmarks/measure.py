@@ -213,3 +213,18 @@ def machine_facts(folder: Path) -> dict[str, Any]:
         with contextlib.suppress(ImportError, AttributeError):
             facts[mod] = __import__(mod).__version__
     return facts
+
+
+def replace_section(path: Path, heading: str, text: str, title: str) -> None:
+    """Replace the section of ``path`` that starts with ``heading`` (up to the next
+    ``## `` heading) by ``text``, or append it; a new file starts with ``title``. Lets
+    several benchmarks share one results file, each rewriting only its own section."""
+    old = path.read_text() if path.exists() else f"{title}\n\n"
+    start = old.find(heading)
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        end = old.find("\n## ", start + len(heading))
+        rest = old[end + 1:] if end >= 0 else ""
+        new = old[:start] + (text.rstrip("\n") + "\n\n" + rest if rest else text)
+    path.write_text(new)
