@@ -252,16 +252,9 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
             artifact.save(path)
         else:
             artifact = export(wrapper, example, path, target, check_io=verify and reference is None, **options)
-    sampler: torch.nn.Module | None = wrapper
-    if reference is not None:  # streamed: PyTorch computes on the model loaded, if asked and it fits
-        loaded = reference_wrapper(**reference, compression=compression,
-                                   num_logits_to_keep=num_logits_to_keep) if verify else None
-        sampler = None if loaded is None else with_inputs_dtype(loaded, cache_layout(loaded.model), samples[0])[0]
-        if sampler is not None and not forms.stateful:
-            with torch.no_grad():
-                expected = sampler(*example)
-            artifact.check(target.check_io_tolerance, inputs=[to_numpy(t) for t in example],
-                           expected=[to_numpy(t) for t in expected])
+    sampler = wrapper if reference is None else _streamed_reference(
+        reference, artifact, example, target, compression=compression, num_logits_to_keep=num_logits_to_keep,
+        verify=verify, inputs_dtype=samples[0], check=not forms.stateful)
     write_modes(layout, model.config, out, samples=sampler is not None)
     if sampler is not None:
         steps = write_samples(sampler, layout, vocab, out, samples[1])
@@ -272,3 +265,22 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
     if side_files:
         copy_side_files(folder, model, out)
     return path
+
+
+def _streamed_reference(reference: dict[str, Any], artifact: Any, example: tuple[torch.Tensor, ...], target: Any, *,
+                        compression: str | None, num_logits_to_keep: int | None, verify: bool,
+                        inputs_dtype: str | None, check: bool) -> torch.nn.Module | None:
+    """For a streamed checkpoint: the model loaded in PyTorch (if verifying and it fits
+    the memory budget), wrapped as the traced module, and the explicit-cache artifact
+    checked against it (``check``); ``None`` when it is not loaded (no samples then)."""
+    loaded = reference_wrapper(**reference, compression=compression,
+                               num_logits_to_keep=num_logits_to_keep) if verify else None
+    if loaded is None:
+        return None
+    sampler: torch.nn.Module = with_inputs_dtype(loaded, cache_layout(loaded.model), inputs_dtype)[0]
+    if check:
+        with torch.no_grad():
+            expected = sampler(*example)
+        artifact.check(target.check_io_tolerance, inputs=[to_numpy(t) for t in example],
+                       expected=[to_numpy(t) for t in expected])
+    return sampler
