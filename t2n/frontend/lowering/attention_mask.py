@@ -7,14 +7,18 @@ one ``add`` on the scores. ``fill`` is a float so negative that ``exp(fill - row
 is exactly 0, so the softmax is the one of the ``select(keep, scores, lowest)`` form,
 and tract runs the ``add`` faster (benchmarks/RESULTS_ARTIFACT_SPEED.md).
 
-Each additive mask gets a fill of its own (the lowest float, then the floats next to it
-toward zero). tract's optimiser merges identical nodes that read the same inputs
-(``PushSplitDown``); when two identical masks become identical addends in two steps (the
-masks merged first, then their addends), it can leave both addends as ``Dummy`` ops and
-the model fails to run ("eval() called on a Dummy op"): a BART encoder and its decoder's
-cross-attention compute the same padding mask twice. Addends with different fills are
-never identical, so that merge never happens; one mask used by many layers gets one
-addend, built once.
+Each additive mask gets a fill of its own: the floats next to the lowest one, toward
+zero (never the lowest itself, which a model's own ``where(keep, 0, finfo.min)`` uses).
+tract's optimiser merges identical nodes that read the same inputs (its
+``PushSplitDown`` pass). When a graph computes the same mask twice (a BART encoder and
+its decoder's cross-attention both from ``attention_mask``) and each copy has its own
+identical addend, the masks are merged first, then the addends, and tract 0.23.9 can
+leave a node of that chain as a ``Dummy`` op: the model loads but fails to run ("eval()
+called on a Dummy op"; the merge checks only the second node of a pair for an earlier
+merge in the same sweep, so two nodes may be merged into each other). Addends with
+different fills are never identical, so they are never merged; one mask used by many
+layers gets one addend, built once. docs/attention_masks.md has the smallest graph that
+fails.
 
 Only f32 and f64 scores take the add form: in f16 a score plus the lowest f16 may round
 to -inf (then a row with every position masked is NaN instead of the uniform average
@@ -69,7 +73,7 @@ def additive_mask(b: Builder, keep: Value, dtype: DType) -> Value:
     masks = _masks(b.graph)
     key = (keep, dtype)
     if key not in masks.addends:
-        fill = nth_fill(dtype, len(masks.addends))
+        fill = nth_fill(dtype, len(masks.addends) + 1)
         masks.addends[key] = b.op("select", keep, scalar(b, 0.0, dtype), scalar(b, fill, dtype))
     return masks.addends[key]
 
