@@ -18,7 +18,10 @@ import numpy as np
 
 from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import dim_value, scalar, transpose, unsqueeze
-from t2n.frontend.lowering.attention_mask import both_keep, lowest, masked_scores
+from t2n.frontend.lowering.attention_mask import both_keep, masked_scores
+from t2n.frontend.lowering.attention_mask import (
+    lowest as lowest,  # re-exported: other rules mask with it
+)
 from t2n.frontend.lowering.linalg import matmul
 from t2n.frontend.lowering.norm import affine, standardize
 from t2n.frontend.lowering.shape import concat_shape, shape_part
