@@ -247,7 +247,7 @@ def tiny_llama(attn: str) -> tuple[nn.Module, tuple[torch.Tensor, ...], dict[str
 
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
-@pytest.mark.parametrize("build", [tiny_bart, tiny_llama], ids=["bart", "llama"])
+@pytest.mark.parametrize("build", [tiny_llama, tiny_bart], ids=["llama", "bart"])
 def test_transformers_attentions_with_padding(build, attn):
     """Eager attention brings its own float masks (``where(keep, 0, finfo.min)``, added as
     they are, tract runs them); SDPA attention hands bool masks to SDPA, which become
