@@ -3,8 +3,9 @@
 and ``nn.TransformerEncoder``'s nested tensors), decomposed into matmul + softmax so
 that both targets run them.
 
-Masked scores are set to the lowest finite float rather than -inf: exp of it minus
-the row maximum is exactly 0, and Khronos NNEF has no inf literal.
+Masked scores are pushed to (about) the lowest finite float rather than -inf: exp of it
+minus the row maximum is exactly 0, and Khronos NNEF has no inf literal. How the mask is
+applied (an additive mask or a select) is :mod:`t2n.frontend.lowering.attention_mask`'s.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ import numpy as np
 
 from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import dim_value, scalar, transpose, unsqueeze
+from t2n.frontend.lowering.attention_mask import both_keep, masked_scores
+from t2n.frontend.lowering.attention_mask import (
+    lowest as lowest,  # re-exported: other rules mask with it
+)
 from t2n.frontend.lowering.linalg import matmul
 from t2n.frontend.lowering.norm import affine, standardize
 from t2n.frontend.lowering.shape import concat_shape, shape_part
@@ -25,12 +30,6 @@ from t2n.ir import Builder, Dim, DType, Graph, Value
 from t2n.ir.graph import constant_data
 
 RULES = RuleSet("attention")
-
-
-def lowest(dtype: DType) -> float:
-    """The most negative finite value of ``dtype`` (f32's for bf16, which shares its range)."""
-    return float(np.finfo(np.float16 if dtype is DType.F16 else
-                          np.float64 if dtype is DType.F64 else np.float32).min)
 
 
 def may_empty_a_row(mask: Value, keep: bool) -> bool:
@@ -51,11 +50,7 @@ def attention_probs(b: Builder, scores: Value, keep: Value | None = None, bias: 
     as PyTorch's SDPA does, instead of NaN or a uniform average."""
     dt = scores.type.dtype
     axis = scores.rank - 1
-    if keep is not None:
-        scores = b.op("select", keep, scores, scalar(b, lowest(dt), dt))
-    if bias is not None:
-        scores = b.op("add", scores, bias)
-    probs = b.op("softmax", scores, axes=(axis,))
+    probs = b.op("softmax", masked_scores(b, scores, keep, bias), axes=(axis,))
     zero = scalar(b, 0.0, dt)
     if safe and keep is not None and may_empty_a_row(keep, keep=True):
         alive = b.op("any_reduce", keep, axes=(keep.rank - 1,), keepdims=True)
@@ -128,7 +123,7 @@ def sdpa(b: Builder, q: Value, k: Value, v: Value, *, keep: Value | None = None,
     scores = matmul(b, b.op("mul", q, factor), k, transpose_b=True)
     if causal:
         tril = causal_keep(b, q, k)
-        keep = tril if keep is None else b.op("and", keep, tril)
+        keep = tril if keep is None else both_keep(b, keep, tril)
     probs = attention_probs(b, scores, keep, bias, safe=safe)
     return matmul(b, probs, v), probs
 
