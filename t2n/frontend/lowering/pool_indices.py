@@ -42,17 +42,19 @@ def adaptive_max_pool(ctx: LoweringContext) -> tuple[Value, Value | Poison]:
     if not all(isinstance(d, int) for d in x.type.shape[x.rank - n:]):
         return values, Poison("the indices of an adaptive max pool over a dynamic axis cannot be "
                               "exported (its windows depend on the size); fix that axis' size")
-    # read through the graph, so that DynamicAxes reports the sizes if an axis is made dynamic
-    static = [int(ctx.to_const(dim_value(ctx.b, x, x.rank - n + i),
-                               f"size of axis {x.rank - n + i} (adaptive max pool indices)"))
-              for i in range(n)]
-    outs = [s if o is None else o for s, o in zip(static, sizes)]
-    if all(s % o == 0 for s, o in zip(static, outs)):
-        kernel = tuple(s // o for s, o in zip(static, outs))
+    def size(i: int) -> int:
+        """Read through the graph, so that DynamicAxes reports it if the axis is made dynamic."""
+        axis = x.rank - n + i
+        return int(ctx.to_const(dim_value(ctx.b, x, axis), f"size of axis {axis} (adaptive max pool indices)"))
+
+    traced = [int(d) for d in x.type.shape[x.rank - n:]]  # type: ignore[call-overload]
+    if all(o is None or d % o == 0 for d, o in zip(traced, sizes)):
+        kernel = tuple(1 if o is None else size(i) // o for i, o in enumerate(sizes))
         _, index = ctx.b.multi("max_pool_with_index", x, kernel=kernel, stride=kernel,
                                dilation=(1,) * n, padding=((0, 0),) * n)
         return values, index
-    return values, _separable_index(ctx, x, static, outs)
+    static = [size(i) for i in range(n)]
+    return values, _separable_index(ctx, x, static, [d if o is None else o for d, o in zip(static, sizes)])
 
 
 def _global_index(ctx: LoweringContext, x: Value, n: int) -> Value:
