@@ -64,11 +64,11 @@ def traced_max_unpool(fn: Any) -> Callable[..., torch.Tensor] | None:
         padding = _per_axis(a["padding"], n)
         size = _output_size(x, kernel, stride, padding, a["output_size"])
         if n == 1:
-            out = torch._C._nn.max_unpool2d(x.unsqueeze(-1), indices.unsqueeze(-1), [*size, 1])
+            out = torch.ops.aten.max_unpool2d(x.unsqueeze(-1), indices.unsqueeze(-1), [*size, 1])
             return out.squeeze(-1)
         if n == 2:
-            return torch._C._nn.max_unpool2d(x, indices, size)
-        return torch._C._nn.max_unpool3d(x, indices, size, stride, padding)
+            return torch.ops.aten.max_unpool2d(x, indices, size)
+        return torch.ops.aten.max_unpool3d(x, indices, size, stride, padding)
 
     return call
 
