@@ -18,6 +18,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from t2n.frontend import torch_private
+
 
 def _spatial(fn: Any) -> int | None:
     return {F.max_unpool1d: 1, F.max_unpool2d: 2, F.max_unpool3d: 3}.get(fn)
@@ -64,11 +66,9 @@ def traced_max_unpool(fn: Any) -> Callable[..., torch.Tensor] | None:
         padding = _per_axis(a["padding"], n)
         size = _output_size(x, kernel, stride, padding, a["output_size"])
         if n == 1:
-            out = torch.ops.aten.max_unpool2d(x.unsqueeze(-1), indices.unsqueeze(-1), [*size, 1])
+            out = torch_private.max_unpool(x.unsqueeze(-1), indices.unsqueeze(-1), [*size, 1], [], [])
             return out.squeeze(-1)
-        if n == 2:
-            return torch.ops.aten.max_unpool2d(x, indices, size)
-        return torch.ops.aten.max_unpool3d(x, indices, size, stride, padding)
+        return torch_private.max_unpool(x, indices, size, stride, padding)
 
     return call
 

@@ -168,7 +168,8 @@ def max_unpool(ctx: LoweringContext) -> Value:
     lead = x.rank - n
     lead_dims = _lead_dims(ctx, x, lead)
     plane = _product(ctx, sizes)
-    guarded = not _from_matching_pool(idx, sizes)
+    # with dynamic axes, sizes equal at trace time may differ at run time: keep the guard
+    guarded = not (ctx.lowering.static_sizes and _from_matching_pool(idx, sizes))
     room: int | Value = plane
     if guarded:
         plane_v = plane if isinstance(plane, Value) else i64(b, plane)
