@@ -1,7 +1,9 @@
 """Emitters for max pooling with indices and for the scatter of ``max_unpool``.
 
 tract's ``max_pool_with_index`` gives PyTorch's index as is (the flat position in the
-unpadded input plane, first maximum on ties; i64). Standard NNEF's
+unpadded input plane, first maximum on ties; i64), except where a window holds only
+``-inf`` or a NaN (tract skips them: index 0, where PyTorch gives the window's first
+cell or the NaN's). Standard NNEF's
 ``max_pool_with_index`` / ``argmax_pool`` do not say which index they give, and the
 Khronos interpreter counts in the padded plane: a Khronos export whose indices are read
 is refused, naming the op; one that drops them writes a plain ``max_pool``.
