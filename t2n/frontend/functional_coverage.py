@@ -37,12 +37,6 @@ NOT_FOR_INFERENCE: dict[str, str] = {
 """Functions with no meaning in an exported inference graph, and why."""
 
 REFUSED: dict[str, str] = {
-    **{name: "the indices of a max pool are refused (use return_indices=False)" for name in (
-        "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
-        "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-        "adaptive_max_pool3d_with_indices")},
-    **{name: "PyTorch's own trace fails (the op checks its indices' values in Python)"
-       for name in ("max_unpool1d", "max_unpool2d", "max_unpool3d")},
     **{name: "CUDA-only kernels (grouped / float8-scaled matrix products); no rule"
        for name in ("grouped_mm", "scaled_grouped_mm", "scaled_mm")},
 }
@@ -51,6 +45,15 @@ REFUSED: dict[str, str] = {
 KHRONOS_REFUSED: dict[str, str] = {
     "grid_sample": "Khronos: standard NNEF has no gather by computed coordinates",
     "one_hot": "Khronos: comparing integer indices has no standard form",
+    **{name: "Khronos: refused where the indices are read (standard argmax_pool does not give "
+             "PyTorch's plane index); values alone export" for name in (
+        "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices")},
+    **{name: "Khronos: refused where the indices are read, except over one window (the whole "
+             "plane); values alone export" for name in (
+        "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+        "adaptive_max_pool3d_with_indices")},
+    **{name: "Khronos: standard NNEF has no scatter to write values at their indices"
+       for name in ("max_unpool1d", "max_unpool2d", "max_unpool3d")},
 }
 """Functions exported for tract but refused for Khronos NNEF, and why."""
 

@@ -132,6 +132,15 @@ def all_schemas() -> list[Any]:
     return list(_C._jit_get_all_schemas())
 
 
+def max_unpool(x: torch.Tensor, indices: torch.Tensor, size: list[Any], stride: list[int],
+               padding: list[int]) -> torch.Tensor:
+    """ATen's ``max_unpool2d``/``3d`` through its Python binding, which the tracer records
+    with the traced sizes (``torch.ops.aten`` would bake them as constants)."""
+    if len(size) == 2:
+        return _C._nn.max_unpool2d(x, indices, size)  # type: ignore[no-any-return]
+    return _C._nn.max_unpool3d(x, indices, size, stride, padding)  # type: ignore[no-any-return]
+
+
 def disable_torch_function() -> Any:
     """A context in which no ``__torch_function__`` handler runs (this thread only)."""
     return _C.DisableTorchFunction()

@@ -35,6 +35,7 @@ from t2n.frontend import torch_private
 from t2n.frontend.context import module_path
 from t2n.frontend.specialization import InputDependence, Specialization, user_frame
 from t2n.frontend.state_guard import StateWrites
+from t2n.frontend.unpool_trace import traced_max_unpool
 
 _CONVERSIONS = {
     "__bool__": "a tensor converted to a Python bool (an `if`/`while`/`and`/`or` on tensor data)",
@@ -139,6 +140,10 @@ class TraceWatch(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
+        unpool = traced_max_unpool(func)
+        if unpool is not None:  # PyTorch's own Python for it cannot be traced
+            with self._judging():
+                return unpool(*args, **kwargs)
         name = getattr(func, "__name__", "")
         what = _CONVERSIONS.get(name)
         if what is not None and args and isinstance(args[0], torch.Tensor):

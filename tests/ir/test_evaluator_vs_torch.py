@@ -190,7 +190,19 @@ def _cases() -> dict[str, Case]:
     cases["apply_rope"] = ((lambda: [f32(1, 2, 3, 8), f32(1, 1, 3, 8), f32(1, 1, 3, 8)]), {},
                            _t(lambda x, cos, sin: x * cos + torch.cat([-x[..., 4:], x[..., :4]], -1) * sin))
     cases["cumsum"] = ((lambda: [f32(3, 7, 2)]), {"axis": 1}, (lambda xs, a: [torch.cumsum(T(xs[0]), 1)]))
+    cases["max_pool_with_index"] = (
+        (lambda: [f32(2, 3, 7, 8)]),
+        {"kernel": (3, 2), "stride": (2, 2), "dilation": (2, 1), "padding": ((1, 2), (0, 1))},
+        _t(lambda x: list(F.max_pool2d(x, (3, 2), 2, (1, 0), (2, 1), ceil_mode=True, return_indices=True))))
+    cases["unpool_scatter"] = ((lambda: [np.zeros((2, 3, 36), np.float32), *_pooled(f32(2, 3, 6, 6))]),
+                               {"lead": 2}, _t(lambda _, i, v: F.max_unpool2d(v, i, 2).reshape(2, 3, 36)))
     return cases
+
+
+def _pooled(x: np.ndarray) -> list[np.ndarray]:
+    """Indices and values of a 2x2 max pool (the indices max_unpool takes)."""
+    values, indices = F.max_pool2d(T(x), 2, return_indices=True)
+    return [indices.numpy(), values.numpy()]
 
 
 CASES = _cases()

@@ -6,7 +6,6 @@ import pytest
 import torch
 from torch import nn
 
-from t2n.errors import UnsupportedOpsError
 from t2n.testing import check_export
 
 
@@ -39,8 +38,8 @@ def test_unbatched_pool():
     check_export(nn.MaxPool2d(2).eval(), (torch.randn(3, 6, 6),))
 
 
-def test_pool_indices_are_refused_when_used():
-    with pytest.raises(UnsupportedOpsError, match="return_indices"):
-        check_export(nn.MaxPool2d(2, return_indices=True).eval(), (torch.randn(1, 2, 4, 4),))
-    with pytest.raises(UnsupportedOpsError, match="return_indices"):
-        check_export(nn.AdaptiveMaxPool2d(2, return_indices=True).eval(), (torch.randn(1, 2, 4, 4),))
+def test_pool_indices_are_exported_for_tract_and_refused_by_name_for_khronos():
+    """The indices themselves are tested in test_pool_indices.py."""
+    res = check_export(nn.MaxPool2d(2, return_indices=True).eval(), (torch.randn(1, 2, 4, 4),),
+                       khronos_refuses="return_indices=True")
+    assert "max_pool_with_index(" in res.artifacts["tract"].graph_nnef

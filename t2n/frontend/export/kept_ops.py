@@ -44,6 +44,8 @@ KEPT_OPS: tuple[Any, ...] = (
     _ATEN.avg_pool1d.default, _ATEN.max_pool1d.default, _ATEN.max_pool2d.default, _ATEN.max_pool3d.default,
     _ATEN.adaptive_avg_pool1d.default, _ATEN.adaptive_avg_pool2d.default, _ATEN.adaptive_avg_pool3d.default,
     _ATEN.adaptive_max_pool1d.default,
+    # the unpool rule scatters into the plane, with no index arithmetic around it
+    _ATEN.max_unpool2d.default, _ATEN.max_unpool3d.default,
 )
 """OpOverloads that ``decomposition_table`` leaves whole (see the module docstring)."""
 

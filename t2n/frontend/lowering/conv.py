@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from t2n.frontend.context import LoweringContext, Poison
+from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import dim_value, squeeze, unsqueeze
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
@@ -117,8 +117,9 @@ def _pool_geometry(n: int, ceil_mode: bool, kernel: list[int], stride: list[int]
     return pads
 
 
-def _pool(ctx: LoweringContext, n: int, kind: str) -> Value:
-    x = ctx.tensor(0)
+def pool_attrs(ctx: LoweringContext, n: int) -> tuple[dict[str, Any], list[int], list[int]]:
+    """The attrs of an IR pool op for an aten pool of ``n`` spatial axes (PyTorch's
+    kernel_size, stride, padding, dilation, ceil_mode), its kernel and its padding."""
     kernel = _expand(ctx.ints("kernel_size"), n)
     stride = ctx.ints("stride") or kernel
     stride = _expand(stride, n)
@@ -127,7 +128,14 @@ def _pool(ctx: LoweringContext, n: int, kind: str) -> Value:
     ceil_mode = ctx.bool("ceil_mode")
     pads = _pool_geometry(n, ceil_mode, kernel, stride, padding, dilation)
     attrs: dict[str, Any] = dict(kernel=tuple(kernel), stride=tuple(stride), dilation=tuple(dilation),
-                                    padding=tuple(pads))
+                                 padding=tuple(pads))
+    return attrs, kernel, padding
+
+
+def _pool(ctx: LoweringContext, n: int, kind: str) -> Value:
+    x = ctx.tensor(0)
+    attrs, kernel, padding = pool_attrs(ctx, n)
+    pads = attrs["padding"]
     if kind == "max_pool":
         return ctx.b.op(kind, x, **attrs)
     divisor = ctx.optional("divisor_override") if ctx.has("divisor_override") else None
@@ -148,14 +156,6 @@ def _pool(ctx: LoweringContext, n: int, kind: str) -> Value:
                   mode="constant", value=0.0)
     attrs["padding"] = tuple((0, a - p) for (_, a), p in zip(pads, padding))
     return ctx.b.op(kind, xp, count_include_pad=False, **attrs)
-
-
-@RULES.rule("aten::max_pool1d_with_indices", "aten::max_pool2d_with_indices",
-            "aten::max_pool3d_with_indices")
-def max_pool_with_indices(ctx: LoweringContext) -> tuple[Value, Poison]:
-    values = _pool(ctx, int(ctx.kind[len("aten::max_pool")]), "max_pool")
-    return values, Poison("the indices of a max pool (return_indices=True) cannot be exported; "
-                          "use return_indices=False")
 
 
 @RULES.rule("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d")
@@ -198,7 +198,7 @@ def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | N
     return x
 
 
-def _adaptive_sizes(ctx: LoweringContext, n: int) -> list[int | None]:
+def adaptive_sizes(ctx: LoweringContext, n: int) -> list[int | None]:
     raw = ctx.const(1)
     sizes = [raw] if isinstance(raw, int) or raw is None else list(raw)
     return sizes * n if len(sizes) == 1 else sizes
@@ -208,15 +208,7 @@ def _adaptive_sizes(ctx: LoweringContext, n: int) -> list[int | None]:
             "aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool3d")
 def adaptive_avg_pool(ctx: LoweringContext) -> Value:
     n = int(ctx.kind.rstrip("d")[-1])
-    return adaptive_pool(ctx, ctx.tensor(0), n, _adaptive_sizes(ctx, n), "mean_reduce")
-
-
-@RULES.rule("aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d")
-def adaptive_max_pool(ctx: LoweringContext) -> tuple[Value, Poison]:
-    n = int(ctx.kind.rstrip("d")[-1])
-    values = adaptive_pool(ctx, ctx.tensor(0), n, _adaptive_sizes(ctx, n), "max_reduce")
-    return values, Poison("the indices of an adaptive max pool (return_indices=True) cannot be "
-                          "exported; use return_indices=False")
+    return adaptive_pool(ctx, ctx.tensor(0), n, adaptive_sizes(ctx, n), "mean_reduce")
 
 
 # -- patches (im2col / col2im) as convolutions with an identity kernel -------------
