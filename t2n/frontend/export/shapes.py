@@ -47,6 +47,7 @@ from t2n.frontend.export.requests import (
 )
 from t2n.frontend.export.symbolic import dim_of
 from t2n.ir.dims import Dim, valid_symbol_name
+from t2n.ir.identifiers import free_name
 from t2n.passes.dynamic_axes import BakedSizeWarning, list_form_symbol
 
 # -- reading the program back ---------------------------------------------------------
@@ -108,13 +109,8 @@ def symbol_table(program: ExportedProgram, input_names: Sequence[str],
 
 def _assign(names: dict[str, str], torch_name: str, wanted: str) -> None:
     """Give ``torch_name`` the user name ``wanted`` (made unique if another symbol has it)."""
-    if torch_name in names:
-        return
-    taken = set(names.values())
-    final, n = wanted, 1
-    while final in taken:
-        final, n = f"{wanted}_{n}", n + 1
-    names[torch_name] = final
+    if torch_name not in names:
+        names[torch_name] = free_name(wanted, set(names.values()).__contains__)
 
 
 def _hint(size: torch.SymInt) -> int:
