@@ -25,7 +25,7 @@ from t2n.ir import Builder, DType, Graph, Op, Trait, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
 from t2n.passes.dead_node_elimination import DeadNodeElimination
-from t2n.passes.tile_upsampling import only_reader
+from t2n.passes.matching import first_match, only_reader
 from t2n.passes.tile_upsampling import tile_step as find_tile_step
 
 _FLOATS = frozenset({DType.F16, DType.F32, DType.F64})
@@ -100,7 +100,7 @@ class NearestAsDeconv(Pass):
 
     def run(self, graph: Graph) -> PassResult:
         count = 0
-        while (found := _first(graph)) is not None:
+        while (found := first_match(graph, tile_step)) is not None:
             reshape, (x, axis, factor) = found
             factors = [1] * (x.rank - 2)
             inner = x.producer
@@ -116,10 +116,3 @@ class NearestAsDeconv(Pass):
             count += 1
         return PassResult(graph, count > 0, {"upsamplings": count} if count else {})
 
-
-def _first(graph: Graph) -> tuple[Op, tuple[Value, int, int]] | None:
-    for op in graph.ops():
-        found = tile_step(graph, op)
-        if found is not None:
-            return op, found
-    return None
