@@ -24,7 +24,7 @@ from t2n.driver.early_write import (
     planned_tensors,
     record_export,
 )
-from t2n.driver.reading import merge_dynamic_axes, read_model
+from t2n.driver.reading import read_model
 from t2n.driver.stages import (
     gc_paused,
     ir_dumper,
@@ -41,7 +41,13 @@ from t2n.frontend.extractors import ModuleExtractor
 from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.registry import LoweringRegistry
 from t2n.ir import OpSet, verify
-from t2n.options import check_compile_options, check_export_options, check_op_set, check_target
+from t2n.options import (
+    check_compile_options,
+    check_export_options,
+    check_op_set,
+    check_target,
+    merge_dynamic_axes,
+)
 from t2n.passes.base import Pass
 from t2n.passes.spec import PipelineSpec
 from t2n.serialize.archive import open_writer

@@ -11,7 +11,7 @@ import attrs
 import torch
 
 from t2n.backends.target import Target
-from t2n.errors import DynamicAxesError, InvalidArgumentError
+from t2n.errors import InvalidArgumentError
 from t2n.frontend.export import obtain_program
 from t2n.frontend.export.requests import DynamicRequest
 from t2n.frontend.export.shapes import dynamic_request_for
@@ -48,46 +48,24 @@ class ReadModel:
 def read_model(
     model: Any, args: Any, target: Target, *, frontend: str, kwargs: Mapping[str, Any] | None,
     input_names: Sequence[str] | None, output_names: Sequence[str] | None,
-    dynamic_axes: Mapping[str, Mapping[int, str]] | None, dynamic_shapes: Any,
+    dynamic_axes: Mapping[str, Mapping[int, str]], dynamic_shapes: Any,
     extractors: Sequence[ModuleExtractor] | None, weights_from: Any, harden: bool,
     diagnostics: dict[str, Any] | None, strict: bool, check_names: bool, allow_same: bool,
 ) -> ReadModel:
     """Trace (or export) ``model`` on ``args``, then name its inputs and outputs and
-    settle its dynamic axes (options already checked by :mod:`t2n.options`)."""
+    settle its dynamic axes (options already checked by :mod:`t2n.options`;
+    ``dynamic_axes`` merged with the target's there)."""
     pos_args = normalize_args(args)
-    axes = merge_dynamic_axes(target, dynamic_axes)
-    request = dynamic_request_for(frontend, model, pos_args, kwargs, input_names, axes, dynamic_shapes)
+    request = dynamic_request_for(frontend, model, pos_args, kwargs, input_names, dynamic_axes, dynamic_shapes)
     traced = obtain_program(model, pos_args, kwargs, weights_from=weights_from, dynamic_shapes=request) \
         if frontend == "export" else \
         trace_any(model, pos_args, kwargs, check_extractors(extractors), weights_from, harden, diagnostics)
     specialized = report_specializations(traced.specializations, strict=strict)
     ins, outs, same = checked_io_names(input_names, output_names, traced, pos_args, kwargs, target,
                                        check=check_names, allow_same=allow_same)
-    axes = normalize_dynamic_axes(axes, {n: t.dim() for n, t in zip(ins, traced.example_inputs)})
+    axes = normalize_dynamic_axes(dynamic_axes, {n: t.dim() for n, t in zip(ins, traced.example_inputs)})
     check_symbols_apart(axes, [*ins, *outs])
     return ReadModel(frontend, traced, request, ins, outs, same, axes, specialized)
-
-
-def merge_dynamic_axes(
-    target: Target, given: Mapping[str, Mapping[int, str]] | None
-) -> dict[str, dict[int, str]]:
-    """The dynamic axes of the compile call and of the target, merged (they must agree)."""
-    merged: dict[str, dict[int, str]] = {}
-    for source in (getattr(target, "dynamic_axes", None), given):
-        for name, axes in (source or {}).items():
-            for axis, sym in axes.items():
-                prev = merged.setdefault(name, {}).get(axis)
-                if prev is not None and prev != sym:
-                    raise DynamicAxesError(
-                        f"input {name!r} axis {axis}: symbol {prev!r} on the target but {sym!r} in compile()"
-                    )
-                merged[name][axis] = sym
-    if merged and not target.supports_symbols:
-        raise DynamicAxesError(
-            f"{target} has no symbolic dimensions, so dynamic_axes cannot be honoured; export "
-            "to TractNNEF for inputs of any size, or drop dynamic_axes to export at the traced size"
-        )
-    return merged
 
 
 def trace_any(
