@@ -28,8 +28,7 @@ from t2n.dropin.ops import with_tract_forms
 from t2n.ir import DType, Graph, Op, Trait, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
-from t2n.passes.dead_node_elimination import DeadNodeElimination
-from t2n.passes.matching import first_match, only_reader, producer_of
+from t2n.passes.matching import first_match, only_reader, producer_of, take_place
 from t2n.passes.tile_upsampling import tile_step
 
 _FLOATS = (DType.F16, DType.F32)
@@ -174,7 +173,6 @@ def _rewrite_attention(graph: Graph, out_op: Op, att: _Attention) -> Value:
         zero = a if _scalar(a) == 0.0 else sel.inputs[2]
         args = [cond, zero, out] if zero is a else [cond, out, zero]
         out = graph.create_op("select", args, loc=sel.loc).output
-    graph.replace_all_uses_with(out_op.output, out)
     return out
 
 
@@ -189,7 +187,7 @@ class ReifySdpa(Pass):
         while (found := first_match(graph, match_attention)) is not None:  # one at a time: a match may read another's output
             graph.opset = with_tract_forms(graph.opset)
             op, att = found
-            _take_name(graph, _rewrite_attention(graph, op, att), op.output.name)
+            take_place(graph, op.output, _rewrite_attention(graph, op, att))
             count += 1
             if op in graph:  # still read: never match it again
                 break
@@ -240,19 +238,11 @@ class DeboxUpsample(Pass):
             graph.opset = with_tract_forms(graph.opset)
             op, (x, factors) = found
             out = graph.create_op("tract_debox", [x], {"factors": factors}, loc=op.loc, names=["debox"]).output
-            graph.replace_all_uses_with(op.output, out)
-            _take_name(graph, out, op.output.name)
+            take_place(graph, op.output, out)
             count += 1
             if op in graph:
                 break
         return PassResult(graph, count > 0, {"upsamplings": count} if count else {})
-
-
-def _take_name(graph: Graph, value: Value, name: str) -> None:
-    """Drop the replaced ops, then give the new value the name of the one it replaced
-    (a graph output keeps its name)."""
-    DeadNodeElimination()(graph)
-    graph.rename(value, name)
 
 
 def tract_form_passes(target: Any) -> list[Pass]:

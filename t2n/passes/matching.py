@@ -1,5 +1,6 @@
-"""What rewrite passes ask of the graph around a pattern they match: which op makes a
-value, whether one op alone reads it, and the first op a matcher accepts."""
+"""What rewrite passes ask of the graph around a pattern they match (which op makes a
+value, whether one op alone reads it, the first op a matcher accepts), and how the
+value they build takes the matched one's place."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from t2n.ir import Graph, Op, Value
+from t2n.passes.dead_node_elimination import DeadNodeElimination
 
 _T = TypeVar("_T")
 
@@ -29,3 +31,12 @@ def first_match(graph: Graph, match: Callable[[Graph, Op], _T | None]) -> tuple[
         if found is not None:
             return op, found
     return None
+
+
+def take_place(graph: Graph, old: Value, new: Value) -> None:
+    """``new`` is read wherever ``old`` was and takes its name (so graph.nnef keeps the
+    names it had); the ops left unread are dropped."""
+    name = old.name
+    graph.replace_all_uses_with(old, new)
+    DeadNodeElimination()(graph)
+    graph.rename(new, name)

@@ -23,8 +23,7 @@ import numpy as np
 from t2n.ir import Graph, Op, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
-from t2n.passes.dead_node_elimination import DeadNodeElimination
-from t2n.passes.matching import only_reader, producer_of
+from t2n.passes.matching import only_reader, producer_of, take_place
 
 _INT_MAX = np.iinfo(np.int64).max
 
@@ -123,11 +122,7 @@ def _rewrite_all(graph: Graph, find: Callable[[Graph, Op], _T | None],
         found = find(graph, op)
         if found is None:
             continue
-        new = build(graph, op, found)
-        name = op.output.name
-        graph.replace_all_uses_with(op.output, new)
-        DeadNodeElimination()(graph)
-        graph.rename(new, name)
+        take_place(graph, op.output, build(graph, op, found))
         count += 1
     return count
 
