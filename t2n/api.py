@@ -1,213 +1,66 @@
-"""``t2n.compile``: trace or script → lower → passes → render, with PyTorch's reference
-outputs kept for ``Artifact.check``."""
+"""``t2n.compile`` and ``t2n.export``, the two entry points: their options, checked
+before anything runs, and the steps of :mod:`t2n.driver` in order (trace or script →
+lower → passes → render, with PyTorch's reference outputs kept for ``Artifact.check``)."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import gc
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
-import attrs
-import numpy as np
 import torch
 
-import t2n
 from t2n.artifact import Artifact
-from t2n.backends.nnef.context import label_to_path
-from t2n.backends.nnef.renderer import RenderedModel
-from t2n.backends.nnef.versions import native_ops
 from t2n.backends.target import Target
-from t2n.check.bundle import IRRecorder, recording
+from t2n.check.bundle import IRRecorder
 from t2n.check.compare import Tolerance
+from t2n.driver.early_write import (
+    one_core_left,
+    parameter_paths,
+    plan,
+    planned_tensors,
+    record_export,
+)
+from t2n.driver.reading import read_model
+from t2n.driver.stages import (
+    gc_paused,
+    ir_dumper,
+    lower_model,
+    make_artifact,
+    render,
+    run_passes,
+    timed,
+)
 from t2n.dropin.checking import resolve_check
-from t2n.dropin.reify import tract_form_passes
-from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
-from t2n.frontend.export import check_frontend, obtain_program
-from t2n.frontend.export.lower import lower_program
-from t2n.frontend.export.shapes import dynamic_request_for, lowering_shapes
-from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
-from t2n.frontend.io import normalize_args
-from t2n.frontend.io_match import checked_io_names, pass_through
+from t2n.errors import InvalidArgumentError
+from t2n.frontend.export import check_frontend
+from t2n.frontend.extractors import ModuleExtractor
 from t2n.frontend.jit.harden import HardenedGraph
-from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
-from t2n.frontend.specialization import report as report_specializations
-from t2n.frontend.trace import TracedModel, script_graph, trace_module
-from t2n.frontend.weight_guard import guarded_tensors
-from t2n.ir import DType, Graph, OpSet, TensorData, print_graph, verify
-from t2n.ir.tensor_data import converted
+from t2n.ir import OpSet, verify
 from t2n.options import (
     check_compile_options,
     check_export_options,
     check_op_set,
-    check_symbols_apart,
     check_target,
-    confirm_rendered_names,
+    merge_dynamic_axes,
 )
 from t2n.passes.base import Pass
-from t2n.passes.dynamic_axes import normalize_dynamic_axes
-from t2n.passes.pipeline import builtin_passes, compile_pipeline
-from t2n.passes.precision import forced_pass_names
 from t2n.passes.spec import PipelineSpec
-from t2n.quant.model import q4_0_scales, with_q4_0
-from t2n.quant.q4_0 import is_q4_0
-from t2n.serialize.archive import ArtifactWriter, open_writer
+from t2n.serialize.archive import open_writer
 from t2n.serialize.dat import dat_size
-from t2n.serialize.overlap import EarlyWriter, PlannedTensor, ordered_like
+from t2n.serialize.overlap import EarlyWriter, PlannedTensor
 from t2n.serialize.progress import Progress
-from t2n.serialize.torch_io import tensor_data
 
 log = logging.getLogger("t2n")
 
-
-def _to_numpy(t: torch.Tensor, bf16_as: np.dtype | None = None) -> np.ndarray:
-    t = t.detach().cpu()
-    if t.dtype == torch.bfloat16:
-        return t.float().numpy() if bf16_as is None else t.float().numpy().astype(bf16_as)
-    return t.numpy()
+__all__ = ["compile", "export", "merge_dynamic_axes", "parameter_paths", "planned_tensors"]
 
 
-def _trace_module_with_weights(
-    model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], weights_from: Any,
-    extracted: ExtractedCalls | None = None,
-) -> TracedModel:
-    """Trace; parameters found in ``weights_from`` are read from there when written.
-
-    A model with tensors on the meta device is traced with stand-ins for them (no
-    weight is ever materialized; see ``t2n.frontend.meta_trace``), and then has no
-    reference outputs.
-    """
-    from t2n.frontend.trace import canonical_tensor_names
-    from t2n.serialize.torch_io import has_meta_tensors, resolve_weights, weight_source
-
-    meta = has_meta_tensors(model)
-    if not meta and weights_from is None:
-        return trace_module(model, args, kwargs, extracted)
-    source = weight_source(weights_from) if weights_from is not None else None
-    weights = resolve_weights(model, source, canonical_tensor_names(model, ""))
-    if meta:
-        from t2n.frontend.meta_trace import trace_meta_module
-
-        traced = trace_meta_module(model, args, kwargs, extracted)
-    else:
-        traced = trace_module(model, args, kwargs, extracted)
-    traced.weights = weights
-    return traced
-
-
-def parameter_paths(model: torch.nn.Module) -> list[str]:
-    """The member paths of the model's parameters, in module order: the order in which
-    an artifact lists its tensors (those it holds), and ``export`` writes them early."""
-    return [label_to_path(name) + ".dat" for name, _ in model.named_parameters()]
-
-
-def planned_tensors(
-    model: torch.nn.Module, bf16_as: DType, weights: Mapping[str, TensorData] | None = None
-) -> list[PlannedTensor]:
-    """The model's parameters as an artifact of it would hold them: the member path of
-    their dotted name, their data (``weights[name]`` when given, else their own memory;
-    bf16 seen as ``bf16_as``), in module order.
-
-    This is a prediction (a pass may fold or transform a parameter); ``export`` checks it
-    against the compiled artifact.
-    """
-    out: list[PlannedTensor] = []
-    scales = q4_0_scales(model)
-    for name, p in model.named_parameters():
-        path = label_to_path(name) + ".dat"
-        unchanged: Callable[[], bool]
-        if weights is not None and name in weights:
-            data, unchanged = weights[name], _always
-        else:
-            if p.device.type != "cpu" or p.layout != torch.strided or p.is_conj() or p.is_neg():
-                continue
-            try:
-                version = p._version
-                data = tensor_data(p)
-            except (RuntimeError, InvalidArgumentError):  # meta or inference tensors, unsupported dtypes
-                continue
-            unchanged = functools.partial(_same_version, p, version)
-        data = with_q4_0(scales, p, data, name)  # a weight t2n.quantize made Q4_0: written as blocks
-        if data.dtype is DType.BF16 and not is_q4_0(data):
-            data = converted(data, bf16_as)
-        out.append(PlannedTensor(path, data, data.dtype, unchanged))
-    return out
-
-
-def _always() -> bool:
-    return True
-
-
-def _same_version(t: torch.Tensor, version: int) -> bool:
-    return t._version == version
-
-
-def _dumper(folder: str | Path | None) -> Callable[[str, Graph], None] | None:
-    if folder is None:
-        return None
-    root = Path(folder)
-    root.mkdir(parents=True, exist_ok=True)
-
-    def dump(label: str, graph: Graph) -> None:
-        (root / f"{label}.ir").write_text(print_graph(graph, with_locs=True))
-
-    return dump
-
-
-def merge_dynamic_axes(
-    target: Target, given: Mapping[str, Mapping[int, str]] | None
-) -> dict[str, dict[int, str]]:
-    """The dynamic axes of the compile call and of the target, merged (they must agree)."""
-    merged: dict[str, dict[int, str]] = {}
-    for source in (getattr(target, "dynamic_axes", None), given):
-        for name, axes in (source or {}).items():
-            for axis, sym in axes.items():
-                prev = merged.setdefault(name, {}).get(axis)
-                if prev is not None and prev != sym:
-                    raise DynamicAxesError(
-                        f"input {name!r} axis {axis}: symbol {prev!r} on the target but {sym!r} in compile()"
-                    )
-                merged[name][axis] = sym
-    if merged and not target.supports_symbols:
-        raise DynamicAxesError(
-            f"{target} has no symbolic dimensions, so dynamic_axes cannot be honoured; export "
-            "to TractNNEF for inputs of any size, or drop dynamic_axes to export at the traced size"
-        )
-    return merged
-
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _gc_paused(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run ``fn`` with Python's cyclic garbage collector paused (then as it was).
-
-    Compiling an LLM makes tens of thousands of small objects and frees almost none, so
-    the collector's passes over them (and over the model's own objects) find nothing and
-    cost up to half of the lowering time (0.56 s → 0.29 s for the 16-layer Llama).
-    """
-
-    @functools.wraps(fn)
-    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if enabled:
-                gc.enable()
-
-    return paused
-
-
-@_gc_paused
+@gc_paused
 def compile(
     model: torch.nn.Module,
     args: Any,
@@ -350,137 +203,31 @@ def compile(
     if frontend == "jit" and not isinstance(model, (torch.nn.Module, HardenedGraph)):
         raise InvalidArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    pos_args = normalize_args(args)
-    request = dynamic_request_for(frontend, model, pos_args, kwargs, input_names,
-                                  merge_dynamic_axes(target, opts.dynamic_axes), dynamic_shapes)
-    traced = obtain_program(model, pos_args, kwargs, weights_from=weights_from, dynamic_shapes=request) \
-        if frontend == "export" else \
-        _trace_any(model, pos_args, kwargs, check_extractors(extractors), weights_from, auto_harden_jit,
-                   jit_diagnostics)
-    specialized = report_specializations(traced.specializations, strict=strict)
-    timings["trace"] = time.perf_counter() - t0
-    ins, outs, same = checked_io_names(input_names, output_names, traced, pos_args, kwargs, target,
-                                       check=check_io_names_qte_match, allow_same=allow_same_io_names)
-    axes = normalize_dynamic_axes(
-        merge_dynamic_axes(target, opts.dynamic_axes),
-        {n: t.dim() for n, t in zip(ins, traced.example_inputs)},
-    )
-    check_symbols_apart(axes, [*ins, *outs])
-
-    t0 = time.perf_counter()
-    registry = registry or LoweringRegistry.default()
-    graph = lower_program(traced, registry, ins, outs, op_set=op_set, native_ops=native_ops(target),
-                          **lowering_shapes(traced, ins, request, strict=strict_dynamic_axes)) \
-        if frontend == "export" else lower(traced, registry, ins, outs, static_sizes=not axes,
-                                           op_set=op_set, native_ops=native_ops(target))
-    graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)
-    graph.info.naming_scheme = opts.naming_scheme
-    pass_through(graph, same, ins, outs)
-    graph.info.specializations = specialized
-    graph.info.properties = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
-    timings["lowering"] = time.perf_counter() - t0
+    with timed(timings, "trace"):
+        read = read_model(model, args, target, frontend=frontend, kwargs=kwargs, input_names=input_names,
+                          output_names=output_names, dynamic_axes=opts.dynamic_axes, dynamic_shapes=dynamic_shapes,
+                          extractors=extractors, weights_from=weights_from, harden=auto_harden_jit,
+                          diagnostics=jit_diagnostics, strict=strict, check_names=check_io_names_qte_match,
+                          allow_same=allow_same_io_names)
+    with timed(timings, "lowering"):
+        graph = lower_model(read, registry, target, op_set=op_set, naming_scheme=opts.naming_scheme,
+                            strict_dynamic_axes=strict_dynamic_axes)
     if verify_ir:
         verify(graph)
-
-    t0 = time.perf_counter()
     recorder = IRRecorder() if opts.debug_bundle_path is not None else None
-    dump = recording(_dumper(dump_ir), recorder)
-    if dump is not None:
-        dump("000-lowered", graph)
-    builtins = builtin_passes(bf16_as=target.bf16_as, dynamic_axes=axes if request is None else {},
-                              strict_dynamic_axes=strict_dynamic_axes,
-                              verify_each=verify_ir, dump=dump)
-    result = compile_pipeline(passes, registry=pass_registry, builtins=builtins, fold_batch_norm=fold_batch_norm,
-                              verify_each=verify_ir, dump=dump, force_f32=forced_pass_names(target),
-                              target_passes=tract_form_passes(target))(graph)
+    with timed(timings, "passes"):
+        result = run_passes(graph, read, target, passes, pass_registry, fold_batch_norm=fold_batch_norm,
+                            strict_dynamic_axes=strict_dynamic_axes, verify_ir=verify_ir,
+                            dump=ir_dumper(dump_ir, recorder))
     graph = result.graph
-    timings["passes"] = time.perf_counter() - t0
-
     graph.info.custom_extensions += opts.custom_extensions
-    t0 = time.perf_counter()
-    rendered = _render(target, graph, model, traced, ins, outs)
-    timings["emission"] = time.perf_counter() - t0
-
-    artifact = Artifact(
-        ir=graph,
-        target=target,
-        rendered=rendered,
-        input_names=ins,
-        output_names=outs,
-        example_inputs=[_to_numpy(t, target.bf16_as.numpy) for t in traced.example_inputs],
-        reference_outputs=[_to_numpy(t) for t in traced.reference_outputs],
-        debug_bundle_path=opts.debug_bundle_path,
-        ir_stages=recorder.stages if recorder is not None else [],
-        stats={"timings": timings, "pass_stats": dict(result.stats)},
-    )
+    with timed(timings, "emission"):
+        rendered = render(target, graph, model, read.traced, read.input_names, read.output_names)
+    artifact = make_artifact(read, graph, target, rendered, debug_bundle_path=opts.debug_bundle_path,
+                             recorder=recorder, timings=timings, pass_stats=result.stats)
     if check_io:
         artifact.check(opts.tolerance)
     return artifact
-
-
-def _trace_any(
-    model: torch.nn.Module | HardenedGraph, pos_args: tuple[Any, ...], kwargs: Mapping[str, Any] | None,
-    claimed: Any, weights_from: Any, harden: bool, diagnostics: dict[str, Any] | None,
-) -> TracedModel:
-    """Trace an ``nn.Module`` (with its extractors and ``weights_from``), or take the graph
-    of a ScriptModule (hardened for the example inputs unless told not to)."""
-    if isinstance(model, (torch.jit.ScriptModule, HardenedGraph)):
-        if claimed:
-            raise InvalidArgumentError("extractors apply to traced torch.nn.Module models, not ScriptModules")
-        if kwargs:
-            raise InvalidArgumentError("keyword arguments are not supported for ScriptModules")
-        if weights_from is not None:
-            raise InvalidArgumentError("weights_from is for torch.nn.Module models, not ScriptModules")
-        return script_graph(model, pos_args, harden=harden, diagnostics=diagnostics)
-    return _trace_module_with_weights(model, pos_args, dict(kwargs or {}), weights_from,
-                                      ExtractedCalls(claimed) if claimed else None)
-
-
-def _render(target: Target, graph: Graph, model: Any, traced: TracedModel,
-            ins: Sequence[str], outs: Sequence[str]) -> RenderedModel:
-    """NNEF text and tensor list for ``target``; tensors in parameter order (so that
-    ``export`` can write them early) and guarded against weights changed after compile."""
-    rendered = target.renderer().render(graph)
-    confirm_rendered_names(rendered.input_ids, rendered.output_ids, ins, outs)
-    if isinstance(model, torch.nn.Module):
-        rendered = attrs.evolve(rendered, tensors=tuple(ordered_like(rendered.tensors, parameter_paths(model))))
-    return attrs.evolve(rendered, tensors=tuple(guarded_tensors(rendered.tensors, traced.state_read)))
-
-
-@contextlib.contextmanager
-def _one_core_left(writing: bool) -> Iterator[None]:
-    """While weights are written beside the compile, PyTorch computes (the trace's
-    forward pass) on one thread fewer than the CPUs: its parallel kernels wait for their
-    slowest thread, so a thread sharing a core with the writer slows every kernel (the
-    16-layer Llama's trace takes 1.5 s instead of 0.8 s on 2 cores; 1.1 s with one
-    thread)."""
-    before = torch.get_num_threads()
-    cpus = os.cpu_count() or 1
-    if writing and before >= cpus > 1:
-        torch.set_num_threads(cpus - 1)
-    try:
-        yield
-    finally:
-        if torch.get_num_threads() != before:
-            torch.set_num_threads(before)
-
-
-def _plan(model: torch.nn.Module, target: Target, options: dict[str, Any]) -> list[PlannedTensor]:
-    """What ``export`` writes early. A ``weights_from`` source is opened here, once, and
-    handed to the compile in ``options``, so both see the same lazy tensors."""
-    weights_from = options.get("weights_from")
-    if weights_from is None:
-        return planned_tensors(model, target.bf16_as)
-    from t2n.frontend.trace import canonical_tensor_names
-    from t2n.serialize.torch_io import resolve_weights, weight_source
-
-    options["weights_from"] = source = weight_source(weights_from)
-    try:
-        weights = resolve_weights(model, source, canonical_tensor_names(model, ""))
-    except T2NError:  # the compile reports it
-        return []
-    return planned_tensors(model, target.bf16_as, weights)
 
 
 def export(
@@ -535,12 +282,12 @@ def export(
         planned: list[PlannedTensor] = []
         if overlap and writer.can_rollback and isinstance(model, torch.nn.Module) and \
                 not isinstance(model, torch.jit.ScriptModule):
-            planned = _plan(model, target, options)
+            planned = plan(model, target, options)
         with Progress(sum(dat_size(t.data, t.dtype) for t in planned), f"writing {p.name}",
                       bar=progress) as bar:
             early = EarlyWriter(writer, planned, bar, order=parameter_paths(model)).start() if planned else None
             try:
-                with _one_core_left(early is not None):
+                with one_core_left(early is not None):
                     artifact = compile(model, args, target, check_io=False, **options)
             except BaseException:
                 if early is not None:
@@ -558,26 +305,9 @@ def export(
         writer.abort()
         raise
     artifact.saved_path = p
-    _record_export(artifact, writer, planned, early, t_start, t_compiled)
+    record_export(artifact, writer, planned, early, t_start, t_compiled)
     log.info("exported %s (%d bytes of members; %s written while compiling)", p, writer.bytes_written,
              artifact.stats["overlap"]["kept_bytes"])
     if check_io:
         artifact.check(tolerance)
     return artifact
-
-
-def _record_export(artifact: Artifact, writer: ArtifactWriter, planned: Sequence[PlannedTensor],
-                   early: EarlyWriter | None, t_start: float, t_compiled: float) -> None:
-    """What ``export`` wrote, when, and how much of it while compiling, in ``artifact.stats``."""
-    artifact.stats["bytes_written"] = writer.bytes_written
-    timings = artifact.stats.setdefault("timings", {})
-    timings["save"] = time.perf_counter() - t_compiled
-    timings["export"] = time.perf_counter() - t_start
-    artifact.stats["overlap"] = {
-        "planned": len(planned),
-        "kept": early.kept if early is not None else 0,
-        "kept_bytes": early.kept_bytes if early is not None else 0,
-        "written_early": len(early.written) if early is not None else 0,
-    }
-    if writer.compressor_name:
-        artifact.stats["compressor"] = writer.compressor_name

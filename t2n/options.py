@@ -36,9 +36,33 @@ class CompileOptions:
     tolerance: Tolerance
     log_level: int | None
     dynamic_axes: dict[str, dict[int, str]]
+    """Those of the call and of the target, merged (:func:`merge_dynamic_axes`)."""
     custom_extensions: tuple[str, ...]
     naming_scheme: str = "natural_verbose"
     debug_bundle_path: Path | None = None
+
+
+def merge_dynamic_axes(
+    target: Target, given: Mapping[str, Mapping[int, str]] | None
+) -> dict[str, dict[int, str]]:
+    """The dynamic axes of the compile call and of the target, merged (they must agree,
+    and the target must have symbolic dimensions)."""
+    merged: dict[str, dict[int, str]] = {}
+    for source in (getattr(target, "dynamic_axes", None), given):
+        for name, axes in (source or {}).items():
+            for axis, sym in axes.items():
+                prev = merged.setdefault(name, {}).get(axis)
+                if prev is not None and prev != sym:
+                    raise DynamicAxesError(
+                        f"input {name!r} axis {axis}: symbol {prev!r} on the target but {sym!r} in compile()"
+                    )
+                merged[name][axis] = sym
+    if merged and not target.supports_symbols:
+        raise DynamicAxesError(
+            f"{target} has no symbolic dimensions, so dynamic_axes cannot be honoured; export "
+            "to TractNNEF for inputs of any size, or drop dynamic_axes to export at the traced size"
+        )
+    return merged
 
 
 def check_target(target: object) -> Target:
@@ -72,12 +96,7 @@ def check_compile_options(
         same_names(names["input"], names["output"], allow=bool((flags or {}).get("allow_same_io_names")),
                    khronos=isinstance(target, KhronosNNEF))
     _check_passes(passes, pass_registry, target)
-    axes = dynamic_axes_form(dynamic_axes)
-    if axes and not target.supports_symbols:
-        raise DynamicAxesError(
-            f"{target} has no symbolic dimensions, so dynamic_axes cannot be honoured; export "
-            "to TractNNEF for inputs of any size, or drop dynamic_axes to export at the traced size"
-        )
+    axes = merge_dynamic_axes(target, dynamic_axes_form(dynamic_axes))
     return CompileOptions(
         tolerance=Tolerance.parse(tolerance),
         log_level=check_log_level(log_level),

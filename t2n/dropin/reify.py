@@ -19,8 +19,7 @@ matrix product (directly or through element-wise ops) keeps its form too: see
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import numpy as np
@@ -29,8 +28,8 @@ from t2n.dropin.ops import with_tract_forms
 from t2n.ir import DType, Graph, Op, Trait, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
-from t2n.passes.dead_node_elimination import DeadNodeElimination
-from t2n.passes.tile_upsampling import only_reader, producer_of, tile_step
+from t2n.passes.matching import first_match, only_reader, producer_of, take_place
+from t2n.passes.tile_upsampling import tile_step
 
 _FLOATS = (DType.F16, DType.F32)
 
@@ -174,7 +173,6 @@ def _rewrite_attention(graph: Graph, out_op: Op, att: _Attention) -> Value:
         zero = a if _scalar(a) == 0.0 else sel.inputs[2]
         args = [cond, zero, out] if zero is a else [cond, out, zero]
         out = graph.create_op("select", args, loc=sel.loc).output
-    graph.replace_all_uses_with(out_op.output, out)
     return out
 
 
@@ -186,10 +184,10 @@ class ReifySdpa(Pass):
 
     def run(self, graph: Graph) -> PassResult:
         count = 0
-        while (found := _first(graph, match_attention)) is not None:  # one at a time: a match may read another's output
+        while (found := first_match(graph, match_attention)) is not None:  # one at a time: a match may read another's output
             graph.opset = with_tract_forms(graph.opset)
             op, att = found
-            _take_name(graph, _rewrite_attention(graph, op, att), op.output.name)
+            take_place(graph, op.output, _rewrite_attention(graph, op, att))
             count += 1
             if op in graph:  # still read: never match it again
                 break
@@ -236,35 +234,15 @@ class DeboxUpsample(Pass):
 
     def run(self, graph: Graph) -> PassResult:
         count = 0
-        while (found := _first(graph, match_nearest)) is not None:  # one at a time: axes chain
+        while (found := first_match(graph, match_nearest)) is not None:  # one at a time: axes chain
             graph.opset = with_tract_forms(graph.opset)
             op, (x, factors) = found
             out = graph.create_op("tract_debox", [x], {"factors": factors}, loc=op.loc, names=["debox"]).output
-            graph.replace_all_uses_with(op.output, out)
-            _take_name(graph, out, op.output.name)
+            take_place(graph, op.output, out)
             count += 1
             if op in graph:
                 break
         return PassResult(graph, count > 0, {"upsamplings": count} if count else {})
-
-
-_T = TypeVar("_T")
-
-
-def _first(graph: Graph, match: Callable[[Graph, Op], _T | None]) -> tuple[Op, _T] | None:
-    """The first op (in graph order) that ``match`` accepts, with what it found."""
-    for op in graph.ops():
-        found = match(graph, op)
-        if found is not None:
-            return op, found
-    return None
-
-
-def _take_name(graph: Graph, value: Value, name: str) -> None:
-    """Drop the replaced ops, then give the new value the name of the one it replaced
-    (a graph output keeps its name)."""
-    DeadNodeElimination()(graph)
-    graph.rename(value, name)
 
 
 def tract_form_passes(target: Any) -> list[Pass]:

@@ -18,6 +18,7 @@ import networkx as nx
 import numpy as np
 
 from t2n.errors import IRError
+from t2n.ir.dims import dim_symbols
 from t2n.ir.graph_info import GraphInfo
 from t2n.ir.schema import InferContext, OpSchema, OpSet, Trait
 from t2n.ir.types import TensorType
@@ -71,6 +72,14 @@ class Value:
     def uses(self) -> tuple[tuple[Op, int], ...]:
         """(op, input index) pairs that read this value."""
         return tuple(self._uses)
+
+    def symbols(self) -> frozenset[str]:
+        """The symbols this value's shape and known value (sizes computed from the
+        inputs' symbolic axes) are written with."""
+        found = self.type.shape.symbols()
+        if self.known is not None and self.known.dtype == object:
+            found |= dim_symbols(self.known.reshape(-1).tolist())
+        return found
 
     def __repr__(self) -> str:
         return f"%{self.name}: {self.type}"

@@ -79,12 +79,16 @@ class IdentifierRules:
             name = fallback
         elif name[0].isdigit():
             name = f"{fallback}_{name}"
-        base = name = self.usable(name)
-        i = 1
-        while taken(name):
-            name = f"{base}_{i}"
-            i += 1
-        return name
+        return free_name(self.usable(name), taken)
+
+
+def free_name(base: str, taken: Callable[[str], bool]) -> str:
+    """``base``, or else the first of ``base_1``, ``base_2``… that is not ``taken``: the
+    one way t2n makes a name unique (identifiers, tensor files, symbols)."""
+    name, i = base, 1
+    while taken(name):
+        name, i = f"{base}_{i}", i + 1
+    return name
 
 
 STANDARD_IDENTIFIERS = IdentifierRules()

@@ -207,22 +207,10 @@ class DynamicAxes(Pass):
         return out
 
 
-
-def _input_symbols(op: Op) -> frozenset[str]:
-    found: frozenset[str] = frozenset()
-    for v in op.inputs:
-        found |= v.type.shape.symbols()
-        if v.known is not None and v.known.dtype == object:
-            for d in v.known.reshape(-1).tolist():
-                if isinstance(d, Sym):
-                    found |= d.symbols()
-    return found
-
-
 def _touches_symbols(op: Op, bindings: Mapping[str, int]) -> bool:
     """``op`` reads a symbolic size, and every symbol it reads has a traced size (a
     symbol the graph had before this pass, with no traced size, cannot be checked)."""
-    found = _input_symbols(op)
+    found = frozenset().union(*(v.symbols() for v in op.inputs))
     return bool(found) and found <= bindings.keys()
 
 

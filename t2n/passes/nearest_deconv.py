@@ -24,8 +24,7 @@ import numpy as np
 from t2n.ir import Builder, DType, Graph, Op, Trait, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
-from t2n.passes.dead_node_elimination import DeadNodeElimination
-from t2n.passes.tile_upsampling import only_reader
+from t2n.passes.matching import first_match, only_reader, take_place
 from t2n.passes.tile_upsampling import tile_step as find_tile_step
 
 _FLOATS = frozenset({DType.F16, DType.F32, DType.F64})
@@ -100,7 +99,7 @@ class NearestAsDeconv(Pass):
 
     def run(self, graph: Graph) -> PassResult:
         count = 0
-        while (found := _first(graph)) is not None:
+        while (found := first_match(graph, tile_step)) is not None:
             reshape, (x, axis, factor) = found
             factors = [1] * (x.rank - 2)
             inner = x.producer
@@ -108,18 +107,7 @@ class NearestAsDeconv(Pass):
             if merged is not None and inner is not None and only_reader(graph, x, x.uses[0][0]):
                 x, factors = inner.inputs[0], merged
             factors[axis - 2] *= factor
-            out = _upsampling(graph, x, factors, reshape)
-            name = reshape.output.name
-            graph.replace_all_uses_with(reshape.output, out)
-            DeadNodeElimination()(graph)
-            graph.rename(out, name)
+            take_place(graph, reshape.output, _upsampling(graph, x, factors, reshape))
             count += 1
         return PassResult(graph, count > 0, {"upsamplings": count} if count else {})
 
-
-def _first(graph: Graph) -> tuple[Op, tuple[Value, int, int]] | None:
-    for op in graph.ops():
-        found = tile_step(graph, op)
-        if found is not None:
-            return op, found
-    return None

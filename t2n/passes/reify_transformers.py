@@ -23,20 +23,11 @@ import numpy as np
 from t2n.ir import Graph, Op, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
-from t2n.passes.dead_node_elimination import DeadNodeElimination
+from t2n.passes.matching import only_reader, producer_of, take_place
 
 _INT_MAX = np.iinfo(np.int64).max
 
 _T = TypeVar("_T")
-
-
-def _only_reader(graph: Graph, v: Value, reader: Op) -> bool:
-    return not graph.is_output(v) and all(user is reader for user, _ in v.uses)
-
-
-def _producer(v: Value, kind: str) -> Op | None:
-    p = v.producer
-    return p if p is not None and p.kind == kind else None
 
 
 def _ints(v: Value) -> list[int] | None:
@@ -61,19 +52,19 @@ def _half_slice(op: Op | None, x: Value, first: bool) -> bool:
 
 def _rotated_of(graph: Graph, rotated: Value, reader: Op) -> Value | None:
     """x when ``rotated`` is ``concat([neg(x[..., h:]), x[..., :h]])`` read only by ``reader``."""
-    cat = _producer(rotated, "concat")
-    if cat is None or not _only_reader(graph, rotated, reader) or len(cat.inputs) != 2:
+    cat = producer_of(rotated, "concat")
+    if cat is None or not only_reader(graph, rotated, reader) or len(cat.inputs) != 2:
         return None
     negated, first = cat.inputs
-    neg = _producer(negated, "neg")
-    second = _producer(neg.inputs[0], "slice") if neg is not None else None
-    if neg is None or second is None or not _only_reader(graph, negated, cat):
+    neg = producer_of(negated, "neg")
+    second = producer_of(neg.inputs[0], "slice") if neg is not None else None
+    if neg is None or second is None or not only_reader(graph, negated, cat):
         return None
     x = second.inputs[0]
-    if cat.attrs["axis"] % max(x.rank, 1) != x.rank - 1 or not _only_reader(graph, neg.inputs[0], neg):
+    if cat.attrs["axis"] % max(x.rank, 1) != x.rank - 1 or not only_reader(graph, neg.inputs[0], neg):
         return None
-    if not (_half_slice(_producer(first, "slice"), x, True)
-            and _only_reader(graph, first, cat) and _half_slice(second, x, False)):
+    if not (_half_slice(producer_of(first, "slice"), x, True)
+            and only_reader(graph, first, cat) and _half_slice(second, x, False)):
         return None
     return x
 
@@ -83,10 +74,10 @@ def _rope_operands(graph: Graph, add: Op) -> tuple[Value, Value, Value] | None:
     if add.kind != "add" or not add.output.type.dtype.is_float:
         return None
     for mul_cos_v, mul_sin_v in (add.inputs, add.inputs[::-1]):
-        mul_cos, mul_sin = _producer(mul_cos_v, "mul"), _producer(mul_sin_v, "mul")
+        mul_cos, mul_sin = producer_of(mul_cos_v, "mul"), producer_of(mul_sin_v, "mul")
         if mul_cos is None or mul_sin is None or mul_cos is mul_sin:
             continue
-        if not (_only_reader(graph, mul_cos_v, add) and _only_reader(graph, mul_sin_v, add)):
+        if not (only_reader(graph, mul_cos_v, add) and only_reader(graph, mul_sin_v, add)):
             continue
         for rotated, sin in (mul_sin.inputs, mul_sin.inputs[::-1]):
             x = _rotated_of(graph, rotated, mul_sin)
@@ -103,19 +94,19 @@ def _rms_operands(graph: Graph, mul: Op) -> tuple[Value, int, float] | None:
     if mul.kind != "mul" or not mul.output.type.dtype.is_float:
         return None
     for x, inv in (mul.inputs, mul.inputs[::-1]):
-        rsqrt = _producer(inv, "rsqrt")
-        add = _producer(rsqrt.inputs[0], "add") if rsqrt is not None else None
-        if rsqrt is None or add is None or not _only_reader(graph, inv, mul):
+        rsqrt = producer_of(inv, "rsqrt")
+        add = producer_of(rsqrt.inputs[0], "add") if rsqrt is not None else None
+        if rsqrt is None or add is None or not only_reader(graph, inv, mul):
             continue
         for mean_v, eps_v in (add.inputs, add.inputs[::-1]):
-            mean, eps = _producer(mean_v, "mean_reduce"), constant_data(eps_v)
-            square = _producer(mean.inputs[0], "square") if mean is not None else None
+            mean, eps = producer_of(mean_v, "mean_reduce"), constant_data(eps_v)
+            square = producer_of(mean.inputs[0], "square") if mean is not None else None
             if mean is None or square is None or eps is None or np.asarray(eps).size != 1:
                 continue
             axes = [a % x.rank for a in mean.attrs["axes"]]
             if (square.inputs[0] is x and len(axes) == 1 and mean.attrs.get("keepdims", False)
-                    and _only_reader(graph, mean_v, add) and _only_reader(graph, mean.inputs[0], mean)
-                    and _only_reader(graph, rsqrt.inputs[0], rsqrt)):
+                    and only_reader(graph, mean_v, add) and only_reader(graph, mean.inputs[0], mean)
+                    and only_reader(graph, rsqrt.inputs[0], rsqrt)):
                 return x, axes[0], float(np.asarray(eps).reshape(()))
     return None
 
@@ -131,11 +122,7 @@ def _rewrite_all(graph: Graph, find: Callable[[Graph, Op], _T | None],
         found = find(graph, op)
         if found is None:
             continue
-        new = build(graph, op, found)
-        name = op.output.name
-        graph.replace_all_uses_with(op.output, new)
-        DeadNodeElimination()(graph)
-        graph.rename(new, name)
+        take_place(graph, op.output, build(graph, op, found))
         count += 1
     return count
 

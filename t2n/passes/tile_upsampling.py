@@ -9,17 +9,7 @@ import numpy as np
 
 from t2n.ir import Graph, Op, Value
 from t2n.ir.graph import constant_data
-
-
-def only_reader(graph: Graph, v: Value, reader: Op) -> bool:
-    """``reader`` is the only op reading ``v`` and ``v`` is no graph output."""
-    return not graph.is_output(v) and all(user is reader for user, _ in v.uses)
-
-
-def producer_of(v: Value, kind: str) -> Op | None:
-    """The op of ``kind`` that makes ``v``, if that is what makes it."""
-    p = v.producer
-    return p if p is not None and p.kind == kind else None
+from t2n.passes.matching import only_reader, producer_of
 
 
 @attrs.frozen

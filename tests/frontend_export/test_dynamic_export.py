@@ -233,17 +233,21 @@ def test_size_expressions_map_to_ir_dims_or_a_typed_refusal():
     from torch.utils._sympy.functions import FloorDiv, Max, Mod
 
     from t2n.errors import ExportFrontendError
-    from t2n.frontend.export.shapes import sympy_to_dim
+    from t2n.frontend.export.symbolic import dim_of
 
     s = sympy.Symbol("s0", integer=True, positive=True)
     names = {"s0": "S"}
-    assert str(sympy_to_dim(2 * s + 1, names)) == "2 * S + 1"
-    assert str(sympy_to_dim(FloorDiv(s - 1, 2) + 1, names)) == "(S - 1) / 2 + 1"
-    assert sympy_to_dim(Mod(s, 4), names).evaluate({"S": 10}) == 2
+    assert str(dim_of(2 * s + 1, names)) == "2 * S + 1"
+    assert str(dim_of(FloorDiv(s - 1, 2) + 1, names)) == "(S - 1) / 2 + 1"
+    assert dim_of(Mod(s, 4), names).evaluate({"S": 10}) == 2
+    assert str(dim_of(s**2 - 1, names)) == str(dim_of(s * s - 1, names))
+    assert dim_of(sympy.Integer(7), names) == 7
+    with pytest.raises(ExportFrontendError, match=r"size 0\.5 of type float.*frontend=\"jit\""):
+        dim_of(0.5, names)
     with pytest.raises(ExportFrontendError, match=r"Max\(3, s0\) has no form.*frontend=\"jit\""):
-        sympy_to_dim(Max(s, 3), names)
+        dim_of(Max(s, 3), names)
     with pytest.raises(ExportFrontendError, match="u0 is not an input size"):
-        sympy_to_dim(sympy.Symbol("u0"), names)
+        dim_of(sympy.Symbol("u0"), names)
 
 
 def test_export_to_disk_with_dynamic_shapes(tmp_path):

@@ -111,3 +111,13 @@ def test_const_builder_dtypes():
     assert b.ints([Sym("S"), 2]).known.tolist() == [Sym("S"), 2]
     v = b.variable(ArrayData(np.zeros((2, 2), np.float16)), "w")
     assert str(v.type) == "f16[2, 2]"
+
+
+def test_a_value_names_the_symbols_of_its_shape_and_known_sizes():
+    """The symbols the renderer declares and the dynamic-axes check reads: those of the
+    value's shape and those its known value (a computed size) holds."""
+    g = parse_graph(TEXT.replace("f32[1, S, ", "f32[T, S, "))
+    values = {v.name: v for v in g.values()}
+    assert values["x"].symbols() == {"S", "T"}
+    assert values["s"].symbols() == {"S", "T"}  # shape_of: a static shape, a known [T, S, 4]
+    assert values["w"].symbols() == frozenset()

@@ -194,3 +194,13 @@ def test_graphs_are_byte_identical_across_processes(tmp_path):
     for scheme in NAMING_SCHEMES:
         first, second = (o / f"{scheme}.nnef" / "graph.nnef" for o in outs)
         assert first.read_bytes() == second.read_bytes(), scheme
+
+
+def test_a_taken_name_gets_the_first_free_numbered_suffix():
+    """The one uniqueness rule behind made-up identifiers, tensor file labels and symbol
+    names: the name itself, else ``_1``, ``_2``… after it."""
+    from t2n.ir.identifiers import free_name
+
+    assert free_name("x", set().__contains__) == "x"
+    assert free_name("x", {"x", "x_1", "x_3"}.__contains__) == "x_2"
+    assert TRACT_IDENTIFIERS.make("inf", fallback="v", taken={"_inf"}.__contains__) == "_inf_1"

@@ -301,6 +301,17 @@ def test_khronos_refuses_dynamic_axes_and_extensions_before_tracing():
     assert model.calls == 0
 
 
+def test_axes_of_the_target_and_the_call_that_disagree_are_refused_before_tracing_or_writing(tmp_path):
+    model, target = Add(), t2n.TractNNEF(dynamic_axes={"input_0": {0: "B"}})
+    message = "input 'input_0' axis 0: symbol 'B' on the target but 'N' in compile()"
+    with pytest.raises(DynamicAxesError, match=re.escape(message)):
+        t2n.compile(model, (X, X), target, dynamic_axes={"input_0": {0: "N"}})
+    with pytest.raises(DynamicAxesError, match=re.escape(message)):
+        t2n.export(model, (X, X), tmp_path / "m.tar", target, dynamic_axes={"input_0": {0: "N"}})
+    assert model.calls == 0
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("axes, message", [
     ({"nope": {0: "S"}}, "inputs are: input_0, input_1"),
     ({"input_0": {2: "S"}}, "axis 2 is out of range for a rank-2 input"),

@@ -12,6 +12,7 @@ import numpy as np
 from t2n.backends.nnef.naming import Namer
 from t2n.errors import OpProblem, T2NError
 from t2n.ir import ArrayData, DType, Graph, Op, Sym, TensorData, Trait, Value
+from t2n.ir.identifiers import free_name
 
 if TYPE_CHECKING:
     from t2n.backends.target import Target
@@ -105,11 +106,7 @@ class EmitContext:
     # -- identifiers ---------------------------------------------------------------
     def fresh(self, hint: str) -> str:
         """A new identifier for ``hint``, as the graph's naming scheme forms it."""
-        base = self.target.identifier_rules.usable(self.namer.form(hint))
-        name, i = base, 1
-        while name in self._used:
-            name = f"{base}_{i}"
-            i += 1
+        name = free_name(self.target.identifier_rules.usable(self.namer.form(hint)), self._used.__contains__)
         self._used.add(name)
         return name
 
@@ -207,11 +204,7 @@ class EmitContext:
         )
 
     def add_tensor(self, label: str, data: TensorData, dtype: DType) -> str:
-        label = label_to_path(label)
-        base, i = label, 1
-        while label in self._labels:
-            label = f"{base}_{i}"
-            i += 1
+        label = free_name(label_to_path(label), self._labels.__contains__)
         self._labels.add(label)
         self.tensors.append(TensorFile(label, data, dtype))
         return label

@@ -32,7 +32,7 @@ from t2n.backends.nnef.tract import TractEmitContext
 from t2n.backends.nnef.versions import TRACT_ASSERT, symbol_use_problems, target_has
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
 from t2n.errors import EmissionError, NotExpressibleError, OpProblem
-from t2n.ir import DType, Graph, Op, Sym, Value
+from t2n.ir import DType, Graph, Op, Value
 
 
 @attrs.frozen
@@ -94,14 +94,7 @@ class NNEFRenderer:
 
     def symbols(self, graph: Graph) -> list[str]:
         """Every symbol in the graph's shapes and known values."""
-        found: set[str] = set()
-        for v in graph.values():
-            found |= v.type.shape.symbols()
-            if v.known is not None and v.known.dtype == object:
-                for d in v.known.reshape(-1).tolist():
-                    if isinstance(d, Sym):
-                        found |= d.symbols()
-        return sorted(found)
+        return sorted(frozenset().union(*(v.symbols() for v in graph.values())))
 
     def written_dtype(self, dtype: DType) -> DType:
         return self.target.bf16_as if dtype is DType.BF16 else dtype

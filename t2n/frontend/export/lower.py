@@ -38,7 +38,7 @@ from t2n.frontend.export.symbolic import (
     PYTHON_OPS,
     RUNTIME_CHECKS,
     SIZE_ALIASES,
-    SymbolTable,
+    SymbolNames,
     dim_of,
     program_symbols,
 )
@@ -56,7 +56,7 @@ class ProgramLowering:
 
     def __init__(self, exported: ExportedModel, registry: LoweringRegistry, input_names: Sequence[str],
                  output_names: Sequence[str], *, op_set: OpSet | None = None,
-                 symbols: SymbolTable | None = None, assertions: Sequence[str] = (),
+                 symbols: SymbolNames | None = None, assertions: Sequence[str] = (),
                  native_ops: frozenset[str] = frozenset()) -> None:
         self.exported = exported
         self.native_ops = native_ops
@@ -69,7 +69,7 @@ class ProgramLowering:
         self.problems: list[OpProblem] = []
         self.input_names = list(input_names)
         self.output_names = list(output_names)
-        self.symbols: SymbolTable = dict(symbols or {})
+        self.symbols: SymbolNames = dict(symbols or {})
         self.assertions = list(assertions)
         self.static_sizes = not self.symbols
         """Without symbols every size is an int: size arithmetic runs in Python."""
@@ -286,12 +286,13 @@ def lower_program(
     native_ops: frozenset[str] = frozenset(),
 ) -> Graph:
     """Lower an exported program into an IR graph (raises UnsupportedOpsError listing all
-    problems). ``symbols``: sympy symbol of the program → the IR symbol name of that
-    dynamic size (none: every size is static); ``assertions``: ``tract_assert`` lines
+    problems). ``symbols``: each symbol of the program (its name ``s27``, or the sympy
+    symbol) → the IR symbol name of that dynamic size (none: every size is static); ``assertions``: ``tract_assert`` lines
     the graph carries. Without ``symbols``, a program exported with dynamic shapes keeps
     torch.export's own symbol names (``s0``)."""
     if not isinstance(exported, ExportedModel):
         raise LoweringError(f"lower_program lowers an ExportedModel, not a {type(exported).__name__}")
     return ProgramLowering(exported, registry, input_names, output_names, op_set=op_set,
-                           symbols=program_symbols(exported.program) if symbols is None else dict(symbols),
+                           symbols=program_symbols(exported.program) if symbols is None
+                           else {str(k): v for k, v in symbols.items()},
                            assertions=assertions, native_ops=native_ops).run()

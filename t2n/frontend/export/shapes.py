@@ -36,7 +36,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind
 
-from t2n.errors import DynamicAxesError, ExportFrontendError
+from t2n.errors import DynamicAxesError
 from t2n.frontend.export.requests import (
     DynamicRequest,
     dynamic_request,
@@ -45,7 +45,9 @@ from t2n.frontend.export.requests import (
     input_names_of,
     with_ranges,
 )
-from t2n.ir.dims import Dim, Sym, valid_symbol_name
+from t2n.frontend.export.symbolic import dim_of
+from t2n.ir.dims import Dim, valid_symbol_name
+from t2n.ir.identifiers import free_name
 from t2n.passes.dynamic_axes import BakedSizeWarning, list_form_symbol
 
 # -- reading the program back ---------------------------------------------------------
@@ -60,56 +62,12 @@ class SymbolTable:
     traced: Mapping[str, int] = attrs.field(factory=dict)
 
     def dim(self, size: Any) -> Dim:
-        """A size of the program (int, ``torch.SymInt`` or sympy expression) as an IR Dim."""
-        if isinstance(size, torch.SymInt):
-            node = size.node
-            return self.dim(node.expr) if not node.is_constant() else int(size)
-        if isinstance(size, int):
-            return int(size)
-        return sympy_to_dim(size, self.names)
+        """A size of the program (int, ``torch.SymInt`` or sympy expression) as an IR Dim
+        (see :func:`~t2n.frontend.export.symbolic.dim_of`)."""
+        return dim_of(size, self.names)
 
     def shape(self, sizes: Sequence[Any]) -> list[Dim]:
         return [self.dim(s) for s in sizes]
-
-
-def sympy_to_dim(expr: Any, names: Mapping[str, str]) -> Dim:
-    """A sympy size expression as IR Dim arithmetic (``+``, ``*``, integer powers, floor
-    division and modulo by constants); anything else is an ``ExportFrontendError``."""
-    from torch.utils._sympy import functions as F
-
-    if isinstance(expr, (int, sympy.Integer)):
-        return int(expr)
-    if isinstance(expr, sympy.Symbol):
-        if expr.name not in names:
-            raise ExportFrontendError(
-                f"the size {expr} is not an input size (torch.export made it from tensor data, "
-                "such as the length of nonzero or of a boolean mask); export with frontend=\"jit\" "
-                "to keep the size the example gives", construct="a data-dependent size")
-        return Sym(names[expr.name])
-    parts = [sympy_to_dim(a, names) for a in expr.args]
-    if isinstance(expr, sympy.Add):
-        total: Dim = 0
-        for p in parts:
-            total = total + p
-        return total
-    if isinstance(expr, sympy.Mul):
-        prod: Dim = 1
-        for p in parts:
-            prod = prod * p
-        return prod
-    if isinstance(expr, sympy.Pow) and isinstance(parts[1], int) and parts[1] >= 0:
-        out: Dim = 1
-        for _ in range(parts[1]):
-            out = out * parts[0]
-        return out
-    if isinstance(expr, (F.FloorDiv, F.CleanDiv)) and isinstance(parts[1], int):
-        return parts[0] // parts[1]
-    if isinstance(expr, (F.Mod, F.PythonMod)) and isinstance(parts[1], int):
-        return parts[0] % parts[1]
-    raise ExportFrontendError(
-        f"the size expression {expr} has no form in tract's symbolic sizes (only +, *, and "
-        "// or % by constants); export with frontend=\"jit\", or make that size static",
-        construct=f"size expression {type(expr).__name__}")
 
 
 def user_input_values(program: ExportedProgram) -> list[Any]:
@@ -151,13 +109,8 @@ def symbol_table(program: ExportedProgram, input_names: Sequence[str],
 
 def _assign(names: dict[str, str], torch_name: str, wanted: str) -> None:
     """Give ``torch_name`` the user name ``wanted`` (made unique if another symbol has it)."""
-    if torch_name in names:
-        return
-    taken = set(names.values())
-    final, n = wanted, 1
-    while final in taken:
-        final, n = f"{wanted}_{n}", n + 1
-    names[torch_name] = final
+    if torch_name not in names:
+        names[torch_name] = free_name(wanted, set(names.values()).__contains__)
 
 
 def _hint(size: torch.SymInt) -> int:
@@ -304,20 +257,9 @@ def lowering_shapes(exported: Any, input_names: Sequence[str],
     program: ExportedProgram = getattr(exported, "program", exported)
     refuse_program(program)
     shapes = program_shapes(program, input_names, request, strict=strict)
-    by_symbol = {s: shapes.symbols.names[s.name] for s in _program_symbols(program)
-                 if s.name in shapes.symbols.names}
-    return {"symbols": by_symbol, "assertions": list(shapes.assertions)}
-
-
-def _program_symbols(program: ExportedProgram) -> set[Any]:
-    found: set[Any] = set(s for s in program.range_constraints if isinstance(s, sympy.Symbol))
-    for val in user_input_values(program):
-        for size in getattr(val, "shape", ()):
-            if isinstance(size, torch.SymInt):
-                found |= set(size.node.expr.free_symbols)
-    return found
+    return {"symbols": dict(shapes.symbols.names), "assertions": list(shapes.assertions)}
 
 
 __all__ = ["DynamicRequest", "ProgramShapes", "SymbolTable", "assertion_lines", "baked_sizes", "dynamic_request",
            "dynamic_request_for", "export_request", "input_names_of", "lowering_shapes", "program_shapes",
-           "report_baked", "symbol_table", "sympy_to_dim", "with_ranges"]
+           "report_baked", "symbol_table", "with_ranges"]

@@ -1,21 +1,25 @@
-"""Sizes in an exported program: ints when shapes are static, ``SymInt``s mapped to
-the IR's dimensions through a symbol table when they are dynamic, and the Python ops
-torch.export records on them."""
+"""Sizes in an exported program: ints when shapes are static, ``SymInt``s and their
+sympy expressions mapped to the IR's dimensions (:func:`dim_of`, the one conversion of
+the export frontend) when they are dynamic, and the Python ops torch.export records on
+them."""
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import sympy  # type: ignore[import-untyped]
 import torch
+from torch.utils._sympy import functions as F
 
-from t2n.frontend.context import UnsupportedHere
-from t2n.ir import Dim, parse_dim
+from t2n.errors import ExportFrontendError
+from t2n.ir import Dim, Sym
 
-SymbolTable = dict[Any, str]
-"""sympy symbol of the program (``s0``) → the IR symbol name (``S``)."""
+SymbolNames = Mapping[str, str]
+"""Each symbol of the program by its name (``s27``) → the IR symbol name (``S``)."""
 
 PYTHON_OPS: dict[Any, Callable[..., Any]] = {
     operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
@@ -52,42 +56,58 @@ SIZE_ALIASES: dict[str, str] = {
 """Size ops of exported graphs → the rule of the same op in TorchScript graphs."""
 
 
-def dim_of(x: Any, symbols: SymbolTable) -> Any:
-    """A size of the program as the IR's ``Dim``: ints as they are, a ``SymInt`` through
-    ``symbols`` (its sympy expression with the program's symbols renamed)."""
-    if isinstance(x, (int, float, bool)):
-        return x
-    if isinstance(x, torch.SymInt):
-        expr = x.node.expr
-        if expr.is_number:
-            return int(expr)
-        missing = [s for s in expr.free_symbols if s not in symbols]
-        if missing:
-            raise UnsupportedHere(f"size {expr} depends on {', '.join(map(str, missing))}, which no "
-                                  "dynamic axis names")
-        text = str(expr.subs({s: _placeholder(symbols[s]) for s in expr.free_symbols}))
-        return _parse(text)
-    raise UnsupportedHere(f"size {x} of type {type(x).__name__} cannot be exported")
+def dim_of(size: Any, names: SymbolNames) -> Dim:
+    """A size of the program (an int, a ``torch.SymInt`` or its sympy expression) as the
+    IR's ``Dim`` arithmetic, each program symbol renamed through ``names``: ``+``, ``*``,
+    natural powers, and floor division and modulo by constants. Anything else, and a
+    symbol ``names`` lacks (a size torch.export made from tensor data), is an
+    ``ExportFrontendError`` naming the size."""
+    if isinstance(size, torch.SymInt):
+        node = size.node
+        return int(size) if node.is_constant() else dim_of(node.expr, names)
+    if isinstance(size, (int, sympy.Integer)):
+        return int(size)
+    if not isinstance(size, sympy.Expr):
+        raise ExportFrontendError(
+            f"the size {size} of type {type(size).__name__} has no form in tract's sizes, which "
+            "are integers; export with frontend=\"jit\", or make that size an int",
+            construct=f"a size of type {type(size).__name__}")
+    if isinstance(size, sympy.Symbol):
+        if size.name not in names:
+            raise ExportFrontendError(
+                f"the size {size} is not an input size (torch.export made it from tensor data, "
+                "such as the length of nonzero or of a boolean mask); export with frontend=\"jit\" "
+                "to keep the size the example gives", construct="a data-dependent size")
+        return Sym(names[size.name])
+    return _combined(size, [dim_of(a, names) for a in size.args])
 
 
-def _placeholder(name: str) -> Any:
-    import sympy  # type: ignore[import-untyped]
+def _combined(expr: Any, parts: list[Dim]) -> Dim:
+    """``expr``'s operation on its arguments, already IR dims."""
+    if isinstance(expr, sympy.Add):
+        return functools.reduce(operator.add, parts, 0)
+    if isinstance(expr, sympy.Mul):
+        return functools.reduce(operator.mul, parts, 1)
+    if isinstance(expr, sympy.Pow) and isinstance(parts[1], int) and parts[1] >= 0:
+        return functools.reduce(operator.mul, [parts[0]] * parts[1], 1)
+    if isinstance(expr, (F.FloorDiv, F.CleanDiv)) and isinstance(parts[1], int):
+        return parts[0] // parts[1]
+    if isinstance(expr, (F.Mod, F.PythonMod)) and isinstance(parts[1], int):
+        return parts[0] % parts[1]
+    raise ExportFrontendError(
+        f"the size expression {expr} has no form in tract's symbolic sizes (only +, *, and "
+        "// or % by constants); export with frontend=\"jit\", or make that size static",
+        construct=f"size expression {type(expr).__name__}")
 
-    return sympy.Symbol(name, integer=True, positive=True)
 
-
-def _parse(text: str) -> Dim:
-    return parse_dim(text.replace("//", "/"))
-
-
-def program_symbols(program: torch.export.ExportedProgram) -> SymbolTable:
+def program_symbols(program: torch.export.ExportedProgram) -> dict[str, str]:
     """Each symbol in the sizes of the program's inputs under its own name (``s0``):
     the table used when none is given (empty for a program of static sizes)."""
-    table: SymbolTable = {}
+    table: dict[str, str] = {}
     for node in program.graph.nodes:
         val = node.meta.get("val") if node.op == "placeholder" else None
         for d in getattr(val, "shape", ()):
             if isinstance(d, torch.SymInt):
                 for s in sorted(d.node.expr.free_symbols, key=str):
-                    table.setdefault(s, str(s))
+                    table.setdefault(s.name, s.name)
     return table

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from t2n.frontend import torch_private
+from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS
 
 SCALAR_KINDS = ("IntType", "FloatType", "BoolType", "NoneType", "StringType", "NumberType")
 
@@ -30,6 +31,27 @@ def constant_value(v: torch._C.Value) -> Any:
 
 def is_scalar(v: torch._C.Value) -> bool:
     return v.type().kind() in SCALAR_KINDS
+
+
+NOT_FOLDED: Any = object()
+"""What :func:`folded_scalar` gives for a node it does not fold (``None`` is a value)."""
+
+
+def folded_scalar(node: torch._C.Node) -> Any:
+    """The value of a scalar op (:data:`~t2n.frontend.scalars.SCALAR_OPS`) whose inputs
+    are all constants, when Python computes it and it is a bool, int, float, str or None;
+    else ``NOT_FOLDED`` (the node is left to the lowering rules)."""
+    kind = node.kind()
+    if kind not in SCALAR_OPS or node.outputsSize() != 1 or node.output().type().kind() == "TensorType":
+        return NOT_FOLDED
+    ins = list(node.inputs())
+    if not all(is_constant(v) and v.type().kind() != "TensorType" for v in ins):
+        return NOT_FOLDED
+    try:
+        value = SCALAR_OPS[kind](*[constant_value(v) for v in ins])
+    except SCALAR_FOLD_ERRORS:
+        return NOT_FOLDED
+    return value if isinstance(value, (bool, int, float, str)) or value is None else NOT_FOLDED
 
 
 def replace_with_constant(graph: torch._C.Graph, v: torch._C.Value, value: Any) -> None:

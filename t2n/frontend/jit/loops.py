@@ -18,8 +18,13 @@ import torch
 
 from t2n.errors import DataDependentLoopError, TraceError
 from t2n.frontend.context import source_of
-from t2n.frontend.jit.graph_edit import all_nodes, constant_value, is_constant
-from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS
+from t2n.frontend.jit.graph_edit import (
+    NOT_FOLDED,
+    all_nodes,
+    constant_value,
+    folded_scalar,
+    is_constant,
+)
 
 MAX_UNROLL = 4096
 """Iterations unrolled per loop; a longer loop is left to the lowering, which refuses it."""
@@ -40,23 +45,15 @@ def fold_scalar_nodes(graph: torch._C.Graph, nodes: Iterable[torch._C.Node]) -> 
     """Scalar operations on constants among ``nodes`` become constants (in order, so a
     fold feeds the next); the new constant for each folded output, by its ``unique()``."""
     folded: dict[int, torch._C.Value] = {}
+    g: Any = graph  # insertConstant is not in torch's stubs
     for node in nodes:
-        kind = node.kind()
-        if kind not in SCALAR_OPS or node.outputsSize() != 1 or node.output().type().kind() == "TensorType":
+        value = folded_scalar(node)
+        if value is NOT_FOLDED:
             continue
-        ins = list(node.inputs())
-        if not all(is_constant(v) and v.type().kind() != "TensorType" for v in ins):
-            continue
-        try:
-            value = SCALAR_OPS[kind](*[constant_value(v) for v in ins])
-        except SCALAR_FOLD_ERRORS:
-            continue
-        if isinstance(value, (bool, int, float, str)) or value is None:
-            g: Any = graph
-            with graph.insert_point_guard(node):
-                constant = g.insertConstant(value)
-            node.output().replaceAllUsesWith(constant)
-            folded[node.output().unique()] = constant
+        with graph.insert_point_guard(node):
+            constant = g.insertConstant(value)
+        node.output().replaceAllUsesWith(constant)
+        folded[node.output().unique()] = constant
     return folded
 
 

@@ -10,8 +10,10 @@ import attrs
 import torch
 
 from t2n.frontend.jit.graph_edit import (
+    NOT_FOLDED,
     all_nodes,
     constant_value,
+    folded_scalar,
     inline_block,
     is_constant,
     is_scalar,
@@ -19,7 +21,6 @@ from t2n.frontend.jit.graph_edit import (
 )
 from t2n.frontend.jit.loops import resolve_list_appends, unroll_constant_loops
 from t2n.frontend.jit.probe import probe
-from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS
 
 
 @attrs.define
@@ -47,28 +48,10 @@ def fold_constant_scalar_arithmetic(s: HardenState) -> int:
     """Comparisons, ``not``, ``in``, casts and arithmetic on constants become constants."""
     count = 0
     for node in list(all_nodes(s.graph.block())):
-        kind = node.kind()
-        if kind not in SCALAR_OPS or node.outputsSize() != 1:
-            continue
-        out = node.output()
-        if out.type().kind() == "TensorType":
-            continue
-        if kind in ("aten::__is__", "aten::__isnot__"):
-            decided = _is_none_check(node)
-            if decided is not None:
-                replace_with_constant(s.graph, out, decided)
-                count += 1
-                continue
-        ins = list(node.inputs())
-        if not all(is_constant(v) and v.type().kind() != "TensorType" for v in ins):
-            continue
-        args = [constant_value(v) for v in ins]
-        try:
-            value = SCALAR_OPS[kind](*args)
-        except SCALAR_FOLD_ERRORS:
-            continue  # left for the lowering rules
-        if isinstance(value, (bool, int, float, str)) or value is None:
-            replace_with_constant(s.graph, out, value)
+        decided = _is_none_check(node) if node.kind() in ("aten::__is__", "aten::__isnot__") else None
+        value = decided if decided is not None else folded_scalar(node)
+        if value is not NOT_FOLDED:
+            replace_with_constant(s.graph, node.output(), value)
             count += 1
     return count
 

@@ -25,22 +25,30 @@ def _keepdim(ctx: LoweringContext) -> bool:
     return ctx.bool("keepdim") if ctx.has("keepdim") else False
 
 
+def _asked_dtype(ctx: LoweringContext) -> DType | None:
+    """The op's ``dtype=`` argument (reductions and scans compute in it), if given."""
+    return ctx.dtype_arg("dtype") if ctx.has("dtype") else None
+
+
+def _in_asked_dtype(ctx: LoweringContext, x: Value) -> Value:
+    dt = _asked_dtype(ctx)
+    return ctx.b.cast(x, dt) if dt is not None else x
+
+
 @RULES.rule("aten::mean")
 def mean(ctx: LoweringContext) -> Value:
-    x = ctx.tensor(0)
-    dt = ctx.dtype_arg("dtype") if ctx.has("dtype") else None
-    if dt is not None:
-        x = ctx.b.cast(x, dt)
+    x = _in_asked_dtype(ctx, ctx.tensor(0))
     if x.rank == 0:
         return x
     return ctx.b.op("mean_reduce", x, axes=reduce_axes(ctx, x), keepdims=_keepdim(ctx))
 
 
-def _accumulated(ctx: LoweringContext) -> Value:
-    """The input in the dtype sum and prod accumulate in: the ``dtype`` argument, else
-    i64 for integers and bools (PyTorch's rule), else the input's own."""
+def accumulated(ctx: LoweringContext) -> Value:
+    """The input in the dtype sums and products (and their running forms, cumsum and
+    cumprod) accumulate in: the ``dtype`` argument, else i64 for integers and bools
+    (PyTorch's rule), else the input's own."""
     x = ctx.tensor(0)
-    dt = ctx.dtype_arg("dtype") if ctx.has("dtype") else None
+    dt = _asked_dtype(ctx)
     if dt is None and not x.type.dtype.is_float:
         dt = DType.I64
     return ctx.b.cast(x, dt) if dt is not None else x
@@ -48,7 +56,7 @@ def _accumulated(ctx: LoweringContext) -> Value:
 
 @RULES.rule("aten::sum")
 def sum_(ctx: LoweringContext) -> Value:
-    x = _accumulated(ctx)
+    x = accumulated(ctx)
     if x.rank == 0:
         return x
     return ctx.b.op("sum_reduce", x, axes=reduce_axes(ctx, x), keepdims=_keepdim(ctx))
@@ -75,7 +83,7 @@ def softmax(ctx: LoweringContext) -> Value:
 
 @RULES.rule("aten::prod")
 def prod(ctx: LoweringContext) -> Value:
-    x = _accumulated(ctx)
+    x = accumulated(ctx)
     if x.rank == 0:
         return x
     axes = (ctx.axis("dim", x.rank),) if ctx.has("dim") and not ctx.is_none("dim") else tuple(range(x.rank))
@@ -188,10 +196,7 @@ def count_nonzero(ctx: LoweringContext) -> Value:
 
 @RULES.rule("aten::nansum", "aten::nanmean")
 def nansum(ctx: LoweringContext) -> Value:
-    x = ctx.tensor(0)
-    dt = ctx.dtype_arg("dtype") if ctx.has("dtype") else None
-    if dt is not None:
-        x = ctx.b.cast(x, dt)
+    x = _in_asked_dtype(ctx, ctx.tensor(0))
     axes, keep = _dims_arg(ctx, x, 1), _keepdim(ctx)
     nan = ctx.b.op("is_nan", x)
     clean = ctx.b.op("select", nan, ctx.as_value(0, x.type.dtype), x)
@@ -287,9 +292,7 @@ def norm(ctx: LoweringContext) -> Value:
     if ctx.kind == "aten::linalg_norm" and ctx.n_inputs > 1 and not ctx.is_none(1) and len(axes) == 2 \
             and p not in (2.0, "fro"):
         raise ctx.unsupported(f"matrix norm ord={p!r}")
-    dt = ctx.dtype_arg("dtype") if ctx.has("dtype") and not ctx.is_none("dtype") else None
-    if dt is not None:
-        x = ctx.b.cast(x, dt)
+    x = _in_asked_dtype(ctx, x)
     if not x.type.dtype.is_float:
         x = ctx.b.cast(x, DType.F32)
     if x.rank == 0:

@@ -17,6 +17,7 @@ import numpy as np
 
 from t2n.frontend.context import LoweringContext, Poison, host_array
 from t2n.frontend.helpers import dim_value, i64, transpose, unsqueeze
+from t2n.frontend.lowering.reduce import accumulated
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
 
@@ -120,12 +121,7 @@ def cumsum_float(ctx: LoweringContext, x: Value, axis: int) -> Value:
 
 
 def _scan_input(ctx: LoweringContext) -> tuple[Value, int]:
-    x = ctx.tensor(0)
-    dt = ctx.dtype_arg("dtype") if ctx.has("dtype") and not ctx.is_none("dtype") else None
-    if dt is None and not x.type.dtype.is_float:
-        dt = DType.I64
-    if dt is not None:
-        x = ctx.b.cast(x, dt)
+    x = accumulated(ctx)
     if x.rank == 0:
         x = ctx.b.op("reshape", x, ctx.b.ints([1]))
     return x, ctx.axis(1, x.rank)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
 from t2n.backends.nnef.versions import tract_has
 from t2n.ir import DType, Op
+from t2n.ir.identifiers import free_name
 
 GRU_SEQ = "tract_core_gru_seq"
 LSTM_EPILOGUE = "tract_core_lstm_epilogue"
@@ -116,9 +117,7 @@ def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
     used: set[str] = set()
 
     def name(hint: str) -> str:
-        n, k = hint, 1
-        while n in used or n in ("xw", "h", "c", "w", "b", "wr"):
-            n, k = f"{hint}_{k}", k + 1
+        n = free_name(hint, lambda n: n in used or n in ("xw", "h", "c", "w", "b", "wr"))
         used.add(n)
         return n
 
