@@ -34,9 +34,6 @@ from t2n.ir import DType, TensorData
 
 LOG = logging.getLogger(__name__)
 
-CHUNK_BYTES = 1 << 20
-"""Bytes of a shard read at a time for Q4_0 values when the reader names no size."""
-
 REFERENCE_MEMORY_FRACTION = 0.5
 """A checkpoint is loaded whole in PyTorch (for verification and the sample outputs)
 only when its weights take at most this fraction of the memory available."""
@@ -218,11 +215,12 @@ def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: 
 
 
 def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, recipe: str) -> None:
-    """Mark the weights ``recipe`` picks as Q4_0: their scales and values are computed
-    while each streams from the shards into the archive (never in memory whole), the
-    same bytes as after :func:`t2n.quantize` on the loaded model."""
+    """Mark the weights ``recipe`` picks as Q4_0: their scales and blocks are computed
+    while each streams from the shards into the archive (never in memory whole; one pass
+    over the shard, on every CPU: :class:`~t2n.quant.q4_0.QuantizedOnRead`), the same
+    bytes as after :func:`t2n.quantize` on the loaded model."""
     from t2n.quant.model import SCALES_ATTR, _selected
-    from t2n.quant.q4_0 import shape_problem
+    from t2n.quant.q4_0 import QuantizedOnRead, shape_problem
     from t2n.quant.recipes import recipe_of
     from t2n.serialize.torch_io import ir_dtype
 
@@ -234,7 +232,7 @@ def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, re
         if found is None or shape_problem(tuple(p.shape)) is not None or dtype not in (DType.F32, DType.F16):
             continue
         if id(p) not in done:
-            data = DequantizedData(_in_dtype(checkpoint.tensors[found], dtype), chosen.percentile)
+            data = QuantizedOnRead(_in_dtype(checkpoint.tensors[found], dtype), chosen.percentile, found)
             done[id(p)] = data.scales
             checkpoint.replaced[found] = data
         path, _, pname = name.rpartition(".")
@@ -249,48 +247,6 @@ def _in_dtype(data: TensorData, dtype: DType) -> TensorData:
     from t2n.ir.tensor_data import converted
 
     return converted(data, dtype)
-
-
-def _block_runs(data: TensorData, max_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
-    """``data``'s values as f32 ``[n, 32]`` runs of whole blocks, chunk by chunk."""
-    from t2n.quant.q4_0 import BLOCK, as_f32
-
-    rest = np.empty(0, np.float32)
-    for chunk in data.iter_chunks(max_bytes):
-        values = np.concatenate([rest, as_f32(np.ascontiguousarray(chunk).reshape(-1), data.dtype)])
-        whole = len(values) - len(values) % BLOCK
-        yield values[:whole].reshape(-1, BLOCK)
-        rest = values[whole:]
-
-
-class DequantizedData(TensorData):
-    """A weight's values after Q4_0 quantization (what ``t2n.quantize`` leaves in the
-    model's memory), computed from the shard chunk by chunk while it is written. The
-    block scales are computed in the same pass, into :attr:`scales`, each run's before
-    its values are handed on (the Q4_0 writer reads them right after), so each shard is
-    read once."""
-
-    def __init__(self, source: TensorData, percentile: float) -> None:
-        from t2n.quant.q4_0 import BLOCK
-
-        self.source = source
-        self.percentile = percentile
-        self.dtype = source.dtype
-        self.shape = source.shape
-        self.scales = np.zeros(math.prod(source.shape) // BLOCK, np.float16)
-
-    def raw(self) -> np.ndarray:
-        return np.concatenate(list(self.iter_chunks())).reshape(self.shape)
-
-    def iter_chunks(self, max_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
-        from t2n.quant.q4_0 import _rounded_like, quantize_blocks_
-
-        start = 0
-        for run in _block_runs(self.source, max_bytes):
-            values = run.copy()
-            self.scales[start:start + run.shape[0]] = quantize_blocks_(values, self.percentile)
-            start += run.shape[0]
-            yield _rounded_like(values, self.dtype).astype(self.dtype.numpy).reshape(-1)
 
 
 def available_memory() -> int:

@@ -1,0 +1,69 @@
+"""Work spread over the CPUs, results in order, memory bounded.
+
+Quantizing is compute-bound while reading a checkpoint and writing an archive are not:
+:func:`ordered_map` computes item ``k + 1`` (and a few more) on worker threads while the
+caller reads item ``k + 2`` and writes result ``k`` (numpy and PyTorch release the GIL in
+their kernels). The workers run PyTorch's kernels in their own thread: PyTorch's intra-op
+pool, asked for from several threads at once on a machine whose cores are busy, is many
+times slower than one thread per kernel (measured: 200 vs 4 ns per value).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+AHEAD = 2
+"""Items in flight per worker: enough to keep every worker busy, few enough to bound memory."""
+
+
+def default_workers() -> int:
+    """One worker per CPU this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _one_torch_thread() -> None:
+    """Worker initializer: PyTorch kernels called from this thread run in it alone."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = None) -> Iterator[R]:
+    """``fn(item)`` for each item, computed on ``workers`` threads (default: one per CPU)
+    at most ``AHEAD`` items per worker ahead of the consumer, yielded in the items' order.
+    An exception in ``fn`` is raised here, at its item; items not yet started are dropped.
+    The caller's own PyTorch thread count is the same afterwards."""
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else 0
+    count = workers or default_workers()
+    pool = ThreadPoolExecutor(count, thread_name_prefix="t2n-quant", initializer=_one_torch_thread)
+    pending: deque[Future[R]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) > AHEAD * count:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True)
+        if torch is not None:
+            # set_num_threads in a worker also changes the default of threads started
+            # later: give it back the caller's count (which it left alone).
+            torch.set_num_threads(threads)
+
+
+__all__ = ["default_workers", "ordered_map"]
