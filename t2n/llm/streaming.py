@@ -49,17 +49,37 @@ class StreamedCheckpoint:
     """Bytes of the weights in the dtype the model computes in."""
     replaced: dict[str, TensorData] = attrs.field(factory=dict)
     """Shard tensor name → what is written instead (Q4_0 weights' dequantized values)."""
+    converted: dict[str, TensorData] = attrs.field(factory=dict)
+    """Shard tensor name → its data in the model's dtype, once made."""
 
     def weights_for(self, model: torch.nn.Module, prefix: str) -> dict[str, TensorData]:
         """Name → data under the names ``prefix + parameter name`` of every parameter and
-        buffer of ``model`` held by the shards (tied tensors under each of their names)."""
+        buffer of ``model`` held by the shards (tied tensors under each of their names),
+        in the model's dtype (converted on every CPU as it is written)."""
         out: dict[str, TensorData] = {}
+        owners: dict[str, torch.Tensor] = dict(model.named_parameters(remove_duplicate=False))
+        owners.update(model.named_buffers(remove_duplicate=False))
         for aliases in _aliases(model).values():
             found = next((a for a in aliases if a in self.tensors), None)
             if found is not None:
-                data = self.replaced.get(found, self.tensors[found])
+                data = self.replaced.get(found) or self.converted.get(found) \
+                    or _in_model_dtype(self.tensors[found], owners[aliases[0]])
+                self.converted.setdefault(found, data)  # one object per tensor: tied ones written once
                 out.update({prefix + a: data for a in aliases})
         return out
+
+
+def _in_model_dtype(data: TensorData, owner: torch.Tensor) -> TensorData:
+    """A float shard tensor as the f32/f16 of the model tensor it fills (converted on the
+    workers of :mod:`t2n.quant.parallel`); other data as it is."""
+    from t2n.quant.parallel import ConvertedOnWorkers
+    from t2n.serialize.torch_io import TORCH_TO_IR
+
+    want = TORCH_TO_IR.get(owner.dtype)
+    floats = (DType.F32, DType.F16, DType.BF16)
+    if want in (DType.F32, DType.F16) and data.dtype in floats and data.dtype is not want:
+        return ConvertedOnWorkers(data, want)
+    return data
 
 
 def open_shards(folder: Path) -> Mapping[str, TensorData]:

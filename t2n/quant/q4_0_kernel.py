@@ -33,8 +33,8 @@ from t2n.ir.tensor_data import bf16_bits_to_f32
 
 BLOCK = 32
 BLOCK_BYTES = 18
-SLAB_BLOCKS = 4096
-"""Blocks per slab (131,072 values): a slab's temporaries (~1.3 MB) stay in the CPU's
+SLAB_BLOCKS = 8192
+"""Blocks per slab (262,144 values): a slab's temporaries (~2.5 MB) stay in the CPU's
 cache, and the per-call overhead of numpy and PyTorch is spread over many values."""
 
 _F32 = np.float32
@@ -115,7 +115,8 @@ def round_to(values: np.ndarray, dtype: DType) -> np.ndarray:
 def values_of(raw: np.ndarray, dtype: DType, rounding: tuple[DType, ...] = ()) -> np.ndarray:
     """Raw elements of float ``dtype`` (bf16 as its bits) as f32 values, then rounded
     to each dtype of ``rounding`` in turn (a checkpoint's f32 weight in an f16 model).
-    May return ``raw`` itself (f32, nothing to round): callers never write to it."""
+    May return ``raw`` itself (f32, nothing to round): callers never write to it.
+    (PyTorch's reductions and products on f16 are several times slower than on f32.)"""
     if dtype is DType.F32 and not rounding:
         return raw
     out = _SCRATCH.get("values", raw.shape, np.float32)
@@ -133,41 +134,41 @@ def values_of(raw: np.ndarray, dtype: DType, rounding: tuple[DType, ...] = ()) -
     return out
 
 
+def _wide(values: np.ndarray) -> np.ndarray:
+    """``values`` as f32 (numpy's own f16 arithmetic rounds to f16: widen first)."""
+    return values if values.dtype == np.float32 else values.astype(np.float32)
+
+
 # -- scales ---------------------------------------------------------------------------
 
 
 def _extremes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per block of ``values`` ``[n, 32]``: (largest, smallest)."""
-    n = values.shape[0]
-    high, low = _SCRATCH.get("high", (n,), _F32), _SCRATCH.get("low", (n,), _F32)
+    """Per block of ``values`` ``[n, 32]``: (largest, smallest), in f32."""
     torch = _torch()
-    if torch is not None and values.flags.c_contiguous:
-        t = torch.from_numpy(np.require(values, requirements="W"))
-        torch.amax(t, dim=1, out=torch.from_numpy(high))
-        torch.amin(t, dim=1, out=torch.from_numpy(low))
-    else:
-        np.max(values, axis=1, out=high)
-        np.min(values, axis=1, out=low)
-    return high, low
+    if torch is not None:
+        t = torch.from_numpy(np.require(values, requirements=["C", "W"]))
+        return torch.amax(t, dim=1).float().numpy(), torch.amin(t, dim=1).float().numpy()
+    return np.max(_wide(values), axis=1), np.min(_wide(values), axis=1)
 
 
 def block_scales(values: np.ndarray, percentile: float = 1.0) -> np.ndarray:
-    """The f16 scale of each block of ``values`` ``[n, 32]`` (f32): ``top / -8`` (see
-    the module docstring)."""
-    high, low = _extremes(values)
-    top = np.where(high >= -low, high, low)
+    """The f16 scale of each block of ``values`` ``[n, 32]``: ``top / -8`` (see the
+    module docstring)."""
+    top, low = _extremes(values)
+    np.copyto(top, low, where=top < -low)  # the largest value unless the smallest is larger in magnitude
     if percentile < 1.0:
-        mags = np.quantile(np.abs(values), percentile, axis=1).astype(np.float32)
+        mags = np.quantile(np.abs(_wide(values)), percentile, axis=1).astype(np.float32)
         top = mags * np.where(top < 0, np.float32(-1), np.float32(1))
-    return f16(np.ascontiguousarray(top / np.float32(-8), dtype=np.float32))
+    top *= np.float32(-0.125)  # exactly top / -8 (both the exact quotient, rounded once)
+    return f16(np.ascontiguousarray(top, dtype=np.float32))
 
 
 def inverses(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(``d``, ``1 / d``) in f32 of f16 ``scales`` (``1 / d`` is 0 where ``d`` is 0)."""
     d = f32(np.ascontiguousarray(scales, dtype=np.float16))
-    with np.errstate(divide="ignore"):
-        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d)
-    return d, inverse.astype(np.float32, copy=False)
+    inverse = np.zeros_like(d)
+    np.divide(np.float32(1), d, out=inverse, where=d != 0)
+    return d, inverse
 
 
 # -- codes ----------------------------------------------------------------------------
@@ -180,11 +181,11 @@ def codes(values: np.ndarray, inverse: np.ndarray) -> np.ndarray:
     q = _SCRATCH.get("q", (2, n, 16), _F32)
     torch = _torch()
     by_block = values.reshape(n, 2, 16)
-    if torch is not None:
+    if torch is not None:  # f16 values are widened exactly, then multiplied in f32
         torch.mul(torch.from_numpy(np.require(by_block, requirements="W")).transpose(0, 1),
                   torch.from_numpy(inverse)[None, :, None], out=torch.from_numpy(q))
     else:
-        np.multiply(by_block.transpose(1, 0, 2), inverse[None, :, None], out=q)
+        np.multiply(_wide(by_block).transpose(1, 0, 2), inverse[None, :, None], out=q)
     q += np.float32(8.5)
     # floor then clamp to 0..15 equals clamp then truncate (values >= 0): one pass less
     np.clip(q, np.float32(0), np.float32(15), out=q)
@@ -204,7 +205,7 @@ def pack_into(half_codes: np.ndarray, scales: np.ndarray, out: np.ndarray) -> No
     np.left_shift(words[1], np.uint64(4), out=packed)
     packed |= words[0]
     blocks = out.view(_PACKED)
-    blocks["qs"] = packed.reshape(n, 2)
+    blocks["qs"] = packed.reshape(n, 2)  # one copy into the unaligned field beats computing there
     blocks["d"] = np.ascontiguousarray(scales, dtype="<f2").view("<u2")
 
 
@@ -243,10 +244,23 @@ def encode_checked(values: np.ndarray, scales: np.ndarray, dtype: DType, out: np
     d, inverse = inverses(scales)
     half = codes(values, inverse)
     back = round_to(dequantized(half, d, _SCRATCH.get("back", values.shape, _F32)), dtype)
-    if not np.array_equal(back, values):
-        return int(np.argwhere((back != values).any(axis=1))[0, 0])
+    if not _equal(back, values):
+        return int(np.argwhere((back != _wide(values)).any(axis=1))[0, 0])
     pack_into(half, scales, out)
     return -1
+
+
+def _equal(back: np.ndarray, values: np.ndarray) -> bool:
+    """Whether f32 ``back`` holds ``values`` (f32 or f16) exactly (NaN never does)."""
+    torch = _torch()
+    if torch is None:
+        return bool(np.array_equal(back, _wide(values)))
+    other = torch.from_numpy(np.require(values, requirements=["C", "W"]))
+    if values.dtype != np.float32:
+        narrow = _SCRATCH.get("narrow", values.shape, values.dtype)
+        _copy(narrow, back)  # exact: back holds values of that dtype (else unequal anyway)
+        return bool(torch.equal(torch.from_numpy(narrow), other))
+    return bool(torch.equal(torch.from_numpy(back), other))
 
 
 def dequantize_fresh(values: np.ndarray, percentile: float, dtype: DType, out: np.ndarray) -> np.ndarray:
