@@ -75,8 +75,9 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = 
 
 
 def convert_chunk(raw: np.ndarray, src: DType, dst: DType) -> np.ndarray:
-    """:func:`~t2n.ir.tensor_data.convert_raw` (the same bytes), with PyTorch's kernel
-    between floats when torch is loaded (several times faster than numpy's to f16)."""
+    """:func:`~t2n.ir.tensor_data.convert_raw` with PyTorch's kernel between floats when
+    torch is loaded (several times faster than numpy's to f16; the bytes of the ``.dat``
+    writer's own converter, ``t2n.serialize.torch_io.convert_raw_fast``)."""
     torch = sys.modules.get("torch")
     if torch is None or src not in _FLOATS or dst not in (DType.F32, DType.F16) or src is dst:
         return convert_raw(raw, src, dst)

@@ -190,7 +190,8 @@ def codes(values: np.ndarray, inverse: np.ndarray) -> np.ndarray:
     # floor then clamp to 0..15 equals clamp then truncate (values >= 0): one pass less
     np.clip(q, np.float32(0), np.float32(15), out=q)
     out = _SCRATCH.get("codes", (2, n, 16), np.uint8)
-    np.copyto(out, q, casting="unsafe")
+    with np.errstate(invalid="ignore"):  # NaN (a NaN value or scale): its block is refused by the caller
+        np.copyto(out, q, casting="unsafe")
     return out
 
 
