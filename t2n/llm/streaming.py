@@ -269,6 +269,15 @@ def _in_dtype(data: TensorData, dtype: DType) -> TensorData:
     return converted(data, dtype)
 
 
+def __getattr__(name: str) -> Any:
+    """``DequantizedData``: the former name of :class:`t2n.quant.q4_0.QuantizedOnRead`."""
+    if name == "DequantizedData":
+        from t2n.quant.q4_0 import QuantizedOnRead
+
+        return QuantizedOnRead
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def available_memory() -> int:
     """Bytes of memory available now (``MemAvailable`` of ``/proc/meminfo``, else the
     free physical pages)."""

@@ -27,7 +27,7 @@ import numpy as np
 
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError, SerializationError
 from t2n.ir import DType, LazyData, TensorData
-from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, bf16_bits_to_f32
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES
 from t2n.quant import q4_0_kernel as kernel
 from t2n.quant.q4_0_stream import RUN_BYTES, QuantizedOnRead, checked_blocks
 
@@ -63,7 +63,6 @@ def payload_size(shape: tuple[int, ...]) -> int:
 # -- the codes ------------------------------------------------------------------------
 
 
-_f16 = kernel.f16
 _f32 = kernel.f32
 
 
@@ -121,24 +120,6 @@ def dequantize_blocks(blocks: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """The f32 values that Q4_0 blocks stand for, as an array of ``shape``."""
     codes, scales = unpack(blocks)
     return dequantize_codes(codes, scales).reshape(shape)
-
-
-def as_f32(raw: np.ndarray, dtype: DType) -> np.ndarray:
-    """Raw elements of a float ``dtype`` (bf16 as its bits) as f32 values."""
-    if dtype is DType.BF16:
-        return bf16_bits_to_f32(raw)
-    return raw.astype(np.float32, copy=False)
-
-
-def _rounded_like(values: np.ndarray, dtype: DType) -> np.ndarray:
-    """f32 ``values`` rounded to ``dtype`` and widened back (to compare with a weight)."""
-    if dtype is DType.F32:
-        return values
-    if dtype is DType.F16:
-        return _f32(_f16(values))
-    bits = values.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    return bf16_bits_to_f32(rounded)
 
 
 # -- the IR data ----------------------------------------------------------------------

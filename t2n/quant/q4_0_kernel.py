@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from t2n.ir import DType
-from t2n.ir.tensor_data import bf16_bits_to_f32
 
 BLOCK = 32
 BLOCK_BYTES = 18
@@ -286,13 +285,6 @@ def quantize_values_(values: np.ndarray, percentile: float = 1.0) -> np.ndarray:
         dequantized(codes(slab, inverse), d, slab)
         out[start:start + slab.shape[0]] = scales
     return out
-
-
-def as_f32_values(raw: np.ndarray, dtype: DType) -> np.ndarray:
-    """Raw elements of a float ``dtype`` (bf16 as its bits) as a new f32 array."""
-    if dtype is DType.BF16:
-        return bf16_bits_to_f32(raw)
-    return raw.astype(np.float32)
 
 
 __all__ = ["BLOCK", "BLOCK_BYTES", "SLAB_BLOCKS", "block_scales", "codes", "dequantized", "dequantize_fresh",
