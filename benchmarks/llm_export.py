@@ -201,6 +201,8 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, default=None,
                     help="another t2n source tree (e.g. a checkout of an older version): its exports "
                          "alternate with this tree's, in rows marked 'before'")
+    ap.add_argument("--baseline-label", default=None,
+                    help="how the report names the baseline (default: its path), e.g. 't2n 1.2' or a commit")
     ap.add_argument("--checkpoint", type=Path, default=None,
                     help="use this checkpoint folder (made by an earlier run with --keep) instead of writing one")
     args = ap.parse_args()
@@ -212,7 +214,7 @@ def main() -> None:
         size = (checkpoint / "model.safetensors").stat().st_size
     trees = [("", ROOT)] + ([(" (before)", args.baseline.resolve())] if args.baseline else [])
     results: dict[str, Any] = {"layers": args.layers or 16, "repeats": args.repeats, "checkpoint_bytes": size,
-                               "baseline": str(args.baseline) if args.baseline else None,
+                               "baseline": (args.baseline_label or str(args.baseline)) if args.baseline else None,
                                "machine": machine_facts(args.scratch)}
     results["exports"] = [row for c in (None, "min_max_q4_0") for row in measure(checkpoint, args.scratch, c,
                                                                                   args.repeats, trees)]
