@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -150,7 +151,7 @@ def test_streamed_checkpoint_weights_give_the_reference_bytes(shard: torch.dtype
     assert values.dtype == want.numpy and np.array_equal(values.astype(np.float32), stored.reshape(-1))
 
 
-def test_a_tied_streamed_weight_is_quantized_once_with_the_same_bytes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_tied_streamed_weight_is_quantized_once_with_the_same_bytes(tmp_path: Path) -> None:
     from t2n.llm.streaming import StreamedCheckpoint
 
     emb = torch.nn.Embedding(64, 64)
