@@ -34,9 +34,6 @@ from t2n.ir import DType, TensorData
 
 LOG = logging.getLogger(__name__)
 
-CHUNK_BYTES = 1 << 20
-"""Bytes of a shard read at a time for Q4_0 values when the reader names no size."""
-
 REFERENCE_MEMORY_FRACTION = 0.5
 """A checkpoint is loaded whole in PyTorch (for verification and the sample outputs)
 only when its weights take at most this fraction of the memory available."""
@@ -52,17 +49,37 @@ class StreamedCheckpoint:
     """Bytes of the weights in the dtype the model computes in."""
     replaced: dict[str, TensorData] = attrs.field(factory=dict)
     """Shard tensor name → what is written instead (Q4_0 weights' dequantized values)."""
+    converted: dict[str, TensorData] = attrs.field(factory=dict)
+    """Shard tensor name → its data in the model's dtype, once made."""
 
     def weights_for(self, model: torch.nn.Module, prefix: str) -> dict[str, TensorData]:
         """Name → data under the names ``prefix + parameter name`` of every parameter and
-        buffer of ``model`` held by the shards (tied tensors under each of their names)."""
+        buffer of ``model`` held by the shards (tied tensors under each of their names),
+        in the model's dtype (converted on every CPU as it is written)."""
         out: dict[str, TensorData] = {}
+        owners: dict[str, torch.Tensor] = dict(model.named_parameters(remove_duplicate=False))
+        owners.update(model.named_buffers(remove_duplicate=False))
         for aliases in _aliases(model).values():
             found = next((a for a in aliases if a in self.tensors), None)
             if found is not None:
-                data = self.replaced.get(found, self.tensors[found])
+                data = self.replaced.get(found) or self.converted.get(found) \
+                    or _in_model_dtype(self.tensors[found], owners[aliases[0]])
+                self.converted.setdefault(found, data)  # one object per tensor: tied ones written once
                 out.update({prefix + a: data for a in aliases})
         return out
+
+
+def _in_model_dtype(data: TensorData, owner: torch.Tensor) -> TensorData:
+    """A float shard tensor as the f32/f16 of the model tensor it fills (converted on the
+    workers of :mod:`t2n.quant.parallel`); other data as it is."""
+    from t2n.quant.parallel import ConvertedOnWorkers
+    from t2n.serialize.torch_io import TORCH_TO_IR
+
+    want = TORCH_TO_IR.get(owner.dtype)
+    floats = (DType.F32, DType.F16, DType.BF16)
+    if want in (DType.F32, DType.F16) and data.dtype in floats and data.dtype is not want:
+        return ConvertedOnWorkers(data, want)
+    return data
 
 
 def open_shards(folder: Path) -> Mapping[str, TensorData]:
@@ -218,11 +235,12 @@ def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: 
 
 
 def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, recipe: str) -> None:
-    """Mark the weights ``recipe`` picks as Q4_0: their scales and values are computed
-    while each streams from the shards into the archive (never in memory whole), the
-    same bytes as after :func:`t2n.quantize` on the loaded model."""
+    """Mark the weights ``recipe`` picks as Q4_0: their scales and blocks are computed
+    while each streams from the shards into the archive (never in memory whole; one pass
+    over the shard, on every CPU: :class:`~t2n.quant.q4_0.QuantizedOnRead`), the same
+    bytes as after :func:`t2n.quantize` on the loaded model."""
     from t2n.quant.model import SCALES_ATTR, _selected
-    from t2n.quant.q4_0 import shape_problem
+    from t2n.quant.q4_0 import QuantizedOnRead, shape_problem
     from t2n.quant.recipes import recipe_of
     from t2n.serialize.torch_io import ir_dtype
 
@@ -234,7 +252,7 @@ def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, re
         if found is None or shape_problem(tuple(p.shape)) is not None or dtype not in (DType.F32, DType.F16):
             continue
         if id(p) not in done:
-            data = DequantizedData(_in_dtype(checkpoint.tensors[found], dtype), chosen.percentile)
+            data = QuantizedOnRead(_in_dtype(checkpoint.tensors[found], dtype), chosen.percentile, found)
             done[id(p)] = data.scales
             checkpoint.replaced[found] = data
         path, _, pname = name.rpartition(".")
@@ -251,46 +269,13 @@ def _in_dtype(data: TensorData, dtype: DType) -> TensorData:
     return converted(data, dtype)
 
 
-def _block_runs(data: TensorData, max_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
-    """``data``'s values as f32 ``[n, 32]`` runs of whole blocks, chunk by chunk."""
-    from t2n.quant.q4_0 import BLOCK, as_f32
+def __getattr__(name: str) -> Any:
+    """``DequantizedData``: the former name of :class:`t2n.quant.q4_0.QuantizedOnRead`."""
+    if name == "DequantizedData":
+        from t2n.quant.q4_0 import QuantizedOnRead
 
-    rest = np.empty(0, np.float32)
-    for chunk in data.iter_chunks(max_bytes):
-        values = np.concatenate([rest, as_f32(np.ascontiguousarray(chunk).reshape(-1), data.dtype)])
-        whole = len(values) - len(values) % BLOCK
-        yield values[:whole].reshape(-1, BLOCK)
-        rest = values[whole:]
-
-
-class DequantizedData(TensorData):
-    """A weight's values after Q4_0 quantization (what ``t2n.quantize`` leaves in the
-    model's memory), computed from the shard chunk by chunk while it is written. The
-    block scales are computed in the same pass, into :attr:`scales`, each run's before
-    its values are handed on (the Q4_0 writer reads them right after), so each shard is
-    read once."""
-
-    def __init__(self, source: TensorData, percentile: float) -> None:
-        from t2n.quant.q4_0 import BLOCK
-
-        self.source = source
-        self.percentile = percentile
-        self.dtype = source.dtype
-        self.shape = source.shape
-        self.scales = np.zeros(math.prod(source.shape) // BLOCK, np.float16)
-
-    def raw(self) -> np.ndarray:
-        return np.concatenate(list(self.iter_chunks())).reshape(self.shape)
-
-    def iter_chunks(self, max_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
-        from t2n.quant.q4_0 import _rounded_like, quantize_blocks_
-
-        start = 0
-        for run in _block_runs(self.source, max_bytes):
-            values = run.copy()
-            self.scales[start:start + run.shape[0]] = quantize_blocks_(values, self.percentile)
-            start += run.shape[0]
-            yield _rounded_like(values, self.dtype).astype(self.dtype.numpy).reshape(-1)
+        return QuantizedOnRead
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def available_memory() -> int:

@@ -14,22 +14,22 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
 
 from t2n.errors import InvalidArgumentError
-from t2n.ir import TensorData
-from t2n.quant.q4_0 import BLOCK, Q40Data, quantize_blocks_, shape_problem
+from t2n.ir import DType, TensorData
+from t2n.quant.parallel import ordered_map
+from t2n.quant.q4_0 import BLOCK, Q40Data, shape_problem
+from t2n.quant.q4_0_kernel import SLAB_BLOCKS, f16, quantize_values_, values_of
 from t2n.quant.recipes import Q40Recipe, recipe_of
 
 logger = logging.getLogger("t2n.quant")
 
 SCALES_ATTR = "t2n_q4_0_scales"
-CHUNK_VALUES = 1 << 16
+SLAB_VALUES = SLAB_BLOCKS * BLOCK
 """Values quantized at a time: bounded temporaries that stay in the CPU's cache."""
 
 
@@ -74,13 +74,17 @@ def _problem(p: torch.Tensor) -> str | None:
 def _quantize_rows_(rows: torch.Tensor, percentile: float) -> np.ndarray:
     """Replace a slab of rows by its dequantized values; returns its f16 scales."""
     view = _host_view(rows)
-    host = view.astype(np.float32) if view is not None else \
-        rows.detach().to("cpu", torch.float32, copy=True).numpy()
-    scales = quantize_blocks_(host.reshape(-1, BLOCK), percentile)
-    if view is not None:
-        view[...] = host  # numpy rounds to f16 like PyTorch (to nearest even)
-    else:
-        rows.copy_(torch.from_numpy(host).to(rows.dtype))
+    if view is None:  # bf16, other devices: through an f32 copy
+        host = rows.detach().to("cpu", torch.float32, copy=True).numpy()
+        scales = quantize_values_(host.reshape(-1, BLOCK), percentile)
+        with torch.no_grad():
+            rows.copy_(torch.from_numpy(host).to(rows.dtype))
+        return scales
+    if view.dtype == np.float32 and view.flags.c_contiguous:
+        return quantize_values_(view.reshape(-1, BLOCK), percentile)  # in the weight's own memory
+    host = values_of(np.ascontiguousarray(view).reshape(-1), DType.from_numpy(view.dtype)).reshape(-1, BLOCK)
+    scales = quantize_values_(host, percentile)
+    view[...] = f16(host.reshape(-1)).reshape(view.shape) if view.dtype == np.float16 else host.reshape(view.shape)
     return scales
 
 
@@ -93,20 +97,18 @@ def _host_view(t: torch.Tensor) -> np.ndarray | None:
 
 def quantize_weight_(p: torch.Tensor, percentile: float = 1.0, *, threads: int | None = None) -> np.ndarray:
     """Quantize ``p`` in place (its values become the dequantized ones); returns the f16
-    scales, one per block of 32 values of each row, in C order. The math runs in numpy
-    on small slabs (in the CPU's cache; PyTorch's thread pool is many times slower on a
-    busy machine for such short element-wise ops), slabs spread over ``threads``
-    threads (default: one per CPU; numpy releases the GIL), each writing its own rows."""
-    rows = max(1, CHUNK_VALUES // max(1, math.prod(p.shape[1:])))
+    scales, one per block of 32 values of each row, in C order. Slabs of rows (in the
+    CPU's cache) are spread over ``threads`` threads (default: one per CPU;
+    :func:`t2n.quant.parallel.ordered_map`), each writing its own rows."""
+    rows = max(1, SLAB_VALUES // max(1, math.prod(p.shape[1:])))
     starts = range(0, p.shape[0], rows)
-    workers = min(len(starts), threads or os.cpu_count() or 1)
-    with torch.no_grad():
-        if workers <= 1:
-            scales = [_quantize_rows_(p[s:s + rows], percentile) for s in starts]
-        else:
-            with ThreadPoolExecutor(workers, thread_name_prefix="t2n-quantize") as pool:
-                scales = list(pool.map(lambda s: _quantize_rows_(p[s:s + rows], percentile), starts))
-        torch.autograd.graph.increment_version(p)  # its values changed (writes through numpy)
+
+    def slab(start: int) -> np.ndarray:
+        with torch.no_grad():
+            return _quantize_rows_(p[start:start + rows], percentile)
+
+    scales = list(ordered_map(slab, starts, threads))
+    torch.autograd.graph.increment_version(p)  # its values changed (writes through numpy)
     return np.concatenate(scales)
 
 

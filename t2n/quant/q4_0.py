@@ -20,17 +20,16 @@ from __future__ import annotations
 import math
 import os
 import struct
-import sys
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 import numpy as np
 
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError, SerializationError
 from t2n.ir import DType, LazyData, TensorData
-from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, bf16_bits_to_f32
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES
+from t2n.quant import q4_0_kernel as kernel
+from t2n.quant.q4_0_stream import RUN_BYTES, QuantizedOnRead, checked_blocks
 
 BLOCK = 32
 """Values per block."""
@@ -64,34 +63,16 @@ def payload_size(shape: tuple[int, ...]) -> int:
 # -- the codes ------------------------------------------------------------------------
 
 
-def _f16(a: np.ndarray) -> np.ndarray:
-    """f32 → f16, rounded to nearest even: PyTorch's kernel (17x faster than numpy's)
-    when torch is already loaded, numpy's otherwise; the same bits. Never imports torch."""
-    torch = sys.modules.get("torch")
-    if torch is not None and a.dtype == np.float32 and a.flags.c_contiguous and a.flags.writeable:
-        return np.asarray(torch.from_numpy(a).to(torch.float16).numpy())
-    return a.astype(np.float16)
-
-
-def _f32(a: np.ndarray) -> np.ndarray:
-    """f16 → f32 (exact), with PyTorch's kernel when it is loaded."""
-    torch = sys.modules.get("torch")
-    if torch is not None and a.dtype == np.float16 and a.flags.c_contiguous:
-        return np.asarray(torch.from_numpy(np.require(a, requirements="W")).to(torch.float32).numpy())
-    return a.astype(np.float32)
+_f32 = kernel.f32
 
 
 def codes_for(values: np.ndarray, scales: np.ndarray) -> np.ndarray:
     """The codes (uint8, 0..15) of ``values`` ``[n, 32]`` (f32) at the f16 ``scales`` ``[n]``:
     ``floor(value / d + 8.5)`` clamped to 0..15 (8 in a block of scale 0)."""
-    d = _f32(scales)[:, None]
-    with np.errstate(divide="ignore"):
-        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d)
-    q = values * inverse
-    q += np.float32(8.5)
-    np.floor(q, out=q)
-    np.clip(q, 0, 15, out=q)
-    return q.astype(np.uint8)
+    _, inverse = kernel.inverses(scales)
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    half = kernel.codes(values, inverse)
+    return np.ascontiguousarray(half.transpose(1, 0, 2)).reshape(-1, BLOCK)
 
 
 def scale_sources(values: np.ndarray, percentile: float = 1.0) -> np.ndarray:
@@ -110,17 +91,7 @@ def scale_sources(values: np.ndarray, percentile: float = 1.0) -> np.ndarray:
 def quantize_blocks_(values: np.ndarray, percentile: float = 1.0) -> np.ndarray:
     """Replace ``values`` ``[n, 32]`` (f32, in place) by their Q4_0 values; returns the f16
     scales. Codes: ``floor(value / d + 8.5)`` clamped to 0..15, ``d`` the stored scale."""
-    scales = _f16(scale_sources(values, percentile) / np.float32(-8))
-    d = _f32(scales)[:, None]
-    with np.errstate(divide="ignore"):
-        inverse = np.where(d == 0, np.float32(0), np.float32(1) / d)  # all-zero block: codes 8
-    values *= inverse
-    values += np.float32(8.5)
-    np.floor(values, out=values)
-    np.clip(values, 0, 15, out=values)
-    values -= np.float32(8)
-    values *= d
-    return scales
+    return kernel.quantize_values_(values, percentile)
 
 
 def dequantize_codes(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
@@ -149,24 +120,6 @@ def dequantize_blocks(blocks: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """The f32 values that Q4_0 blocks stand for, as an array of ``shape``."""
     codes, scales = unpack(blocks)
     return dequantize_codes(codes, scales).reshape(shape)
-
-
-def as_f32(raw: np.ndarray, dtype: DType) -> np.ndarray:
-    """Raw elements of a float ``dtype`` (bf16 as its bits) as f32 values."""
-    if dtype is DType.BF16:
-        return bf16_bits_to_f32(raw)
-    return raw.astype(np.float32, copy=False)
-
-
-def _rounded_like(values: np.ndarray, dtype: DType) -> np.ndarray:
-    """f32 ``values`` rounded to ``dtype`` and widened back (to compare with a weight)."""
-    if dtype is DType.F32:
-        return values
-    if dtype is DType.F16:
-        return _f32(_f16(values))
-    bits = values.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    return bf16_bits_to_f32(rounded)
 
 
 # -- the IR data ----------------------------------------------------------------------
@@ -211,22 +164,6 @@ class Q40Data(TensorData):
 
     def __repr__(self) -> str:
         return f"Q40Data({self.dtype}{list(self.shape)} {self.name})"
-
-
-def _block_runs(data: TensorData, chunk_bytes: int) -> Iterator[np.ndarray]:
-    """The source's values as f32 arrays ``[n, 32]`` of whole blocks, chunk by chunk
-    (a chunk that ends inside a block is carried over to the next)."""
-    carry = np.zeros(0, dtype=np.float32)
-    for chunk in data.iter_chunks(chunk_bytes):
-        vals = as_f32(chunk.reshape(-1), data.dtype)
-        if carry.size:
-            vals = np.concatenate([carry, vals])
-        cut = vals.size - vals.size % BLOCK
-        if cut:
-            yield vals[:cut].reshape(-1, BLOCK)
-        carry = vals[cut:].copy()
-    if carry.size:
-        raise SerializationError(f"a Q4_0 source ended inside a block ({carry.size} values left)")
 
 
 class Q40Blocks(TensorData):
@@ -288,49 +225,19 @@ def is_q4_0(data: TensorData) -> bool:
     return isinstance(data, (Q40Data, Q40Blocks))
 
 
-PACK_CHUNK_BYTES = 256 << 10
-"""Source bytes packed at a time: the temporaries stay in the CPU's cache."""
-
-
-def _pack_run(data: Q40Data, values: np.ndarray, start: int) -> memoryview:
-    """The blocks of ``values`` (blocks ``start``… of ``data``), checked against the scales."""
-    scales = data.scales[start:start + values.shape[0]]
-    codes = codes_for(values, scales)
-    back = _rounded_like(dequantize_codes(codes, scales), data.dtype)
-    if not np.array_equal(back, values):
-        bad = int(np.argwhere((back != values).any(axis=1))[0, 0]) + start
-        raise InvalidArgumentError(
-            f"tensor {data.name!r}: block {bad} holds values that are not Q4_0 codes of its "
-            f"scale: the weight was changed after t2n.quantize. Call t2n.quantize on the "
-            f"model again (or export it without Q4_0).")
-    return pack(codes, scales).data.cast("B")
-
-
-def iter_blocks(data: Q40Data, chunk_bytes: int = PACK_CHUNK_BYTES, *,
+def iter_blocks(data: Q40Data, chunk_bytes: int = RUN_BYTES, *,
                 threads: int | None = None) -> Iterator[memoryview]:
-    """The Q4_0 payload of ``data``, chunk by chunk, vectorized over the blocks of each
-    chunk, packed by ``threads`` threads (default: one per CPU; numpy releases the GIL)
-    a few chunks ahead of the consumer, in order (bounded memory: a few chunks). Refuses
-    a weight whose values are not its blocks' values (it was changed after
-    quantization) with :class:`InvalidArgumentError` naming it."""
-    budget = max(BLOCK * data.source.dtype.itemsize, chunk_bytes - chunk_bytes % (BLOCK * 4))
-    runs = _block_runs(data.source, budget)
-    workers = threads or os.cpu_count() or 1
-    start = 0
-    if workers <= 1:
-        for values in runs:
-            yield _pack_run(data, values, start)
-            start += values.shape[0]
+    """The Q4_0 payload of ``data``, ``chunk_bytes`` of the source at a time, packed by
+    ``threads`` threads (default: one per CPU) a few chunks ahead of the consumer, in
+    order. A source quantized as it is read (:class:`QuantizedOnRead`, a streamed
+    checkpoint) gives its blocks from one pass over its values; any other is refused
+    with :class:`InvalidArgumentError` naming it where its values are not its blocks'
+    values (it was changed after quantization)."""
+    source = data.source
+    if isinstance(source, QuantizedOnRead) and np.shares_memory(source.scales, data.scales):
+        yield from source.iter_blocks()
         return
-    with ThreadPoolExecutor(workers, thread_name_prefix="t2n-q4_0") as pool:
-        pending: deque[Future[memoryview]] = deque()
-        for values in runs:
-            pending.append(pool.submit(_pack_run, data, values, start))
-            start += values.shape[0]
-            if len(pending) > 2 * workers:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+    yield from checked_blocks(source, data.scales, data.name, run_bytes=chunk_bytes, workers=threads)
 
 
 # -- .dat files -----------------------------------------------------------------------
@@ -408,7 +315,7 @@ def read_dequantized(source: str | os.PathLike[str] | bytes | BinaryIO) -> np.nd
 
 
 __all__ = [
-    "BLOCK", "BLOCK_BYTES", "ITEM_TYPE", "Q40Blocks", "Q40Data", "as_float", "is_q4_0", "iter_payload", "codes_for", "quantize_blocks_", "scale_sources", "dequantize_blocks",
+    "BLOCK", "BLOCK_BYTES", "ITEM_TYPE", "Q40Blocks", "Q40Data", "QuantizedOnRead", "as_float", "is_q4_0", "iter_payload", "codes_for", "quantize_blocks_", "scale_sources", "dequantize_blocks",
     "dequantize_codes", "header", "is_q4_0_header", "iter_blocks", "pack", "parse_blocks",
     "payload_size", "read_blocks", "read_dequantized", "shape_problem", "unpack",
 ]
