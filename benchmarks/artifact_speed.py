@@ -17,8 +17,9 @@ other processes slows every side alike. Each artifact's first output is compared
 PyTorch's; a difference is named under the table. ``ALTERNATIVES`` are t2n's optional
 tract forms (``TractNNEF`` options and passes), measured against the same peers.
 
-``python -m benchmarks.artifact_speed [--only NAME ...] [--runs N] [--peer-venv DIR] [--write]``
-prints the table; ``--write`` also writes it at the top of
+``python -m benchmarks.artifact_speed [--only NAME ...] [--runs N] [--min-seconds S]
+[--peer-venv DIR] [--write]`` prints the table (fast models run more than N times, about
+S seconds per artifact, so that their median spans more than one burst of other load); ``--write`` also writes it at the top of
 ``benchmarks/RESULTS_ARTIFACT_SPEED.md``, keeping what follows the ``KEEP`` line there
 (hand-written notes, earlier tables). The ONNX columns need the ``onnx`` package (``pip
 install t2n[bench]``), the peer columns the peer's environment; without them those
@@ -110,13 +111,21 @@ def _load(loader: Any, path: Path) -> tuple[Any, float]:
     return runnable, time.perf_counter() - start
 
 
-def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray],
-                      runs: int) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int,
+                      min_seconds: float = 0.0) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """Median run time of each runnable, their runs alternating, after one warm-up each
-    (whose first output is returned, to compare with PyTorch's)."""
+    (whose first output is returned, to compare with PyTorch's). Fast models get more
+    than ``runs`` rounds, enough for each side to run about ``min_seconds`` (at most
+    2000 rounds): a median over a few milliseconds of a shared machine's time is one
+    burst of someone else's load."""
     times: dict[str, list[float]] = {k: [] for k in runnables}
-    first = {k: np.asarray(r.run(list(inputs))[0].to_numpy()) for k, r in runnables.items()}
-    for _ in range(runs):
+    first, warm = {}, []
+    for k, r in runnables.items():
+        start = time.perf_counter()
+        first[k] = np.asarray(r.run(list(inputs))[0].to_numpy())
+        warm.append(time.perf_counter() - start)
+    rounds = min(max(runs, int(min_seconds / max(warm, default=1.0))), max(runs, 2000))
+    for _ in range(rounds):
         for k, r in runnables.items():
             start = time.perf_counter()
             r.run(list(inputs))
@@ -208,7 +217,7 @@ def _load_peers(tract: Any, made: dict[str, Any], row: dict[str, Any]) -> tuple[
     return runnables, loads
 
 
-def measure(name: str, runs: int, tmp: Path, peers: Peers) -> dict[str, Any]:
+def measure(name: str, runs: int, tmp: Path, peers: Peers, min_seconds: float = 0.0) -> dict[str, Any]:
     import tract
 
     model_name, options, passes = ALTERNATIVES.get(name, (name, {}, ()))
@@ -223,7 +232,7 @@ def measure(name: str, runs: int, tmp: Path, peers: Peers) -> dict[str, Any]:
     runnables, loads = _load_peers(tract, made, row)
     runnables["t2n"], loads["t2n"] = _load(_nnef_loader(tract, art.rendered.registries), tmp / "model.nnef.tar")
     order = {k: runnables[k] for k in SIDES if k in runnables}
-    medians, first = _time_interleaved(order, inputs, runs)
+    medians, first = _time_interleaved(order, inputs, runs, min_seconds)
     for k in order:
         row[k] = {"load": loads[k], "run": medians[k]}
         wrong = _mismatch(first[k], made["reference"])
@@ -273,16 +282,17 @@ def _peer_version(venv: Path) -> str:
     return found[0].name.split("-")[1] if found else "?"
 
 
-def header(runs: int, venv: Path) -> str:
+def header(runs: int, min_seconds: float, venv: Path) -> str:
     import platform
 
     import tract
 
     return (f"# Artifact speed in tract: t2n against torch.onnx and {PEER}\n\n`python -m benchmarks.artifact_speed "
-            f"--runs {runs} --write` (tract {tract.version()}, torch {torch.__version__}, {PEER} "
+            f"--runs {runs} --min-seconds {min_seconds:g} --write` (tract {tract.version()}, torch {torch.__version__}, {PEER} "
             f"{_peer_version(venv)}, {os.cpu_count()} cores, {platform.machine()}). Times in ms; load = parse, "
             "type and optimise; run = median of the runs after one warm-up, the artifacts' runs alternating "
-            f"(t2n, ONNX, peer). *peer* is {PEER}'s `export_model_to_nnef` (`TractNNEF` for tract "
+            f"(t2n, ONNX, peer; at least {runs} runs each, more for fast models: about {min_seconds:g} s "
+            f"per artifact, at most 2000 runs). *peer* is {PEER}'s `export_model_to_nnef` (`TractNNEF` for tract "
             f"{peer.TRACT_VERSION}, default settings) of the same model and weights; *best peer* is the faster "
             "of the ONNX path and that peer.\n\n")
 
@@ -318,6 +328,8 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--only", nargs="*", help="substrings of model names to run")
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="run fast models more than --runs times, about this long per artifact")
     parser.add_argument("--peer-venv", type=Path, default=peer.DEFAULT_VENV,
                         help=f"the virtual environment holding {PEER} (see benchmarks/peer.py)")
     parser.add_argument("--write", action="store_true", help=f"write {DOC.name}")
@@ -329,14 +341,14 @@ def main(argv: Sequence[str] | None = None) -> str:
         peers = Peers(Path(scratch), ns.peer_venv)
         for name in names:
             with tempfile.TemporaryDirectory() as tmp:
-                rows.append(measure(name, ns.runs, Path(tmp), peers))
+                rows.append(measure(name, ns.runs, Path(tmp), peers, ns.min_seconds))
             print(table(rows[-1:]).splitlines()[2], flush=True)
     text = table(rows, notes)
     print(text)
     if ns.write:
         kept = DOC.read_text() if DOC.exists() else ""
         kept = kept[kept.index(KEEP):] if KEEP in kept else ""
-        DOC.write_text(header(ns.runs, ns.peer_venv) + text + ("\n" + kept if kept else ""))
+        DOC.write_text(header(ns.runs, ns.min_seconds, ns.peer_venv) + text + ("\n" + kept if kept else ""))
     return text
 
 

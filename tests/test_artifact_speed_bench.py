@@ -31,7 +31,7 @@ def _fake_peer(tmp_path: Path, script: str) -> Path:
 def test_without_onnx_and_peer_their_columns_say_n_a_and_why(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
     monkeypatch.setattr(artifact_speed, "DOC", tmp_path / "speed.md")
-    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--peer-venv", str(tmp_path / "none"), "--write"])
+    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--min-seconds", "0", "--peer-venv", str(tmp_path / "none"), "--write"])
     cells = _row(text, "cumsum")
     assert float(cells[1]) > 0 and float(cells[2]) > 0, cells
     assert cells[3:] == ["n/a"] * 6, cells
@@ -45,7 +45,7 @@ def test_a_peer_that_refuses_the_model_is_named_with_its_error_not_a_crash(monke
     monkeypatch.setitem(sys.modules, "onnx", None)
     venv = _fake_peer(tmp_path, "echo 'Traceback ...' >&2\necho 'PEER-ERROR: T2NErrorNotImplemented: aten::cumsum' >&2\n"
                                 "echo 'more noise' >&2\nexit 1\n")
-    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--peer-venv", str(venv)])
+    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--min-seconds", "0", "--peer-venv", str(venv)])
     cells = _row(text, "cumsum")
     assert cells[5:7] == ["failed", "failed"] and cells[-1] == "n/a", cells
     assert "* cumsum over 1000 steps: torch_to_nnef failed (T2NErrorNotImplemented: aten::cumsum)" in text
@@ -54,7 +54,7 @@ def test_a_peer_that_refuses_the_model_is_named_with_its_error_not_a_crash(monke
 def test_a_peer_that_writes_nothing_is_named_too(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "onnx", None)
     venv = _fake_peer(tmp_path, "exit 0\n")
-    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--peer-venv", str(venv)])
+    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--min-seconds", "0", "--peer-venv", str(venv)])
     assert _row(text, "cumsum")[5:7] == ["failed", "failed"]
     assert "torch_to_nnef failed (wrote no model.nnef* in" in text
 
@@ -100,7 +100,7 @@ def test_write_replaces_the_table_and_keeps_the_notes_after_the_keep_line(monkey
     doc = tmp_path / "speed.md"
     doc.write_text(f"# old table\n| stale | row |\n\n{artifact_speed.KEEP}\n\n## Before\n\nhand-written\n")
     monkeypatch.setattr(artifact_speed, "DOC", doc)
-    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--peer-venv", str(tmp_path / "none"), "--write"])
+    text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--min-seconds", "0", "--peer-venv", str(tmp_path / "none"), "--write"])
     written = doc.read_text()
     assert "stale" not in written and text in written
     assert written.endswith(f"{artifact_speed.KEEP}\n\n## Before\n\nhand-written\n")
@@ -126,3 +126,23 @@ def test_the_peer_side_modules_do_not_import_t2n():
         imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         imported += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         assert not [m for m in imported if m.split(".")[0] == "t2n"], (name, imported)
+
+
+class _Counting:
+    """A stand-in runnable that counts its runs."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def run(self, inputs):
+        self.calls += 1
+        return [type("T", (), {"to_numpy": lambda self: np.zeros(1)})()]
+
+
+def test_fast_models_run_more_rounds_alternating_up_to_a_cap():
+    a, b = _Counting(), _Counting()
+    medians, first = artifact_speed._time_interleaved({"t2n": a, "peer": b}, [], runs=3)
+    assert a.calls == b.calls == 4 and set(medians) == set(first) == {"t2n", "peer"}  # warm-up + 3
+    a, b = _Counting(), _Counting()
+    artifact_speed._time_interleaved({"t2n": a, "peer": b}, [], runs=3, min_seconds=10.0)
+    assert a.calls == b.calls == 2001  # warm-up + the cap
