@@ -279,7 +279,7 @@ def table(rows: Sequence[dict[str, Any]], notes: Sequence[str | None] = ()) -> s
 
 def _peer_version(venv: Path) -> str:
     found = sorted(venv.glob("lib/python*/site-packages/torch_to_nnef-*.dist-info"))
-    return found[0].name.split("-")[1] if found else "?"
+    return found[0].name.removeprefix("torch_to_nnef-").removesuffix(".dist-info") if found else "?"
 
 
 def header(runs: int, min_seconds: float, venv: Path) -> str:
