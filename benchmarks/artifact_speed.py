@@ -114,7 +114,10 @@ def _load(loader: Any, path: Path) -> tuple[Any, float]:
 def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int,
                       min_seconds: float = 0.0) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """Median run time of each runnable, their runs alternating, after one warm-up each
-    (whose first output is returned, to compare with PyTorch's). Fast models get more
+    (whose first output is returned, to compare with PyTorch's). The side that runs first
+    in a round rotates, so that none always runs right after the same other artifact
+    (right after the peer's cumulative-sum loop, t2n's artifact ran ~1.5 % slower than a
+    copy of itself). Fast models get more
     than ``runs`` rounds, enough for each side to run about ``min_seconds`` (at most
     2000 rounds): a median over a few milliseconds of a shared machine's time is one
     burst of someone else's load."""
@@ -125,10 +128,11 @@ def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], r
         first[k] = np.asarray(r.run(list(inputs))[0].to_numpy())
         warm.append(time.perf_counter() - start)
     rounds = min(max(runs, int(min_seconds / max(warm, default=1.0))), max(runs, 2000))
-    for _ in range(rounds):
-        for k, r in runnables.items():
+    order = list(runnables)
+    for i in range(rounds):
+        for k in order[i % len(order):] + order[:i % len(order)]:  # each side first in turn
             start = time.perf_counter()
-            r.run(list(inputs))
+            runnables[k].run(list(inputs))
             times[k].append(time.perf_counter() - start)
     return {k: statistics.median(v) for k, v in times.items()}, first
 
@@ -291,7 +295,7 @@ def header(runs: int, min_seconds: float, venv: Path) -> str:
             f"--runs {runs} --min-seconds {min_seconds:g} --write` (tract {tract.version()}, torch {torch.__version__}, {PEER} "
             f"{_peer_version(venv)}, {os.cpu_count()} cores, {platform.machine()}). Times in ms; load = parse, "
             "type and optimise; run = median of the runs after one warm-up, the artifacts' runs alternating "
-            f"(t2n, ONNX, peer; at least {runs} runs each, more for fast models: about {min_seconds:g} s "
+            f"(t2n, ONNX, peer, each first in turn; at least {runs} runs each, more for fast models: about {min_seconds:g} s "
             f"per artifact, at most 2000 runs). *peer* is {PEER}'s `export_model_to_nnef` (`TractNNEF` for tract "
             f"{peer.TRACT_VERSION}, default settings) of the same model and weights; *best peer* is the faster "
             "of the ONNX path and that peer.\n\n")
