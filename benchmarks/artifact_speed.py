@@ -1,18 +1,30 @@
-"""How fast t2n's artifacts run in tract, against the same models exported by torch.onnx.
+"""How fast t2n's artifacts run in tract, against the same models exported by torch.onnx
+and by the widely used NNEF exporter (``torch_to_nnef``).
 
-Each model is exported twice, by t2n (``TractNNEF``) and by ``torch.onnx.export``
-(TorchScript exporter, opset 17), and both files are loaded and run by the tract Python
-wheel in this one process: load time (parse, type and optimise: ``load`` then
-``into_runnable``), median run time, and the ratio t2n / ONNX (below 1: t2n is faster).
-The runs of the two artifacts alternate (t2n, ONNX, t2n, ...), so that a burst of load
-from other processes slows both sides alike. ``ALTERNATIVES`` are t2n's optional tract
-forms (``TractNNEF`` options), measured against the same ONNX artifact.
+Each model (:mod:`benchmarks.speed_models`) is exported three times: by t2n
+(``TractNNEF``), by ``torch.onnx.export`` (TorchScript exporter, opset 17, loaded by
+tract's ONNX loader) and by ``torch_to_nnef``'s ``export_model_to_nnef`` (``TractNNEF``
+for tract 0.23.9, its default settings), the last in that exporter's own virtual
+environment (``--peer-venv``, default ``/tmp/peervenv``; made with ``python -m venv
+--system-site-packages /tmp/peervenv`` then ``/tmp/peervenv/bin/pip install
+torch_to_nnef==0.24.12 torch_to_nnef_llm==0.24.12``, see :mod:`benchmarks.peer`) from the
+weights and inputs t2n's side saved, so all three compile the same model. The three
+files are loaded and run by the tract Python wheel in this one process: load time
+(parse, type and optimise: ``load`` then ``into_runnable``), median run time, the ratio
+t2n / ONNX and the ratio of t2n to the faster of the two peers (below 1: t2n is
+faster). Runs alternate (t2n, ONNX, peer, t2n, ...), so that a burst of load from
+other processes slows every side alike. Each artifact's first output is compared with
+PyTorch's; a difference is named under the table. ``ALTERNATIVES`` are t2n's optional
+tract forms (``TractNNEF`` options and passes), measured against the same peers.
 
-``python -m benchmarks.artifact_speed [--only NAME ...] [--runs N] [--write]`` prints the
-table; ``--write`` also writes it at the top of ``benchmarks/RESULTS_ARTIFACT_SPEED.md``,
-keeping what follows the ``KEEP`` line there (hand-written notes, earlier tables). The
-ONNX columns need the ``onnx`` package (``pip install t2n[bench]``); without it they are
-left empty and the table says why.
+``python -m benchmarks.artifact_speed [--only NAME ...] [--runs N] [--min-seconds S]
+[--peer-venv DIR] [--write]`` prints the table (fast models run more than N times, about
+S seconds per artifact, so that their median spans more than one burst of other load); ``--write`` also writes it at the top of
+``benchmarks/RESULTS_ARTIFACT_SPEED.md``, keeping what follows the ``KEEP`` line there
+(hand-written notes, earlier tables). The ONNX columns need the ``onnx`` package (``pip
+install t2n[bench]``), the peer columns the peer's environment; without them those
+columns say ``n/a`` and the table says why. A model a peer cannot export is named under
+the table with the peer's error.
 """
 
 from __future__ import annotations
@@ -20,131 +32,39 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import statistics
+import tarfile
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 import t2n
+from benchmarks import peer
+from benchmarks.speed_models import MODELS, build
 
 DOC = Path(__file__).with_name("RESULTS_ARTIFACT_SPEED.md")
 KEEP = "<!-- --write replaces everything above this line and keeps what follows -->"
-Case = tuple[nn.Module, tuple[torch.Tensor, ...]]
+PEER = "torch_to_nnef"
+SIDES = ("t2n", "onnx", "peer")
 
-
-class Lambda(nn.Module):
-    def __init__(self, fn: Callable[..., torch.Tensor]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> torch.Tensor:
-        return self.fn(*args)
-
-
-class FirstOutput(nn.Module):
-    """The first output of a recurrent layer or a transformers model (the tensor users read)."""
-
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, *args: torch.Tensor) -> torch.Tensor:
-        out = self.inner(*args)
-        first: torch.Tensor = out[0] if isinstance(out, tuple) else out.logits if hasattr(out, "logits") \
-            else out.last_hidden_state
-        return first
-
-
-def _gen() -> torch.Generator:
-    return torch.Generator().manual_seed(0)
-
-
-def lstm() -> Case:
-    return FirstOutput(nn.LSTM(64, 128, num_layers=2, bidirectional=True, batch_first=True)), \
-        (torch.randn(1, 200, 64, generator=_gen()),)
-
-
-def gru() -> Case:
-    return FirstOutput(nn.GRU(64, 128, num_layers=2, batch_first=True)), (torch.randn(1, 200, 64, generator=_gen()),)
-
-
-def upsample(mode: str) -> Callable[[], Case]:
-    def build() -> Case:
-        extra: dict[str, Any] = {"align_corners": False} if mode == "bilinear" else {}
-        return Lambda(lambda x: F.interpolate(x, size=(256, 256), mode=mode, **extra)), \
-            (torch.randn(1, 16, 64, 64, generator=_gen()),)
-    return build
-
-
-def cumsum() -> Case:
-    return Lambda(lambda x: torch.cumsum(x, dim=1)), (torch.randn(4, 1000, 64, generator=_gen()),)
-
-
-def convnet() -> Case:
-    def block(i: int, o: int) -> list[nn.Module]:
-        return [nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU(), nn.MaxPool2d(2)]
-    net = nn.Sequential(*block(3, 32), *block(32, 64), *block(64, 128), *block(128, 256),
-                        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 1000))
-    return net.eval(), (torch.randn(1, 3, 224, 224, generator=_gen()),)
-
-
-def llama() -> Case:
-    import transformers as tf
-
-    cfg = tf.LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-                         num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=256,
-                         use_cache=False)
-    cfg._attn_implementation = "eager"
-    ids = torch.randint(0, 1000, (1, 128), generator=_gen())
-    return FirstOutput(tf.LlamaForCausalLM(cfg)).eval(), (ids, torch.ones(1, 128, dtype=torch.long))
-
-
-def bert() -> Case:
-    import transformers as tf
-
-    cfg = tf.BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=8,
-                        intermediate_size=1024, max_position_embeddings=256)
-    cfg._attn_implementation = "eager"
-    return FirstOutput(tf.BertModel(cfg)).eval(), (torch.randint(0, 1000, (1, 128), generator=_gen()),)
-
-
-def attention() -> Case:
-    def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal & keep[:, None, None, :])
-    g = _gen()
-    keep = torch.ones(1, 128, dtype=torch.bool)
-    keep[:, 100:] = False
-    return Lambda(attend), (torch.randn(1, 8, 128, 64, generator=g), torch.randn(1, 8, 128, 64, generator=g),
-                            torch.randn(1, 8, 128, 64, generator=g), keep)
-
-
-MODELS: dict[str, Callable[[], Case]] = {
-    "lstm (2 layers, bidirectional, 200 steps)": lstm,
-    "gru (2 layers, 200 steps)": gru,
-    "upsample bilinear 64²→256²": upsample("bilinear"),
-    "upsample nearest 64²→256²": upsample("nearest"),
-    "cumsum over 1000 steps": cumsum,
-    "convnet 224²": convnet,
-    "llama (4 layers, 128 tokens)": llama,
-    "bert (4 layers, 128 tokens)": bert,
-    "attention with masks (128)": attention,
+LLAMA = "llama (4 layers, 128 tokens)"
+ALTERNATIVES: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
+    "upsample nearest 64²→256², upsample_with_debox": ("upsample nearest 64²→256²", {"upsample_with_debox": True}, ()),
+    "attention with masks (128), reify_sdpa_operator": ("attention with masks (128)", {"reify_sdpa_operator": True}, ()),
+    f"{LLAMA}, reify_rope + reify_rms_norm + reify_sdpa_operator":
+        (LLAMA, {"reify_sdpa_operator": True}, ("reify-rope", "reify-rms-norm")),
+    f"{LLAMA}, reify_rope": (LLAMA, {}, ("reify-rope",)),
+    f"{LLAMA}, reify_rms_norm": (LLAMA, {}, ("reify-rms-norm",)),
+    f"{LLAMA}, reify_sdpa_operator": (LLAMA, {"reify_sdpa_operator": True}, ()),
 }
-
-
-ALTERNATIVES: dict[str, tuple[str, dict[str, Any]]] = {
-    "upsample nearest 64²→256², upsample_with_debox": ("upsample nearest 64²→256²", {"upsample_with_debox": True}),
-    "attention with masks (128), reify_sdpa_operator": ("attention with masks (128)", {"reify_sdpa_operator": True}),
-}
-"""Row name → (model, ``TractNNEF`` options)."""
+"""Row name → (model, ``TractNNEF`` options, passes by name)."""
 
 
 def onnx_missing() -> str | None:
@@ -154,6 +74,31 @@ def onnx_missing() -> str | None:
     except ImportError:
         return "the `onnx` package is not installed (pip install 't2n[bench]'): ONNX columns skipped"
     return None
+
+
+def _passes(names: Sequence[str]) -> list[Any]:
+    from t2n.passes.reify_transformers import ReifyRmsNorm, ReifyRope
+
+    known = {"reify-rope": ReifyRope, "reify-rms-norm": ReifyRmsNorm}
+    return [known[n]() for n in names]
+
+
+def _registries(path: Path) -> list[str]:
+    """The tract registries an NNEF archive's ``graph.nnef`` declares (``extension tract_registry X``)."""
+    with tarfile.open(path) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("graph.nnef"))
+        handle = tar.extractfile(member)
+        text = handle.read().decode() if handle else ""
+    return re.findall(r"extension\s+tract_registry\s+(\w+)", text)
+
+
+def _nnef_loader(tract: Any, registries: Sequence[str]) -> Any:
+    loader = tract.nnef()
+    for reg in registries:
+        method = {"tract_transformers": "with_tract_transformers", "tract_extra": "with_tract_extra"}.get(reg)
+        if method is not None:
+            loader = getattr(loader, method)()
+    return loader
 
 
 def _load(loader: Any, path: Path) -> tuple[Any, float]:
@@ -166,53 +111,137 @@ def _load(loader: Any, path: Path) -> tuple[Any, float]:
     return runnable, time.perf_counter() - start
 
 
-def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int) -> dict[str, float]:
-    """Median run time of each runnable, their runs alternating, after one warm-up each."""
+def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int,
+                      min_seconds: float = 0.0) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Median run time of each runnable, their runs alternating, after one warm-up each
+    (whose first output is returned, to compare with PyTorch's). The side that runs first
+    in a round rotates, so that none always runs right after the same other artifact
+    (right after the peer's cumulative-sum loop, t2n's artifact ran ~1.5 % slower than a
+    copy of itself). Fast models get more
+    than ``runs`` rounds, enough for each side to run about ``min_seconds`` (at most
+    2000 rounds): a median over a few milliseconds of a shared machine's time is one
+    burst of someone else's load."""
     times: dict[str, list[float]] = {k: [] for k in runnables}
-    for r in runnables.values():
-        r.run(list(inputs))
-    for _ in range(runs):
-        for k, r in runnables.items():
+    first, warm = {}, []
+    for k, r in runnables.items():
+        start = time.perf_counter()
+        first[k] = np.asarray(r.run(list(inputs))[0].to_numpy())
+        warm.append(time.perf_counter() - start)
+    rounds = min(max(runs, int(min_seconds / max(warm, default=1.0))), max(runs, 2000))
+    order = list(runnables)
+    for i in range(rounds):
+        for k in order[i % len(order):] + order[:i % len(order)]:  # each side first in turn
             start = time.perf_counter()
-            r.run(list(inputs))
+            runnables[k].run(list(inputs))
             times[k].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
+    return {k: statistics.median(v) for k, v in times.items()}, first
 
 
-def _t2n_loader(tract: Any, registries: Sequence[str]) -> Any:
-    loader = tract.nnef()
-    for reg in registries:
-        method = {"tract_transformers": "with_tract_transformers", "tract_extra": "with_tract_extra"}.get(reg)
-        if method is not None:
-            loader = getattr(loader, method)()
-    return loader
+def _export_onnx(model: torch.nn.Module, args: tuple[torch.Tensor, ...], path: Path) -> Path | str:
+    """The ONNX file, or why torch.onnx refused the model (one line)."""
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17)
+    except Exception as exc:  # the table says which model torch.onnx refused, and why
+        return f"{type(exc).__name__}: {_first_line(exc)}"
+    return path
 
 
-def measure(name: str, runs: int, tmp: Path) -> dict[str, Any]:
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:200] if lines else ""
+
+
+def peer_missing(venv: Path) -> str | None:
+    """Why the peer columns cannot be filled, or None when they can."""
+    found = peer.program(venv, "python")
+    return f"{PEER} columns n/a: {found}" if isinstance(found, str) else None
+
+
+def _export_peer(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], folder: Path,
+                 venv: Path) -> Path | str:
+    """The peer's artifact of the same model (its weights and inputs handed over in a
+    file), or why the peer could not export it (one line)."""
+    folder.mkdir()
+    torch.save({"model": name, "state": model.state_dict(), "args": args}, folder / "case.pt")
+    error = peer.run(venv, "python", ["-m", "benchmarks.peer_export", str(folder / "case.pt"), str(folder),
+                                      str(peer.stub_tract(folder)), peer.TRACT_VERSION])
+    if error is not None:
+        return error
+    written = sorted(folder.glob("model.nnef*"))
+    return written[0] if written else f"wrote no model.nnef* in {folder}"
+
+
+class Peers:
+    """Each model's ONNX and peer artifacts (a path, or why there is none) and PyTorch
+    output, made once per run and shared by the model's rows (its alternatives are
+    measured against the same files). A side whose tool is missing is left out."""
+
+    def __init__(self, folder: Path, venv: Path) -> None:
+        self.folder, self.venv = folder, venv
+        self.made: dict[str, dict[str, Any]] = {}
+
+    def get(self, name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> dict[str, Any]:
+        if name not in self.made:
+            sub = self.folder / f"model{len(self.made)}"
+            sub.mkdir()
+            with torch.no_grad():
+                made: dict[str, Any] = {"reference": model(*args).numpy()}
+            if onnx_missing() is None:
+                made["onnx"] = _export_onnx(model, args, sub / "model.onnx")
+            if peer_missing(self.venv) is None:
+                made["peer"] = _export_peer(name, model, args, sub / "peer", self.venv)
+            self.made[name] = made
+        return self.made[name]
+
+
+def _mismatch(got: np.ndarray, want: np.ndarray) -> str | None:
+    """Why an artifact's output is not PyTorch's (shape, or an error beyond f32 rounding), or None."""
+    if got.shape != want.shape:
+        return f"output shape {list(got.shape)}, PyTorch's {list(want.shape)}"
+    err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+    return f"max abs error {err:.2g} against PyTorch" if err > 1e-3 * max(1.0, float(np.max(np.abs(want)))) else None
+
+
+def _load_peers(tract: Any, made: dict[str, Any], row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
+    """The peers' runnables and load times; a file a peer could not write, or tract could
+    not load, is recorded in ``row`` (``onnx_error`` / ``peer_error``)."""
+    runnables, loads = {}, {}
+    for side in ("onnx", "peer"):
+        path = made.get(side)
+        if isinstance(path, str):
+            row[f"{side}_error"] = path
+        elif path is not None:
+            loader = tract.onnx() if side == "onnx" else _nnef_loader(tract, _registries(path))
+            try:
+                runnables[side], loads[side] = _load(loader, path)
+            except Exception as exc:  # tract refused the file: the table says so
+                row[f"{side}_error"] = f"tract could not load it: {_first_line(exc)}"
+    return runnables, loads
+
+
+def measure(name: str, runs: int, tmp: Path, peers: Peers, min_seconds: float = 0.0) -> dict[str, Any]:
     import tract
 
-    model_name, options = ALTERNATIVES.get(name, (name, {}))
-    torch.manual_seed(0)
-    model, args = MODELS[model_name]()
+    model_name, options, passes = ALTERNATIVES.get(name, (name, {}, ()))
+    model, args = build(model_name)
     inputs = [np.ascontiguousarray(a.numpy()) for a in args]
     row: dict[str, Any] = {"model": name}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        art = t2n.export(model, args, tmp / "model.nnef.tar", target=t2n.TractNNEF.latest(**options))
-    runnables, loads = {}, {}
-    runnables["t2n"], loads["t2n"] = _load(_t2n_loader(tract, art.rendered.registries), tmp / "model.nnef.tar")
-    if onnx_missing() is None:
-        try:
-            with warnings.catch_warnings(), torch.no_grad():
-                warnings.simplefilter("ignore")
-                torch.onnx.export(model, args, str(tmp / "model.onnx"), dynamo=False, opset_version=17)
-        except Exception as exc:  # the table says which model torch.onnx refused, and why
-            row["onnx_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-        else:
-            runnables["onnx"], loads["onnx"] = _load(tract.onnx(), tmp / "model.onnx")
-    medians = _time_interleaved(runnables, inputs, runs)
-    for k in runnables:
+        art = t2n.export(model, args, tmp / "model.nnef.tar", target=t2n.TractNNEF.latest(**options),
+                         passes=_passes(passes))
+    made = peers.get(model_name, model, args)
+    runnables, loads = _load_peers(tract, made, row)
+    runnables["t2n"], loads["t2n"] = _load(_nnef_loader(tract, art.rendered.registries), tmp / "model.nnef.tar")
+    order = {k: runnables[k] for k in SIDES if k in runnables}
+    medians, first = _time_interleaved(order, inputs, runs, min_seconds)
+    for k in order:
         row[k] = {"load": loads[k], "run": medians[k]}
+        wrong = _mismatch(first[k], made["reference"])
+        if wrong:
+            row.setdefault("mismatch", []).append(f"{k}: {wrong}")
     return row
 
 
@@ -220,48 +249,82 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f}"
 
 
-def table(rows: Sequence[dict[str, Any]], note: str | None) -> str:
-    lines = ["| model | t2n load ms | t2n run ms | ONNX load ms | ONNX run ms | run t2n/ONNX |",
-             "|---|---:|---:|---:|---:|---:|"]
+def _side_cells(r: dict[str, Any], side: str) -> list[str]:
+    if side in r:
+        return [_ms(r[side]["load"]), _ms(r[side]["run"])]
+    return ["failed", "failed"] if f"{side}_error" in r else ["n/a", "n/a"]
+
+
+def _ratios(r: dict[str, Any]) -> list[str]:
+    """run t2n/ONNX, and t2n over the faster peer (n/a where no peer ran)."""
+    t2n_run = r["t2n"]["run"]
+    best = min((r[s]["run"] for s in ("onnx", "peer") if s in r), default=None)
+    return [f"{t2n_run / r['onnx']['run']:.2f}" if "onnx" in r else "n/a",
+            f"{t2n_run / best:.2f}" if best else "n/a"]
+
+
+COLUMNS = ("model", "t2n load ms", "t2n run ms", "ONNX load ms", "ONNX run ms", "peer load ms", "peer run ms",
+           "run t2n/ONNX", "t2n / best peer")
+
+
+def table(rows: Sequence[dict[str, Any]], notes: Sequence[str | None] = ()) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---" + "|---:" * (len(COLUMNS) - 1) + "|"]
     for r in rows:
-        t, o = r["t2n"], r.get("onnx")
-        onnx_cells = [_ms(o["load"]), _ms(o["run"]), f"{t['run'] / o['run']:.2f}"] if o else ["–", "–", "–"]
-        lines.append("| " + " | ".join([r["model"], _ms(t["load"]), _ms(t["run"]), *onnx_cells]) + " |")
-    failed = [f"* {r['model']}: torch.onnx failed ({r['onnx_error']})" for r in rows if "onnx_error" in r]
+        cells = [r["model"], *_side_cells(r, "t2n"), *_side_cells(r, "onnx"), *_side_cells(r, "peer"), *_ratios(r)]
+        lines.append("| " + " | ".join(cells) + " |")
+    failed = [f"* {r['model']}: {tool} failed ({r[key]})" for r in rows
+              for tool, key in (("torch.onnx", "onnx_error"), (PEER, "peer_error")) if key in r]
+    failed += [f"* {r['model']}: output differs ({'; '.join(r['mismatch'])})" for r in rows if r.get("mismatch")]
     if failed:
         lines += ["", *failed]
-    if note:
-        lines.append(f"\n{note}")
+    lines += [f"\n{note}" for note in notes if note]
     return "\n".join(lines) + "\n"
 
 
-def header(runs: int) -> str:
+def _peer_version(venv: Path) -> str:
+    found = sorted(venv.glob("lib/python*/site-packages/torch_to_nnef-*.dist-info"))
+    return found[0].name.removeprefix("torch_to_nnef-").removesuffix(".dist-info") if found else "?"
+
+
+def header(runs: int, min_seconds: float, venv: Path) -> str:
     import platform
 
     import tract
 
-    return (f"# Artifact speed in tract: t2n against torch.onnx\n\n`python -m benchmarks.artifact_speed "
-            f"--runs {runs} --write` (tract {tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, "
-            f"{platform.machine()}). Times in ms; load = parse, type and optimise; run = median of "
-            "the runs after one warm-up, the two artifacts' runs alternating.\n\n")
+    return (f"# Artifact speed in tract: t2n against torch.onnx and {PEER}\n\n`python -m benchmarks.artifact_speed "
+            f"--runs {runs} --min-seconds {min_seconds:g} --write` (tract {tract.version()}, torch {torch.__version__}, {PEER} "
+            f"{_peer_version(venv)}, {os.cpu_count()} cores, {platform.machine()}). Times in ms; load = parse, "
+            "type and optimise; run = median of the runs after one warm-up, the artifacts' runs alternating "
+            f"(t2n, ONNX, peer, each first in turn; at least {runs} runs each, more for fast models: about {min_seconds:g} s "
+            f"per artifact, at most 2000 runs). *peer* is {PEER}'s `export_model_to_nnef` (`TractNNEF` for tract "
+            f"{peer.TRACT_VERSION}, default settings) of the same model and weights; *best peer* is the faster "
+            "of the ONNX path and that peer.\n\n")
+
+
+def _summary_row(cells: list[str]) -> str | None:
+    """``| model | run t2n/ONNX | t2n / best peer |`` from a row of the full table (or of the
+    earlier six-column table, which had no peer)."""
+    if len(cells) == len(COLUMNS):
+        return f"| {cells[0]} | {cells[-2]} | {cells[-1]} |"
+    return f"| {cells[0]} | {cells[-1]} | n/a |" if len(cells) == 6 else None
 
 
 def results_section(doc: Path = DOC) -> list[str]:
-    """The summary that ``benchmarks/RESULTS.md`` shows: each model's run-time ratio from
+    """The summary that ``benchmarks/RESULTS.md`` shows: each model's run-time ratios from
     the table ``--write`` last wrote, and a link to the whole file."""
     text = doc.read_text() if doc.exists() else ""
     top = text[:text.index(KEEP)] if KEEP in text else text
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in top.splitlines()
             if line.startswith("| ") and not line.startswith("| model")]
     lines = ["## Artifact speed in tract", "",
-             "How fast t2n's artifacts run in tract against the same models exported by `torch.onnx` and "
-             "loaded by tract's ONNX loader (one process, the two artifacts' runs alternating; below 1: "
-             f"t2n is faster). Load and run times, the command, the earlier forms and notes on noise: "
-             f"[{doc.name}]({doc.name}).", ""]
+             "How fast t2n's artifacts run in tract against the same models exported by `torch.onnx` "
+             f"(loaded by tract's ONNX loader) and by {PEER} (one process, the artifacts' runs alternating; "
+             "below 1: t2n is faster; *best peer* is the faster of the two). Load and run times, the command, "
+             f"the earlier forms and notes on noise: [{doc.name}]({doc.name}).", ""]
     if not rows:
         return lines + ["(no table yet: `python -m benchmarks.artifact_speed --write`)", ""]
-    lines += ["| model | run t2n/ONNX |", "|---|---:|"]
-    lines += [f"| {r[0]} | {r[-1]} |" for r in rows if len(r) == 6]
+    lines += ["| model | run t2n/ONNX | t2n / best peer |", "|---|---:|---:|"]
+    lines += [s for s in map(_summary_row, rows) if s]
     return lines + [""]
 
 
@@ -269,21 +332,27 @@ def main(argv: Sequence[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--only", nargs="*", help="substrings of model names to run")
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--min-seconds", type=float, default=1.0,
+                        help="run fast models more than --runs times, about this long per artifact")
+    parser.add_argument("--peer-venv", type=Path, default=peer.DEFAULT_VENV,
+                        help=f"the virtual environment holding {PEER} (see benchmarks/peer.py)")
     parser.add_argument("--write", action="store_true", help=f"write {DOC.name}")
     ns = parser.parse_args(argv)
     names = [n for n in [*MODELS, *ALTERNATIVES] if not ns.only or any(s in n for s in ns.only)]
-    note = onnx_missing()
+    notes = [onnx_missing(), peer_missing(ns.peer_venv)]
     rows = []
-    for name in names:
-        with tempfile.TemporaryDirectory() as tmp:
-            rows.append(measure(name, ns.runs, Path(tmp)))
-        print(table(rows[-1:], None).splitlines()[-1], flush=True)
-    text = table(rows, note)
+    with tempfile.TemporaryDirectory() as scratch:
+        peers = Peers(Path(scratch), ns.peer_venv)
+        for name in names:
+            with tempfile.TemporaryDirectory() as tmp:
+                rows.append(measure(name, ns.runs, Path(tmp), peers, ns.min_seconds))
+            print(table(rows[-1:]).splitlines()[2], flush=True)
+    text = table(rows, notes)
     print(text)
     if ns.write:
         kept = DOC.read_text() if DOC.exists() else ""
         kept = kept[kept.index(KEEP):] if KEEP in kept else ""
-        DOC.write_text(header(ns.runs) + text + ("\n" + kept if kept else ""))
+        DOC.write_text(header(ns.runs, ns.min_seconds, ns.peer_venv) + text + ("\n" + kept if kept else ""))
     return text
 
 

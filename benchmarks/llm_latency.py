@@ -9,8 +9,8 @@ explicit cache inputs/outputs or tract's stateful cache, all logits or only the 
 one (``num_logits_to_keep=1``, what the other exporter writes by default), with tract's
 reified ops (sdpa, apply_rope, rms_norm) off or on. The other exporter (package
 ``torch-to-nnef-llm``) runs from its own virtual environment (``--peer-venv``, default
-``/tmp/peervenv``) with ``-nv`` and a stub tract binary; without that environment its
-column is skipped with a note.
+``/tmp/peervenv``, made as :mod:`benchmarks.peer` says) with ``-nv`` and a stub tract
+binary; without that environment its column is skipped with a note.
 
 Timing: rounds that visit every artifact in turn (interleaved, so machine load hits all
 alike); in each round, the median of several prefills (a fresh state each) and of the
@@ -28,7 +28,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import peer
 from benchmarks.measure import replace_section
 
 PROMPT = 64
@@ -74,17 +74,11 @@ def make_checkpoint(folder: Path) -> None:
 
 def export_peer(venv: Path, checkpoint: Path, out: Path) -> str | None:
     """The other exporter's artifact, or None (and why) when it cannot run here."""
-    command = venv / "bin" / "t2n_export_llm_to_tract"
-    if not command.exists():
-        return f"skipped: {command} not found (python -m venv {venv}; pip install torch-to-nnef-llm there)"
-    stub = out.parent / "stub_tract"
-    stub.write_text("#!/bin/sh\necho tract 0.23.9\n")
-    stub.chmod(0o755)
-    run = subprocess.run([str(command), "-d", str(checkpoint), "-e", str(out), "-nv",
-                          "--tract-specific-path", str(stub)], capture_output=True, text=True)
-    if run.returncode != 0:
-        return "skipped: the other exporter failed: " + run.stderr.strip().splitlines()[-1][:200]
-    return None
+    error = peer.run(venv, "t2n_export_llm_to_tract", ["-d", str(checkpoint), "-e", str(out), "-nv",
+                                                       "--tract-specific-path", str(peer.stub_tract(out.parent))])
+    if error is None:
+        return None
+    return error if error.startswith("skipped") else f"skipped: the other exporter failed: {error}"
 
 
 class Runner:
@@ -172,7 +166,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--prefills", type=int, default=5)
     parser.add_argument("--decode-steps", type=int, default=16)
-    parser.add_argument("--peer-venv", type=Path, default=Path("/tmp/peervenv"))
+    parser.add_argument("--peer-venv", type=Path, default=peer.DEFAULT_VENV)
     parser.add_argument("--only", nargs="*", default=None, help="t2n forms to run (names above)")
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS_LLM.md")
     args = parser.parse_args(argv)

@@ -273,11 +273,14 @@ KHRONOS.add("hard_swish", _hard_swish_generic)
 
 
 def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str | None, x: Value | Raw | None = None,
-                  out: Value | str | None = None) -> str:
+                  out: Value | str | None = None, half_first: bool = False) -> str:
     """Exact GELU, ``x · (1 + erf(x / √2)) / 2``, through ``erf_op`` (None: the
     standard-operation expansion of :mod:`t2n.backends.nnef.emit.erf`), from ``x`` (default
     the op's input) into ``out`` (default its output; a text is a name hint). Returns the
-    name of the result."""
+    name of the result. ``half_first`` writes ``(x · 0.5) · (erf(x / √2) + 1)``: the
+    order tract's optimiser recognises and runs as one fused ``GeluExact`` kernel (it
+    leaves ``x · ((erf + 1) · 0.5)`` as four ops); halving is exact, so both orders give
+    the same bits."""
     x = op.inputs[0] if x is None else x
     if op.attrs.get("approximate", "none") == "tanh":
         x3 = ctx.emit("gelu_x3", "mul", Raw(ctx.call("mul", x, x)), x)
@@ -289,6 +292,9 @@ def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str | None, x: Value | Raw |
             t = ctx.emit("gelu_erf", erf_op, Raw(ctx.call("mul", x, 1.0 / math.sqrt(2.0))))
         else:
             t = emit_erf(ctx, "gelu_erf", Raw(ctx.emit("gelu_s", "mul", x, 1.0 / math.sqrt(2.0))))
+    if half_first:
+        h = ctx.emit("gelu_h", "mul", x, 0.5)
+        return ctx.emit(op.output if out is None else out, "mul", Raw(h), Raw(ctx.call("add", Raw(t), 1.0)))
     h = ctx.emit("gelu_h", "mul", Raw(ctx.call("add", Raw(t), 1.0)), 0.5)
     return ctx.emit(op.output if out is None else out, "mul", x, Raw(h))
 
@@ -302,10 +308,10 @@ def gelu_tract(ctx: EmitContext, op: Op) -> None:
         ctx.emit(op.output, "tract_core_gelu_approx", op.inputs[0], fast_impl=False)
     elif op.output.type.dtype is DType.F16:
         wide = Raw(ctx.emit("gelu_f32", "tract_core_cast", op.inputs[0], to="f32"))
-        result = gelu_from_erf(ctx, op, "tract_core_erf", x=wide, out="gelu_wide")
+        result = gelu_from_erf(ctx, op, "tract_core_erf", x=wide, out="gelu_wide", half_first=True)
         ctx.emit(op.output, "tract_core_cast", Raw(result), to="f16")
     else:
-        gelu_from_erf(ctx, op, "tract_core_erf")
+        gelu_from_erf(ctx, op, "tract_core_erf", half_first=True)
 
 
 @KHRONOS.emitter("gelu")
