@@ -30,6 +30,8 @@ AHEAD = 2
 CONVERT_BYTES = 4 << 20
 """Source bytes converted by a worker at a time."""
 _FLOATS = (DType.F32, DType.F16, DType.BF16)
+_SOURCE_FLOATS = (*_FLOATS, DType.F64)
+_TARGET_FLOATS = (DType.F32, DType.F16, DType.F64)
 
 
 def default_workers() -> int:
@@ -76,10 +78,12 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = 
 
 def convert_chunk(raw: np.ndarray, src: DType, dst: DType) -> np.ndarray:
     """:func:`~t2n.ir.tensor_data.convert_raw` with PyTorch's kernel between floats when
-    torch is loaded (several times faster than numpy's to f16; the bytes of the ``.dat``
-    writer's own converter, ``t2n.serialize.torch_io.convert_raw_fast``)."""
+    torch is already imported (several times faster than numpy's to f16; same bytes);
+    numpy otherwise. Never imports torch. The one chunk converter of the ``.dat`` writer
+    and of :class:`ConvertedOnWorkers`."""
     torch = sys.modules.get("torch")
-    if torch is None or src not in _FLOATS or dst not in (DType.F32, DType.F16) or src is dst:
+    if (torch is None or src not in _SOURCE_FLOATS or dst not in _TARGET_FLOATS or src is dst
+            or not raw.dtype.isnative):
         return convert_raw(raw, src, dst)
     flat = np.require(raw.reshape(-1), requirements=["C", "W"])
     source = torch.from_numpy(flat.view(np.int16)).view(torch.bfloat16) if src is DType.BF16 \

@@ -121,9 +121,9 @@ def chunk_converter() -> Converter:
     numpy's for f32/bf16 → f16) when torch is already imported, else numpy. Never
     imports torch itself."""
     if "torch" in sys.modules:
-        from t2n.serialize.torch_io import convert_raw_fast
+        from t2n.quant.parallel import convert_chunk
 
-        return convert_raw_fast
+        return convert_chunk
     return convert_raw
 
 

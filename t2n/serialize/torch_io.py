@@ -37,7 +37,8 @@ import torch
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError
 from t2n.ir import ArrayData, DType, LazyData, TensorData
 from t2n.ir.dtypes import bf16_export_dtype
-from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileStamp, _chunks_of, convert_raw, converted
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileStamp, _chunks_of, converted
+from t2n.quant.parallel import convert_chunk
 from t2n.serialize.filecheck import check_stamp, read_mappings
 from t2n.serialize.safetensors_reader import open_weights, safetensors_files
 from t2n.serialize.tensors import WrittenTensor, write_tensors
@@ -53,21 +54,13 @@ for _name, _dt in (("uint16", DType.U16), ("uint32", DType.U32), ("uint64", DTyp
     if hasattr(torch, _name):
         TORCH_TO_IR[getattr(torch, _name)] = _dt
 IR_TO_TORCH = {v: k for k, v in TORCH_TO_IR.items()}
-_TORCH_FLOATS = (DType.F16, DType.BF16, DType.F32, DType.F64)
 
 
 # -- conversion -----------------------------------------------------------------------
 
 
-def convert_raw_fast(raw: np.ndarray, src: DType, dst: DType) -> np.ndarray:
-    """:func:`t2n.ir.tensor_data.convert_raw` with torch's vectorized kernels for float →
-    float (several times faster than numpy's for f32/bf16 → f16); same bytes."""
-    if (src in _TORCH_FLOATS and dst in _TORCH_FLOATS and dst is not DType.BF16 and src is not dst
-            and raw.flags.writeable and raw.flags.c_contiguous and raw.dtype.isnative):
-        t = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16) if src is DType.BF16 \
-            else torch.from_numpy(raw)
-        return t.to(IR_TO_TORCH[dst]).numpy()
-    return convert_raw(raw, src, dst)
+convert_raw_fast = convert_chunk
+"""The ``.dat`` writer's chunk converter (:func:`t2n.quant.parallel.convert_chunk`)."""
 
 
 # -- tensors --------------------------------------------------------------------------
