@@ -19,6 +19,7 @@ import torch
 from t2n.errors import InvalidArgumentError, OverwriteRefusedError
 from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
 from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
+from t2n.llm.moe import MoeExport
 from t2n.llm.samples import check_total_size, to_numpy, write_samples
 from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
 from t2n.llm.streaming import StreamedCheckpoint, meta_model, quantize_streamed, reference_wrapper
@@ -128,6 +129,7 @@ def write_modes(layout: CacheLayout, config: Any, out: Path, *, samples: bool = 
         "cache": {"form": "stateful" if layout.stateful else "explicit",
                   "num_layers": layout.num_layers, "kv_heads": layout.kv_heads,
                   "head_dim": layout.head_dim, "dtype": _written_dtype(layout.dtype),
+                  **({"value_head_dim": layout.value_dim} if layout.value_head_dim is not None else {}),
                   "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out",
                   **({"states": layout.state_names()} if layout.stateful else {})},
         "tests": [] if not samples else
@@ -238,15 +240,16 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
     (out / "model").mkdir(exist_ok=True)
     path = out / "model" / "model.nnef.tgz"
     LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
+    moe = MoeExport.of(model, target)
     options: dict[str, Any] = dict(
         input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
         custom_extensions=extension_lines(model.config), nnef_variable_naming_scheme=naming,
-        passes=forms.passes())
+        passes=forms.passes() + moe.passes, extractors=moe.extractors)
     example = (example_ids, *layout.empty_cache(2, random=True))
     if reference is not None:  # streamed: the weights come from the shards
         prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
         options["weights_from"] = reference["checkpoint"].weights_for(model, prefix)
-    with torch.no_grad():
+    with torch.no_grad(), moe.tracing():
         if forms.stateful:  # the stateful graph is the explicit one rewritten
             artifact = make_stateful(compile(wrapper, example, target, check_io=False, **options), layout)
             artifact.save(path)

@@ -23,13 +23,14 @@ def load_runnable(path: str | Path) -> Any:
 
 
 def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_tokens: int, *,
-                          cache_shape: tuple[int, int] | None = None,
+                          cache_shape: tuple[int, ...] | None = None,
                           cache_dtype: Any = np.float32) -> list[int]:
     """The ``max_new_tokens`` token ids tract's greedy choice gives after ``prompt_ids``
     (``[1, S]``), with the explicit cache fed back or tract's stateful cache (one
     state). ``artifact_path`` is ``OUT/model/model.nnef.tgz`` or ``OUT`` (then the
     cache shape and dtype are read from ``OUT/modes.json``); ``cache_shape`` is
-    ``(kv_heads, head_dim)`` otherwise."""
+    ``(kv_heads, head_dim)`` otherwise (``(kv_heads, key_dim, value_dim)`` when the values'
+    last size differs)."""
     import json
 
     import tract
@@ -39,7 +40,8 @@ def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_to
     path = Path(artifact_path)
     if path.is_dir():
         modes = json.loads((path / "modes.json").read_text())
-        cache_shape = (modes["cache"]["kv_heads"], modes["cache"]["head_dim"])
+        cache_shape = (modes["cache"]["kv_heads"], modes["cache"]["head_dim"],
+                       modes["cache"].get("value_head_dim", modes["cache"]["head_dim"]))
         cache_dtype = np.dtype(modes["cache"]["dtype"])
         path = path / "model" / "model.nnef.tgz"
     runnable = load_runnable(path)
@@ -50,8 +52,8 @@ def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_to
     if cache_shape is None:
         raise ValueError("cache_shape=(kv_heads, head_dim) is needed when artifact_path is a file")
     layers = (runnable.input_count() - 1) // 2
-    cache = [np.zeros((1, cache_shape[0], 0, cache_shape[1]), dtype=cache_dtype)
-             for _ in range(2 * layers)]
+    dims = (cache_shape[1], cache_shape[-1])
+    cache = [np.zeros((1, cache_shape[0], 0, dim), dtype=cache_dtype) for _ in range(layers) for dim in dims]
 
     def step(x: np.ndarray) -> list[np.ndarray]:
         nonlocal cache

@@ -23,6 +23,14 @@ class CacheLayout:
     head_dim: int
     dtype: torch.dtype
     stateful: bool = False
+    value_head_dim: int | None = None
+    """The values' last size when it differs from the keys' (DeepSeek's latent cache
+    keeps the compressed keys/values in the key slot and the rotary keys in the value
+    slot)."""
+
+    @property
+    def value_dim(self) -> int:
+        return self.head_dim if self.value_head_dim is None else self.value_head_dim
 
     def input_names(self) -> list[str]:
         return ["input_ids"] + [f"in_cache_{kind}_{i}" for i in range(self.num_layers)
@@ -49,9 +57,9 @@ class CacheLayout:
         return ["outputs"] if self.stateful else self.output_names()
 
     def empty_cache(self, past: int, batch: int = 1, *, random: bool = False) -> list[torch.Tensor]:
-        shape = (batch, self.kv_heads, past, self.head_dim)
         make = torch.randn if random else torch.zeros
-        return [make(shape, dtype=self.dtype) for _ in range(2 * self.num_layers)]
+        return [make((batch, self.kv_heads, past, dim), dtype=self.dtype)
+                for _ in range(self.num_layers) for dim in (self.head_dim, self.value_dim)]
 
 
 def cache_layout(model: torch.nn.Module) -> CacheLayout:
@@ -61,8 +69,10 @@ def cache_layout(model: torch.nn.Module) -> CacheLayout:
     with torch.no_grad():
         out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), use_cache=True)
     layers = out.past_key_values.layers
-    keys = layers[0].keys
-    return CacheLayout(len(layers), int(keys.shape[1]), int(keys.shape[3]), keys.dtype)
+    keys, values = layers[0].keys, layers[0].values
+    value_dim = int(values.shape[3])
+    return CacheLayout(len(layers), int(keys.shape[1]), int(keys.shape[3]), keys.dtype,
+                       value_head_dim=None if value_dim == int(keys.shape[3]) else value_dim)
 
 
 class KVCacheWrapper(torch.nn.Module):

@@ -1,0 +1,206 @@
+"""Mixture-of-experts feed-forward ops.
+
+``moe_experts(x, index, weights, w_gate, w_down[, w_up][, b_gate][, b_up][, b_down])``:
+the routed experts of a sparse MoE block, as ``transformers``' experts modules compute
+them once the router has chosen. ``x`` ``[T, D]``; ``index`` ``[T, k]`` (integers, the
+experts chosen for each token) and ``weights`` ``[T, k]`` (their weights). Each chosen
+expert ``e`` computes ``down_e(act(gate_e(x)) * up_e(x))`` (``up`` absent: ``act(gate_e(x))``),
+and the results are summed, weighted. The expert tensors are stacked on axis 0
+(``E`` experts, ``I`` hidden units per expert):
+
+- ``layout="linear"``: ``w_gate``/``w_up`` ``[E, I, D]``, ``w_down`` ``[E, D, I]``
+  (``nn.Linear``'s ``[out, in]`` per expert);
+- ``layout="canonical"``: ``w_gate``/``w_up`` ``[E, D, I]``, ``w_down`` ``[E, I, D]``.
+
+Biases: ``b_gate``/``b_up`` ``[E, I]``, ``b_down`` ``[E, D]``. ``activation``: ``silu``,
+``gelu`` (erf), ``gelu_tanh`` or ``relu``. With ``act_limit`` set, the activation is the
+clamped SwiGLU of gpt-oss: ``g = min(gate, limit)``, ``u = clamp(up, -limit, limit)``,
+``(u + 1) * g * sigmoid(act_alpha * g)``.
+
+``moe_ffn(x, wg, w1, w2[, w3][, wg_bias][, w1_bias][, w3_bias][, w2_bias])``: the whole
+block as tract's ``tract_moe_ffn`` computes it (router included): router logits
+``x wgᵀ (+ wg_bias)``, the ``k`` experts of largest logit, their weights by ``gate``
+(``softmax_topk``: softmax over the ``k`` chosen logits; ``softmax_all``: softmax over
+every expert, not renormalized; ``sigmoid``; ``raw``), then the experts as above with
+``w1`` = gate, ``w3`` = up, ``w2`` = down and ``expert_layout`` = ``layout``.
+
+The optional operands are present as their ``has_*`` attributes say, in the order above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from t2n.ir.infer_utils import InferError
+from t2n.ir.schema import InferContext, OpTable
+from t2n.ir.types import TensorType
+
+TABLE = OpTable("moe")
+
+ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "relu")
+LAYOUTS = ("linear", "canonical")
+GATES = ("softmax_topk", "softmax_all", "sigmoid", "raw")
+
+EXPERT_FLAGS = ("has_up", "has_gate_bias", "has_up_bias", "has_down_bias")
+"""Optional operands of ``moe_experts``, in operand order after ``w_down``."""
+
+FFN_FLAGS = ("has_w3", "has_wg_bias", "has_w1_bias", "has_w3_bias", "has_w2_bias")
+"""Optional operands of ``moe_ffn``, in operand order after ``w2``."""
+
+
+def optional_operands(inputs: Sequence[Any], first: int, flags: Sequence[str],
+                      attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """``flag name → operand`` of the optional operands present (from index ``first``)."""
+    out: dict[str, Any] = {}
+    at = first
+    for flag in flags:
+        if attrs.get(flag, False):
+            out[flag] = inputs[at]
+            at += 1
+    return out
+
+
+def _activation(h: np.ndarray, name: str) -> np.ndarray:
+    from math import erf, sqrt
+
+    if name == "silu":
+        out = h / (1.0 + np.exp(-h))
+    elif name == "relu":
+        out = np.maximum(h, 0)
+    elif name == "gelu_tanh":
+        out = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h ** 3)))
+    else:
+        out = 0.5 * h * (1 + np.vectorize(erf)(h / sqrt(2.0)))
+    return np.asarray(out)
+
+
+def expert_outputs(x: np.ndarray, w_gate: np.ndarray, w_down: np.ndarray, w_up: np.ndarray | None,
+                   biases: Mapping[str, np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """``[E, T, D]``: every expert's output for every token (f64)."""
+    linear = attrs["layout"] == "linear"
+    x = x.astype(np.float64)
+
+    def project(w: np.ndarray) -> np.ndarray:
+        return np.asarray(np.einsum("td,eid->eti" if linear else "td,edi->eti", x, w.astype(np.float64)))
+
+    gate = project(w_gate)
+    if "has_gate_bias" in biases:
+        gate = gate + biases["has_gate_bias"][:, None, :]
+    up = project(w_up) if w_up is not None else None
+    if up is not None and "has_up_bias" in biases:
+        up = up + biases["has_up_bias"][:, None, :]
+    limit = attrs.get("act_limit")
+    if limit is not None:
+        assert up is not None
+        g = np.minimum(gate, limit)
+        u = np.clip(up, -limit, limit)
+        h = (u + 1) * g / (1 + np.exp(-float(attrs.get("act_alpha") or 1.0) * g))
+    else:
+        h = _activation(gate, str(attrs["activation"]))
+        if up is not None:
+            h = h * up
+    y = np.einsum("eti,edi->etd" if linear else "eti,eid->etd", h, w_down.astype(np.float64))
+    if "has_down_bias" in biases:
+        y = y + biases["has_down_bias"][:, None, :]
+    return np.asarray(y)
+
+
+def _eval_experts(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.ndarray]:
+    x, index, weights, w_gate, w_down = xs[:5]
+    extra = optional_operands(xs, 5, EXPERT_FLAGS, attrs)
+    y = expert_outputs(x, w_gate, w_down, extra.pop("has_up", None), extra, attrs)
+    routing = np.zeros((x.shape[0], w_gate.shape[0]))
+    for t in range(x.shape[0]):
+        for e, w in zip(index[t], weights[t]):
+            routing[t, int(e)] += float(w)
+    return [np.einsum("te,etd->td", routing, y).astype(x.dtype)]
+
+
+def _check_experts(x: TensorType, w_gate: TensorType, w_down: TensorType, layout: str, what: str) -> None:
+    if layout not in LAYOUTS:
+        raise InferError(f"{what}: layout must be one of {LAYOUTS}, got {layout!r}")
+    if x.rank not in (2, 3) or w_gate.rank != 3 or w_down.rank != 3:
+        raise InferError(f"{what}: x must be [T, D] (or [B, S, D]) and the expert weights rank 3, got "
+                         f"{x.shape}, {w_gate.shape}, {w_down.shape}")
+    if not x.dtype.is_float:
+        raise InferError(f"{what}: x must be a float tensor, got {x.dtype}")
+    d = x.shape[-1]
+    d_gate = w_gate.shape[2] if layout == "linear" else w_gate.shape[1]
+    d_down = w_down.shape[1] if layout == "linear" else w_down.shape[2]
+    if isinstance(d, int) and (d != d_gate or d != d_down):
+        raise InferError(f"{what}: the experts read and write {d_gate}/{d_down} features, x has {d}")
+
+
+@TABLE.op("moe_experts", evaluate=_eval_experts)
+def _moe_experts(ctx: InferContext) -> list[TensorType]:
+    """Output: x's type. index [T, k] integers, weights [T, k] floats."""
+    x, index, weights, w_gate, w_down = ctx.types[:5]
+    _check_experts(x, w_gate, w_down, str(ctx.attrs["layout"]), "moe_experts")
+    if x.rank != 2 or index.rank != 2 or weights.rank != 2 or index.dtype.is_float or not weights.dtype.is_float:
+        raise InferError("moe_experts: x must be [T, D], index [T, k] integers and weights [T, k] floats")
+    if str(ctx.attrs["activation"]) not in ACTIVATIONS:
+        raise InferError(f"moe_experts: activation must be one of {ACTIVATIONS}, got {ctx.attrs['activation']!r}")
+    expected = 5 + sum(bool(ctx.attrs.get(f, False)) for f in EXPERT_FLAGS)
+    if len(ctx.types) != expected:
+        raise InferError(f"moe_experts: {expected} operands expected from its has_* attributes, got {len(ctx.types)}")
+    if ctx.attrs.get("act_limit") is not None and not ctx.attrs.get("has_up"):
+        raise InferError("moe_experts: the clamped SwiGLU (act_limit) needs the up projection")
+    return [x]
+
+
+def route(logits: np.ndarray, k: int, gate: str) -> tuple[np.ndarray, np.ndarray]:
+    """(index [T, k], weights [T, k]) as tract's router chooses them from ``logits``."""
+    index = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
+    chosen = np.take_along_axis(logits, index, axis=-1)
+    if gate == "softmax_topk":
+        e = np.exp(chosen - chosen.max(axis=-1, keepdims=True))
+        weights = e / e.sum(axis=-1, keepdims=True)
+    elif gate == "softmax_all":
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        weights = np.take_along_axis(e / e.sum(axis=-1, keepdims=True), index, axis=-1)
+    elif gate == "sigmoid":
+        weights = 1 / (1 + np.exp(-chosen))
+    else:
+        weights = chosen
+    return index, weights
+
+
+def _eval_ffn(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.ndarray]:
+    x, wg, w1, w2 = xs[:4]
+    extra = optional_operands(xs, 4, FFN_FLAGS, attrs)
+    flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    logits = flat @ wg.reshape(-1, wg.shape[-1]).astype(np.float64).T
+    if "has_wg_bias" in extra:
+        logits = logits + extra["has_wg_bias"]
+    index, weights = route(logits, int(attrs["k"]), str(attrs["gate"]))
+    biases = {new: extra[old] for old, new in (("has_w1_bias", "has_gate_bias"), ("has_w3_bias", "has_up_bias"),
+                                               ("has_w2_bias", "has_down_bias")) if old in extra}
+    experts_attrs = {"layout": attrs["expert_layout"], "activation": attrs["activation"],
+                     "act_alpha": attrs.get("act_alpha"), "act_limit": attrs.get("act_limit")}
+    y = expert_outputs(flat, w1, w2, extra.get("has_w3"), biases, experts_attrs)
+    out = np.zeros_like(flat)
+    for t in range(flat.shape[0]):
+        for e, w in zip(index[t], weights[t]):
+            out[t] += w * y[int(e), t]
+    return [out.reshape(x.shape).astype(x.dtype)]
+
+
+@TABLE.op("moe_ffn", evaluate=_eval_ffn)
+def _moe_ffn(ctx: InferContext) -> list[TensorType]:
+    """Output: x's type. wg [E, D]."""
+    x, wg, w1, w2 = ctx.types[:4]
+    _check_experts(x, w1, w2, str(ctx.attrs["expert_layout"]), "moe_ffn")
+    if str(ctx.attrs["gate"]) not in GATES:
+        raise InferError(f"moe_ffn: gate must be one of {GATES}, got {ctx.attrs['gate']!r}")
+    if wg.rank != 2 or wg.shape[0] != w1.shape[0]:
+        raise InferError(f"moe_ffn: wg must be [E, D] with E = {w1.shape[0]} experts, got {wg.shape}")
+    k = ctx.attrs["k"]
+    if not isinstance(k, int) or not 0 < k <= int(w1.shape[0]):
+        raise InferError(f"moe_ffn: k must be between 1 and the number of experts, got {k!r}")
+    expected = 4 + sum(bool(ctx.attrs.get(f, False)) for f in FFN_FLAGS)
+    if len(ctx.types) != expected:
+        raise InferError(f"moe_ffn: {expected} operands expected from its has_* attributes, got {len(ctx.types)}")
+    return [x]

@@ -1,0 +1,185 @@
+"""A mixture-of-experts block as tract's one operation: the router found by pattern in
+front of the routed experts (``moe_experts``, see :mod:`t2n.ir.ops.moe`).
+
+:class:`FuseMoeRouter` looks at where each ``moe_experts`` op takes its expert indices
+and weights from. When both come from one ``topk`` over the last axis of router scores
+computed from the experts' own input as ``x wgᵀ (+ bias)``, and the weights are one of
+the forms tract's ``tract_moe_ffn`` computes, the op becomes ``moe_ffn`` (the router
+ops are then left unread and dropped):
+
+====================================================  ===============  =================
+weights                                               scores           ``gate``
+====================================================  ===============  =================
+``v / Σ v`` (``v`` the top-k values)                  ``softmax(l)``   ``softmax_topk``
+``softmax(v)``                                        ``l``            ``softmax_topk``
+``v``                                                 ``softmax(l)``   ``softmax_all``
+``v``                                                 ``sigmoid(l)``   ``sigmoid``
+``v``                                                 ``l``            ``raw``
+====================================================  ===============  =================
+
+(casts between float types are looked through: tract routes in f32.) Any other router
+(a grouped or biased choice, a scaled or shifted weight...) keeps its operations and the
+experts their standard form (:class:`~t2n.passes.expand_moe.ExpandMoeExperts`); so do
+experts whose activation tract's operator lacks (exact, erf-based GELU).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from t2n.ir import Graph, Op, Value
+from t2n.ir.ops.moe import EXPERT_FLAGS, optional_operands
+from t2n.passes.base import Pass, PassResult
+
+_TRACT_ACTIVATION = {"silu": "silu", "gelu_tanh": "gelu", "relu": "relu"}
+"""moe_experts activation → tract_moe_ffn's (``gelu`` is its tanh approximation)."""
+
+_SEE_THROUGH = ("reshape", "cast", "squeeze", "unsqueeze", "identity")
+
+
+def _under_casts(v: Value) -> Value:
+    while v.producer is not None and v.producer.kind == "cast" and v.producer.inputs[0].type.dtype.is_float \
+            and v.type.dtype.is_float:
+        v = v.producer.inputs[0]
+    return v
+
+
+def _root(v: Value) -> Value:
+    """``v`` under reshapes and casts: the tensor it is a view of."""
+    while v.producer is not None and v.producer.kind in _SEE_THROUGH:
+        v = v.producer.inputs[0]
+    return v
+
+
+def _produced(v: Value, kind: str) -> Op | None:
+    p = _under_casts(v).producer
+    return p if p is not None and p.kind == kind else None
+
+
+def _last_axis(op: Op, key: str, rank: int) -> bool:
+    axes = op.attrs.get(key)
+    axes = [axes] if isinstance(axes, int) else list(axes or [])
+    return [a % rank for a in axes] == [rank - 1]
+
+
+@attrs.frozen
+class _Router:
+    wg: Value
+    bias: Value | None
+    k: int
+    gate: str
+
+
+def _logits(scores: Value, x: Value) -> tuple[Value, Value | None] | None:
+    """(wg, bias) when ``scores`` is ``x wgᵀ (+ bias)`` over the same tokens as ``x``."""
+    v = _under_casts(scores)
+    bias = None
+    p = v.producer
+    if p is not None and p.kind == "add":
+        for m, c in (p.inputs, p.inputs[::-1]):
+            if _produced(m, "matmul") is not None and c.rank == 1:
+                v, bias = _under_casts(m), c
+                break
+        else:
+            return None
+    mm = v.producer
+    if mm is None or mm.kind != "matmul" or not mm.attrs.get("transpose_b") or mm.attrs.get("transpose_a"):
+        return None
+    xr, wg = mm.inputs
+    if wg.rank != 2 or _root(xr) is not _root(x) or xr.type.shape[-1] != x.type.shape[-1]:
+        return None
+    return wg, bias
+
+
+def match_router(op: Op) -> _Router | None:
+    """The router in front of ``moe_experts`` ``op``, if tract's operator computes it."""
+    x, index, weights = op.inputs[:3]
+    top = _produced(index, "topk")
+    if top is None or top.outputs[1] is not _under_casts(index) or not top.attrs.get("largest", True):
+        return None
+    scores = top.inputs[0]
+    if int(top.attrs["axis"]) != scores.rank - 1:
+        return None
+    values = top.outputs[0]
+    w = _under_casts(weights)
+    scored = _under_casts(scores).producer
+    kind = scored.kind if scored is not None and scored.kind in ("softmax", "sigmoid") else "logits"
+    if kind == "softmax" and scored is not None and not _last_axis(scored, "axes", scores.rank):
+        return None
+    gate: str | None = None
+    p = w.producer
+    if w is values:
+        gate = {"softmax": "softmax_all", "sigmoid": "sigmoid", "logits": "raw"}[kind]
+    elif p is not None and p.kind == "div" and kind == "softmax" and _under_casts(p.inputs[0]) is values:
+        total = _produced(p.inputs[1], "sum_reduce")
+        if total is not None and _under_casts(total.inputs[0]) is values and total.attrs.get("keepdims") \
+                and _last_axis(total, "axes", values.rank):
+            gate = "softmax_topk"
+    elif p is not None and p.kind == "softmax" and kind == "logits" and _under_casts(p.inputs[0]) is values \
+            and _last_axis(p, "axes", values.rank):
+        gate = "softmax_topk"
+    if gate is None:
+        return None
+    logits_of = scored.inputs[0] if scored is not None and kind != "logits" else scores
+    found = _logits(logits_of, x)
+    if found is None:
+        return None
+    return _Router(found[0], found[1], int(top.attrs["k"]), gate)
+
+
+def _ffn_attrs(op: Op, router: _Router) -> dict[str, Any] | None:
+    a = op.attrs
+    if a.get("act_limit") is not None:
+        activation = "silu"
+    else:
+        found = _TRACT_ACTIVATION.get(str(a["activation"]))
+        if found is None:
+            return None
+        activation = found
+    out: dict[str, Any] = {"k": router.k, "activation": activation, "gate": router.gate,
+                           "expert_layout": a["layout"], "act_alpha": a.get("act_alpha"),
+                           "act_limit": a.get("act_limit")}
+    return out
+
+
+def fuse(graph: Graph, op: Op) -> Value | None:
+    """``moe_ffn`` in place of ``moe_experts`` ``op`` and its router (None: no match)."""
+    router = match_router(op)
+    attrs_ = None if router is None else _ffn_attrs(op, router)
+    if router is None or attrs_ is None:
+        return None
+    x, _, _, w_gate, w_down = op.inputs[:5]
+    extra = optional_operands(op.inputs, 5, EXPERT_FLAGS, op.attrs)
+    inputs = [x, router.wg, w_gate, w_down]
+    for flag, value in (("has_w3", extra.get("has_up")), ("has_wg_bias", router.bias),
+                        ("has_w1_bias", extra.get("has_gate_bias")), ("has_w3_bias", extra.get("has_up_bias")),
+                        ("has_w2_bias", extra.get("has_down_bias"))):
+        attrs_[flag] = value is not None
+        if value is not None:
+            inputs.append(value)
+    return graph.create_op("moe_ffn", inputs, attrs_, loc=op.loc).output
+
+
+@attrs.frozen
+class FuseMoeRouter(Pass):
+    """``moe_experts`` and the router in front of it → ``moe_ffn`` (tract 0.23.9+)."""
+
+    name = "fuse-moe-router"
+
+    def run(self, graph: Graph) -> PassResult:
+        count = 0
+        for op in [o for o in graph.ops() if o.kind == "moe_experts"]:
+            out = fuse(graph, op)
+            if out is None:
+                continue
+            name = op.output.name
+            graph.replace_all_uses_with(op.output, out)
+            graph.remove(op)
+            graph.rename(out, name)
+            count += 1
+        return PassResult(graph, count > 0, {"moe blocks fused": count} if count else {})
+
+
+__all__ = ["FuseMoeRouter", "match_router"]
