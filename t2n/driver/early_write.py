@@ -33,18 +33,22 @@ def parameter_paths(model: torch.nn.Module) -> list[str]:
 
 
 def planned_tensors(
-    model: torch.nn.Module, bf16_as: DType, weights: Mapping[str, TensorData] | None = None
+    model: torch.nn.Module, bf16_as: DType, weights: Mapping[str, TensorData] | None = None,
+    skip: frozenset[str] = frozenset(),
 ) -> list[PlannedTensor]:
     """The model's parameters as an artifact of it would hold them: the member path of
     their dotted name, their data (``weights[name]`` when given, else their own memory;
     bf16 seen as ``bf16_as``), in module order.
 
     This is a prediction (a pass may fold or transform a parameter); ``export`` checks it
-    against the compiled artifact.
+    against the compiled artifact. Parameters named in ``skip`` (those of extracted
+    modules, which their extractor may write in another form) are not predicted.
     """
     out: list[PlannedTensor] = []
     scales = q4_0_scales(model)
     for name, p in model.named_parameters():
+        if name in skip:
+            continue
         path = label_to_path(name) + ".dat"
         unchanged: Callable[[], bool]
         if weights is not None and name in weights:
@@ -77,8 +81,9 @@ def plan(model: torch.nn.Module, target: Target, options: dict[str, Any]) -> lis
     """What ``export`` writes early. A ``weights_from`` source is opened here, once, and
     handed to the compile in ``options``, so both see the same lazy tensors."""
     weights_from = options.get("weights_from")
+    skip = extracted_parameters(model, options.get("extractors"))
     if weights_from is None:
-        return planned_tensors(model, target.bf16_as)
+        return planned_tensors(model, target.bf16_as, skip=skip)
     from t2n.frontend.trace import canonical_tensor_names
     from t2n.serialize.torch_io import resolve_weights, weight_source
 
@@ -87,7 +92,19 @@ def plan(model: torch.nn.Module, target: Target, options: dict[str, Any]) -> lis
         weights = resolve_weights(model, source, canonical_tensor_names(model, ""))
     except T2NError:  # the compile reports it
         return []
-    return planned_tensors(model, target.bf16_as, weights)
+    return planned_tensors(model, target.bf16_as, weights, skip)
+
+
+def extracted_parameters(model: torch.nn.Module, extractors: Any) -> frozenset[str]:
+    """The names of the parameters of modules that ``extractors`` claim."""
+    types: tuple[type[torch.nn.Module], ...] = tuple(
+        t for e in extractors or () if isinstance(t := getattr(e, "module_type", None), type)
+        and issubclass(t, torch.nn.Module))
+    if not types:
+        return frozenset()
+    return frozenset(f"{path}.{name}" if path else name
+                     for path, module in model.named_modules() if isinstance(module, types)
+                     for name, _ in module.named_parameters())
 
 
 @contextlib.contextmanager

@@ -22,7 +22,13 @@ from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
 from t2n.llm.moe import MoeExport
 from t2n.llm.samples import check_total_size, to_numpy, write_samples
 from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
-from t2n.llm.streaming import StreamedCheckpoint, meta_model, quantize_streamed, reference_wrapper
+from t2n.llm.streaming import (
+    StreamedCheckpoint,
+    kept_buffers,
+    meta_model,
+    quantize_streamed,
+    reference_wrapper,
+)
 from t2n.llm.wrapper import CacheLayout, KVCacheWrapper, cache_layout
 
 LOG = logging.getLogger(__name__)
@@ -228,7 +234,10 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
             quantize_streamed(model, reference["checkpoint"], compression)
         else:
             quantize(model, compression)
-    layout = cache_layout(model)
+    target = _target(tract_version, force, tolerance)
+    moe = MoeExport.of(model, target)
+    with moe.tracing(), kept_buffers(model):  # one real step, on the meta device for a folder
+        layout = cache_layout(model)
     wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep).eval(), layout, samples[0])
     layout = attrs.evolve(layout, stateful=forms.stateful)
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
@@ -236,11 +245,9 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
     example_ids = torch.randint(0, vocab, (1, 3), generator=torch.Generator().manual_seed(1))
     names = layout.input_names()
     axes = {"input_ids": {1: "S"}, **{n: {2: "P"} for n in names[1:]}}
-    target = _target(tract_version, force, tolerance)
     (out / "model").mkdir(exist_ok=True)
     path = out / "model" / "model.nnef.tgz"
     LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
-    moe = MoeExport.of(model, target)
     options: dict[str, Any] = dict(
         input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
         custom_extensions=extension_lines(model.config), nnef_variable_naming_scheme=naming,

@@ -152,14 +152,17 @@ def moe_extractors(model: torch.nn.Module) -> list[Any]:
 
 
 @contextlib.contextmanager
-def traceable_experts(model: torch.nn.Module, extracted: set[type[torch.nn.Module]]) -> Iterator[None]:
-    """While tracing: experts not extracted run transformers' batched implementation
-    (standard operations) instead of its grouped one, which cannot be traced."""
+def traceable_experts(model: torch.nn.Module) -> Iterator[None]:
+    """While tracing: experts run transformers' batched implementation (standard
+    operations) instead of its grouped one, which cannot be traced nor run on the meta
+    device. (An extracted module's forward still runs, untraced, for its output's shape.)"""
     configs = []
+    seen: set[int] = set()
     for module in model.modules():
         config = getattr(module, "config", None)
-        if is_experts_module(module) and type(module) not in extracted and config is not None \
-                and hasattr(config, "_experts_implementation"):
+        if is_experts_module(module) and config is not None and hasattr(config, "_experts_implementation") \
+                and id(config) not in seen:
+            seen.add(id(config))
             configs.append((config, config._experts_implementation))
     try:
         for config, _ in configs:
@@ -286,4 +289,4 @@ class MoeExport:
         return cls(model, extractors, moe_passes(fuse=target_has(target, "tract_moe_ffn")) if extractors else [])
 
     def tracing(self) -> contextlib.AbstractContextManager[None]:
-        return traceable_experts(self.model, {e.module_type for e in self.extractors})
+        return traceable_experts(self.model)

@@ -17,6 +17,7 @@ What the artifact holds is what ``from_pretrained`` would have loaded:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -105,6 +106,7 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from t2n.llm.checkpoint import _settle_device_constructors, check_folder
+    from t2n.llm.conversion import converted_tensors
 
     check_folder(folder)
     tensors = open_shards(folder)
@@ -120,6 +122,7 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
         model: Any = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
             config, dtype=chosen, trust_remote_code=trust_remote_code)
     model.eval()
+    tensors = converted_tensors(model, tensors, folder)  # as from_pretrained converts them
     check_agreement(model, tensors, folder)
     compute_missing_buffers(model, tensors, folder)
     nbytes = sum(math.prod(p.shape) * p.element_size() for p in _unique_parameters(model))
@@ -232,6 +235,20 @@ def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: 
         assert b is not None
         out.append(b.clone())
     return out
+
+
+@contextlib.contextmanager
+def kept_buffers(model: torch.nn.Module) -> Iterator[None]:
+    """Every buffer of ``model`` as it is now, put back afterwards: a forward pass on the
+    meta device must not replace a computed buffer by a meta copy (GPT-J moves its
+    rotary table to the device of the positions it is given)."""
+    saved = [(m, n, b) for m in model.modules() for n, b in m._buffers.items()]
+    try:
+        yield
+    finally:
+        for module, name, buffer in saved:
+            if module._buffers.get(name) is not buffer:
+                module._buffers[name] = buffer
 
 
 def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, recipe: str) -> None:
