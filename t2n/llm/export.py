@@ -228,14 +228,16 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
         # reference outputs and samples are what the artifact computes.
         LOG.info("bf16 weights are exported as f16")
         model = model.to(torch.float16)
+    target = _target(tract_version, force, tolerance)
+    moe = MoeExport.of(model, target)
     if compression is not None:
         LOG.info("quantizing the weights with %s", compression)
         if reference is not None:
-            quantize_streamed(model, reference["checkpoint"], compression)
+            quantize_streamed(model, reference["checkpoint"], compression, moe.q4_0_weights())
         else:
             quantize(model, compression)
-    target = _target(tract_version, force, tolerance)
-    moe = MoeExport.of(model, target)
+            if moe.q4_0_weights():
+                quantize(model, compression, tensors=moe.q4_0_weights())
     with moe.tracing(), kept_buffers(model):  # one real step, on the meta device for a folder
         layout = cache_layout(model)
     wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep).eval(), layout, samples[0])
@@ -264,7 +266,7 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
             artifact = export(wrapper, example, path, target, check_io=verify and reference is None, **options)
     sampler = wrapper if reference is None else _streamed_reference(
         reference, artifact, example, target, compression=compression, num_logits_to_keep=num_logits_to_keep,
-        verify=verify, inputs_dtype=samples[0], check=not forms.stateful)
+        verify=verify, inputs_dtype=samples[0], check=not forms.stateful, q4_0_extra=moe.q4_0_weights())
     write_modes(layout, model.config, out, samples=sampler is not None)
     if sampler is not None:
         steps = write_samples(sampler, layout, vocab, out, samples[1])
@@ -279,12 +281,13 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
 
 def _streamed_reference(reference: dict[str, Any], artifact: Any, example: tuple[torch.Tensor, ...], target: Any, *,
                         compression: str | None, num_logits_to_keep: int | None, verify: bool,
-                        inputs_dtype: str | None, check: bool) -> torch.nn.Module | None:
+                        inputs_dtype: str | None, check: bool, q4_0_extra: list[str] | None = None
+                        ) -> torch.nn.Module | None:
     """For a streamed checkpoint: the model loaded in PyTorch (if verifying and it fits
     the memory budget), wrapped as the traced module, and the explicit-cache artifact
     checked against it (``check``); ``None`` when it is not loaded (no samples then)."""
-    loaded = reference_wrapper(**reference, compression=compression,
-                               num_logits_to_keep=num_logits_to_keep) if verify else None
+    loaded = reference_wrapper(**reference, compression=compression, num_logits_to_keep=num_logits_to_keep,
+                               q4_0_extra=q4_0_extra or ()) if verify else None
     if loaded is None:
         return None
     sampler: torch.nn.Module = with_inputs_dtype(loaded, cache_layout(loaded.model), inputs_dtype)[0]

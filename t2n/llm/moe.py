@@ -288,5 +288,16 @@ class MoeExport:
         extractors = moe_extractors(model)
         return cls(model, extractors, moe_passes(fuse=target_has(target, "tract_moe_ffn")) if extractors else [])
 
+    def q4_0_weights(self) -> list[str]:
+        """The expert weights a Q4_0 recipe quantizes with the linear layers: those tract's
+        operator runs on 4-bit blocks (``[E, out, in]`` experts without biases)."""
+        types = tuple(e.module_type for e in self.extractors)
+        out = []
+        for path, module in self.model.named_modules():
+            form = experts_form(module) if isinstance(module, types) else None
+            if form is not None and not form.transposed and not form.has_bias and form.act_limit is None:
+                out += [f"{path}.gate_up_proj" if path else "gate_up_proj", f"{path}.down_proj" if path else "down_proj"]
+        return out
+
     def tracing(self) -> contextlib.AbstractContextManager[None]:
         return traceable_experts(self.model)

@@ -22,7 +22,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -251,11 +251,13 @@ def kept_buffers(model: torch.nn.Module) -> Iterator[None]:
                 module._buffers[name] = buffer
 
 
-def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, recipe: str) -> None:
-    """Mark the weights ``recipe`` picks as Q4_0: their scales and blocks are computed
-    while each streams from the shards into the archive (never in memory whole; one pass
-    over the shard, on every CPU: :class:`~t2n.quant.q4_0.QuantizedOnRead`), the same
-    bytes as after :func:`t2n.quantize` on the loaded model."""
+def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, recipe: str,
+                      extra: Sequence[str] = ()) -> None:
+    """Mark the weights ``recipe`` picks (and the parameters named in ``extra``) as Q4_0:
+    their scales and blocks are computed while each streams from the shards into the
+    archive (never in memory whole; one pass over the shard, on every CPU:
+    :class:`~t2n.quant.q4_0.QuantizedOnRead`), the same bytes as after
+    :func:`t2n.quantize` on the loaded model."""
     from t2n.quant.model import SCALES_ATTR, _selected
     from t2n.quant.q4_0 import QuantizedOnRead, shape_problem
     from t2n.quant.recipes import recipe_of
@@ -263,7 +265,8 @@ def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, re
 
     chosen = recipe_of(recipe)
     done: dict[int, np.ndarray] = {}
-    for name, p in _selected(model, chosen):
+    named = dict(model.named_parameters(remove_duplicate=False))
+    for name, p in [*_selected(model, chosen), *((n, named[n]) for n in extra)]:
         found = next((a for a in _aliases(model).get(id(p), []) if a in checkpoint.tensors), None)
         dtype = ir_dtype(p.dtype)
         if found is None or shape_problem(tuple(p.shape)) is not None or dtype not in (DType.F32, DType.F16):
@@ -314,7 +317,7 @@ def fits_in_memory(checkpoint: StreamedCheckpoint) -> bool:
 
 
 def reference_wrapper(checkpoint: StreamedCheckpoint, *, dtype: torch.dtype | None, trust_remote_code: bool,
-                      compression: str | None, num_logits_to_keep: int | None) -> Any:
+                      compression: str | None, num_logits_to_keep: int | None, q4_0_extra: Sequence[str] = ()) -> Any:
     """The checkpoint loaded whole in PyTorch (cast and quantized as the export was),
     wrapped like the traced model: the reference for verification and the sample
     outputs. ``None``, with a warning saying what is skipped, when it does not fit.
@@ -336,4 +339,6 @@ def reference_wrapper(checkpoint: StreamedCheckpoint, *, dtype: torch.dtype | No
         model = model.to(torch.float16)
     if compression is not None:
         quantize(model, compression)
+        if q4_0_extra:
+            quantize(model, compression, tensors=q4_0_extra)
     return KVCacheWrapper(model, num_logits_to_keep).eval()

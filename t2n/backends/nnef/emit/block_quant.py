@@ -43,6 +43,10 @@ def _reader_problem(op: Op, index: int) -> str | None:
         return "a matmul that does not read it as the transposed right operand of a linear layer"
     if op.kind == "gather" and index == 0 and int(op.attrs["axis"]) == 0 and op.inputs[0].rank == 2:
         return None
+    if op.kind == "moe_ffn":  # mixture-of-experts weights
+        from t2n.backends.nnef.emit.moe import q4_0_expert_problem
+
+        return q4_0_expert_problem(op, index)
     return f"'{op.kind}'" + (f" ({op.loc.aten})" if op.loc.aten else "")
 
 

@@ -54,3 +54,19 @@ def moe_ffn_tract(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, MOE_FFN, x, wg, w1, w2, k=int(attrs["k"]), activation=str(attrs["activation"]),
              gate=str(attrs["gate"]), expert_layout=str(attrs["expert_layout"]),
              **extra)
+
+
+def q4_0_expert_problem(op: Op, index: int) -> str | None:
+    """Why tract's ``tract_moe_ffn`` cannot take a Q4_0 weight at input ``index`` of
+    ``moe_ffn`` ``op`` (None: it can). tract 0.23.9 runs Q4_0 experts (``w1``, ``w2``,
+    ``w3``) in the ``linear`` layout, whose blocks run along each expert row's inputs,
+    without expert biases, with the SiLU gate."""
+    weights = (2, 3, 4) if op.attrs.get("has_w3") else (2, 3)
+    if index not in weights:
+        return "tract_moe_ffn at another operand than an expert weight"
+    if op.attrs.get("expert_layout") != "linear":
+        return "tract_moe_ffn with experts stored [in, out] (the canonical layout)"
+    if any(op.attrs.get(f) for f in ("has_w1_bias", "has_w3_bias", "has_w2_bias")) or \
+            op.attrs.get("act_limit") is not None or op.attrs.get("activation") != "silu":
+        return "tract_moe_ffn with expert biases or another gate than SiLU"
+    return None
