@@ -22,7 +22,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from t2n.ir import Builder, Graph, Op, Value
+from t2n.ir import Builder, DType, Graph, Op, Value
 from t2n.ir.ops.moe import EXPERT_FLAGS, optional_operands
 from t2n.passes.base import Pass, PassResult
 
@@ -67,8 +67,9 @@ def expand(graph: Graph, op: Op) -> Value:
     if "has_down_bias" in extra:
         y = b.op("add", y, b.op("unsqueeze", extra["has_down_bias"], axes=[1]))
     experts = int(w_gate.type.shape[0])
-    ids = b.const(np.arange(experts, dtype=index.type.dtype.numpy))
-    chosen = b.op("eq", b.op("unsqueeze", index, axes=[2]), ids)  # [T, k, E]
+    # compared as f32 (exact for any expert count): standard NNEF compares only reals
+    ids = b.const(np.arange(experts, dtype=np.float32))
+    chosen = b.op("eq", b.op("unsqueeze", b.cast(index, DType.F32), axes=[2]), ids)  # [T, k, E]
     w = b.op("unsqueeze", b.cast(weights, dt), axes=[2])
     routing = b.op("select", chosen, w, b.const(np.array(0, dt.numpy)))
     routing = b.op("sum_reduce", routing, axes=[1], keepdims=False)  # [T, E]

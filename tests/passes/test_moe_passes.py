@@ -1,0 +1,174 @@
+"""Mixture-of-experts blocks: the experts extracted as ``moe_experts``, the router found
+by pattern and fused into tract's ``tract_moe_ffn`` for each form of weights it
+computes, every other router kept with the experts in standard operations (tract,
+older tract, Khronos NNEF). Every artifact runs in its engine against PyTorch."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import t2n
+from t2n.errors import NotExpressibleError
+from t2n.llm.moe import experts_form, moe_extractors, moe_passes
+
+E, D, I, K = 4, 64, 32, 2
+
+
+class Experts(nn.Module):
+    """transformers' experts interface (fused gate/up, optional biases), computed token
+    by token in Python: untraceable, as the real ones are."""
+
+    def __init__(self, transposed: bool = False, interleaved: bool = False, bias: bool = False,
+                 act: nn.Module | None = None) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(1)
+        up_shape, down_shape = ((E, D, 2 * I), (E, I, D)) if transposed else ((E, 2 * I, D), (E, D, I))
+        self.gate_up_proj = nn.Parameter(torch.randn(up_shape, generator=g) * 0.2)
+        self.down_proj = nn.Parameter(torch.randn(down_shape, generator=g) * 0.2)
+        self.has_bias = bias
+        if bias:
+            self.gate_up_proj_bias = nn.Parameter(torch.randn(E, 2 * I, generator=g) * 0.1)
+            self.down_proj_bias = nn.Parameter(torch.randn(E, D, generator=g) * 0.1)
+        self.is_transposed, self.has_gate, self.interleaved = transposed, True, interleaved
+        self.act_fn = act if act is not None else nn.SiLU()
+
+    def _apply_gate(self, z: torch.Tensor) -> torch.Tensor:
+        gate, up = (z[..., ::2], z[..., 1::2]) if self.interleaved else z.chunk(2, dim=-1)
+        return self.act_fn(gate) * up
+
+    def forward(self, x: torch.Tensor, index: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(x)
+        for t in range(x.shape[0]):
+            for e, w in zip(index[t].tolist(), weights[t]):
+                wu, wd = self.gate_up_proj[e], self.down_proj[e]
+                z = x[t] @ wu if self.is_transposed else wu @ x[t]
+                if self.has_bias:
+                    z = z + self.gate_up_proj_bias[e]
+                y = self._apply_gate(z[None])[0]
+                y = y @ wd if self.is_transposed else wd @ y
+                if self.has_bias:
+                    y = y + self.down_proj_bias[e]
+                out[t] += w * y
+        return out
+
+
+class Block(nn.Module):
+    """A router of the given kind in front of the experts."""
+
+    def __init__(self, router: str, bias: bool = False, **experts: object) -> None:
+        super().__init__()
+        torch.manual_seed(2)
+        self.router, self.gate = router, nn.Linear(D, E, bias=bias)
+        self.experts = Experts(**experts)  # type: ignore[arg-type]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = self.gate(x)
+        if self.router == "normalized":  # Mixtral, Qwen with norm_topk_prob
+            v, i = torch.topk(F.softmax(logits.float(), dim=-1), K, dim=-1)
+            w = v / v.sum(dim=-1, keepdim=True)
+        elif self.router == "softmax_of_top":  # gpt-oss, Granite
+            v, i = torch.topk(logits, K, dim=-1)
+            w = F.softmax(v, dim=-1)
+        elif self.router == "softmax_all":  # OLMoE
+            v, i = torch.topk(F.softmax(logits, dim=-1), K, dim=-1)
+            w = v
+        elif self.router == "sigmoid":
+            v, i = torch.topk(torch.sigmoid(logits), K, dim=-1)
+            w = v
+        elif self.router == "raw":
+            v, i = torch.topk(logits, K, dim=-1)
+            w = v
+        else:  # scaled: no form of tract's operator
+            v, i = torch.topk(F.softmax(logits, dim=-1), K, dim=-1)
+            w = v * 2.5
+        return self.experts(x, i, w)
+
+
+def _compile(block: nn.Module, target: t2n.Target, fuse: bool) -> t2n.Artifact:
+    x = torch.randn(5, D, generator=torch.Generator().manual_seed(3))
+    return t2n.compile(block.eval(), (x,), target, extractors=moe_extractors(block), passes=moe_passes(fuse))
+
+
+@pytest.mark.parametrize("router, gate", [("normalized", "softmax_topk"), ("softmax_of_top", "softmax_topk"),
+                                          ("softmax_all", "softmax_all"), ("sigmoid", "sigmoid"), ("raw", "raw")])
+def test_router_forms_become_tract_moe_ffn(router: str, gate: str) -> None:
+    artifact = _compile(Block(router), t2n.TractNNEF(), fuse=True)
+    assert re.search(rf'tract_moe_ffn\(.*gate = "{gate}".*expert_layout = "linear"', artifact.graph_nnef)
+    assert " topk(" not in artifact.graph_nnef and "tract_core_topk" not in artifact.graph_nnef
+    assert artifact.stats["pass_stats"]["fuse-moe-router.moe blocks fused"] == 1
+    assert artifact.check().ok
+
+
+def test_biases_transposed_interleaved_experts() -> None:
+    """gpt-oss's layout: router bias, experts stored [in, out] with gate/up interleaved,
+    then expert biases too."""
+    block = Block("softmax_of_top", bias=True, transposed=True, interleaved=True)
+    artifact = _compile(block, t2n.TractNNEF(), fuse=True)
+    assert "wg_bias = " in artifact.graph_nnef and 'expert_layout = "canonical"' in artifact.graph_nnef
+    assert artifact.check().ok
+    with_bias = Block("softmax_of_top", bias=True, transposed=True, interleaved=True)
+    with_bias.experts = Experts(transposed=True, interleaved=True, bias=True)
+    artifact = _compile(with_bias, t2n.TractNNEF(), fuse=True)
+    assert all(f"{b} = " in artifact.graph_nnef for b in ("w1_bias", "w3_bias", "w2_bias"))
+    assert artifact.check().ok
+
+
+def test_other_router_keeps_its_form_and_experts_run_in_standard_operations() -> None:
+    artifact = _compile(Block("scaled"), t2n.TractNNEF(), fuse=True)
+    assert "tract_moe_ffn" not in artifact.graph_nnef
+    assert artifact.stats["pass_stats"]["expand-moe-experts.moe experts expanded"] == 1
+    assert artifact.check().ok
+
+
+def test_standard_form_for_older_tract() -> None:
+    artifact = _compile(Block("normalized"), t2n.TractNNEF("0.23.5"), fuse=False)
+    assert "tract_moe_ffn" not in artifact.graph_nnef
+    assert artifact.check().ok
+
+
+def test_khronos_refuses_only_the_router() -> None:
+    """The experts have a standard form; choosing the top k has none in Khronos NNEF."""
+    with pytest.raises(NotExpressibleError) as info:
+        _compile(Block("normalized"), t2n.KhronosNNEF(), fuse=False)
+    assert [p.op for p in info.value.problems] == ["aten::topk"]
+
+
+def test_erf_gelu_experts_stay_in_standard_operations() -> None:
+    """tract's operator has only the tanh GELU: exact GELU experts are not fused."""
+    block = Block("normalized", act=nn.GELU())
+    assert experts_form(block.experts).activation == "gelu"  # type: ignore[union-attr]
+    artifact = _compile(block, t2n.TractNNEF(), fuse=True)
+    assert "tract_moe_ffn" not in artifact.graph_nnef
+    assert artifact.check().ok
+
+
+def test_unknown_gate_is_not_extracted() -> None:
+    block = Block("normalized")
+    block.experts._apply_gate = lambda z: torch.tanh(z[..., :I]) * z[..., I:]  # type: ignore[method-assign]
+    assert experts_form(block.experts) is None and moe_extractors(block) == []
+
+
+class Routed(nn.Module):
+    """The experts alone, their routing given as inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.experts = Experts(bias=True)
+
+    def forward(self, x: torch.Tensor, index: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        return self.experts(x, index, weights)
+
+
+def test_experts_standard_form_runs_in_khronos_nnef() -> None:
+    g = torch.Generator().manual_seed(4)
+    x, weights = torch.randn(5, D, generator=g), torch.rand(5, K, generator=g)
+    index = torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(5)])
+    module = Routed().eval()
+    artifact = t2n.compile(module, (x, index, weights), t2n.KhronosNNEF(), extractors=moe_extractors(module),
+                           passes=moe_passes(False))
+    assert artifact.check().ok
