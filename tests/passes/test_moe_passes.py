@@ -16,7 +16,7 @@ import t2n
 from t2n.errors import NotExpressibleError
 from t2n.llm.moe import experts_form, moe_extractors, moe_passes
 
-E, D, I, K = 4, 64, 32, 2
+E, D, H, K = 4, 64, 32, 2
 
 
 class Experts(nn.Module):
@@ -27,12 +27,12 @@ class Experts(nn.Module):
                  act: nn.Module | None = None) -> None:
         super().__init__()
         g = torch.Generator().manual_seed(1)
-        up_shape, down_shape = ((E, D, 2 * I), (E, I, D)) if transposed else ((E, 2 * I, D), (E, D, I))
+        up_shape, down_shape = ((E, D, 2 * H), (E, H, D)) if transposed else ((E, 2 * H, D), (E, D, H))
         self.gate_up_proj = nn.Parameter(torch.randn(up_shape, generator=g) * 0.2)
         self.down_proj = nn.Parameter(torch.randn(down_shape, generator=g) * 0.2)
         self.has_bias = bias
         if bias:
-            self.gate_up_proj_bias = nn.Parameter(torch.randn(E, 2 * I, generator=g) * 0.1)
+            self.gate_up_proj_bias = nn.Parameter(torch.randn(E, 2 * H, generator=g) * 0.1)
             self.down_proj_bias = nn.Parameter(torch.randn(E, D, generator=g) * 0.1)
         self.is_transposed, self.has_gate, self.interleaved = transposed, True, interleaved
         self.act_fn = act if act is not None else nn.SiLU()
@@ -149,7 +149,7 @@ def test_erf_gelu_experts_stay_in_standard_operations() -> None:
 
 def test_unknown_gate_is_not_extracted() -> None:
     block = Block("normalized")
-    block.experts._apply_gate = lambda z: torch.tanh(z[..., :I]) * z[..., I:]  # type: ignore[method-assign]
+    block.experts._apply_gate = lambda z: torch.tanh(z[..., :H]) * z[..., H:]  # type: ignore[method-assign]
     assert experts_form(block.experts) is None and moe_extractors(block) == []
 
 
