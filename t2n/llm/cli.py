@@ -39,8 +39,8 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
               help="Write rotary embeddings as tract_transformers_apply_rope (tract 0.22 and newer).")
 @click.option("--reify-rms-norm-operator", is_flag=True,
               help="Write RMS normalizations as tract_core_rms_norm (tract 0.23 and newer).")
-@click.option("--num-logits-to-keep", type=click.IntRange(min=1), default=None,
-              help="Return the logits of only the last N positions (default: all).")
+@click.option("--num-logits-to-keep", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Return the logits of only the last N positions (0: every position).")
 @click.option("--tract-version", default=None, help="The tract release to emit for (default: newest).")
 @click.option("--tract-check-io-tolerance", default=None,
               help="Tolerance of the verification (exact, approximate, close, very, super, ultra).")

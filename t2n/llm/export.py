@@ -55,8 +55,8 @@ def _check_options(dtype: str | None, compression: str | None, num_logits_to_kee
                                    f"got {compression!r}")
     if num_logits_to_keep is not None and (isinstance(num_logits_to_keep, bool)
                                            or not isinstance(num_logits_to_keep, int)
-                                           or num_logits_to_keep < 1):
-        raise InvalidArgumentError(f"num_logits_to_keep must be a positive int (or None: every "
+                                           or num_logits_to_keep < 0):
+        raise InvalidArgumentError(f"num_logits_to_keep must be a positive int (0 or None: every "
                                    f"position), got {num_logits_to_keep!r}")
     if export_dirpath.exists() and not overwrite and (
             not export_dirpath.is_dir() or any(export_dirpath.iterdir())):
@@ -147,7 +147,7 @@ def write_modes(layout: CacheLayout, config: Any, out: Path, *, samples: bool = 
 def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dtype: str | None = None,
                compression: str | None = None, force_f32_attention: bool = False,
                force_f32_linear_accumulator: bool = False, force_f32_normalization: bool = False,
-               num_logits_to_keep: int | None = None, tract_version: str | None = None,
+               num_logits_to_keep: int | None = 1, tract_version: str | None = None,
                verify: bool = True, tract_check_io_tolerance: str | None = None,
                dump_with_tokenizer_and_conf: bool = False, trust_remote_code: bool = False,
                naming_scheme: str = "natural_verbose", reify_sdpa_operator: bool = False,
@@ -163,7 +163,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     (written as f16), ``None`` keeps the checkpoint's. ``compression``: a Q4_0 recipe of
     :func:`t2n.quantize` (applied to the loaded model; a model object given is changed).
     ``force_f32_*``: compute attention, linear accumulation or normalization in f32.
-    ``num_logits_to_keep``: logits of only the last N positions. ``verify``: run the
+    ``num_logits_to_keep``: logits of only the last N positions (default 1: what
+    generating the next token needs); ``0`` or ``None``: every position's. ``verify``: run the
     artifact in tract at the traced sizes and compare with PyTorch (``CheckMismatchError``).
     ``dump_with_tokenizer_and_conf``: ``config.json`` and ``tokenizer/`` beside the graph.
     ``naming_scheme``: how graph.nnef names tensors (``nnef_variable_naming_scheme``).
@@ -199,7 +200,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
             "checkpoint": shards, "dtype": DTYPES[dtype] if dtype else None,
             "trust_remote_code": trust_remote_code}
         return _export(model, folder, out, reference, compression=compression,
-                       num_logits_to_keep=num_logits_to_keep,
+                       num_logits_to_keep=num_logits_to_keep or None,
                        tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
                        side_files=dump_with_tokenizer_and_conf, naming=naming_scheme,
                        samples=(force_inputs_dtype, sample_generation_total_size),

@@ -113,7 +113,7 @@ def test_truncated_shard(checkpoint: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("option", "value", "named"), [
     ("dtype", "f8", "dtype"), ("compression", "q2", "compression"),
-    ("num_logits_to_keep", 0, "num_logits_to_keep"), ("num_logits_to_keep", True, "num_logits_to_keep"),
+    ("num_logits_to_keep", -1, "num_logits_to_keep"), ("num_logits_to_keep", True, "num_logits_to_keep"),
     ("naming_scheme", "short", "nnef_variable_naming_scheme"),
 ])
 def test_bad_options(option: str, value: object, named: str, checkpoint: Path, tmp_path: Path) -> None:

@@ -74,11 +74,17 @@ def test_samples_replay_in_tract(tmp_path: Path) -> None:
                 np.testing.assert_allclose(value, data[name], rtol=1e-4, atol=1e-4, err_msg=name)
 
 
-def test_num_logits_to_keep(tmp_path: Path) -> None:
+@pytest.mark.parametrize("keep", [None, 0])
+def test_last_logits_by_default(keep: int | None, tmp_path: Path) -> None:
+    """By default only the last position's logits (what generating needs); every
+    position's with 0 or None."""
     model = tiny_model("llama")
-    export_llm(model, tmp_path / "out", num_logits_to_keep=1)
-    with np.load(tmp_path / "out" / "tests" / "prefill.npz") as data:
+    export_llm(model, tmp_path / "default", verify=False)
+    with np.load(tmp_path / "default" / "tests" / "prefill.npz") as data:
         assert data["outputs"].shape == (1, 1, 96)
+    export_llm(model, tmp_path / "out", num_logits_to_keep=keep)
+    with np.load(tmp_path / "out" / "tests" / "prefill.npz") as data:
+        assert data["outputs"].shape == (1, 4, 96)
     prompt = _prompt()
     assert tract_greedy_generate(tmp_path / "out", prompt, 8) == reference_tokens(model, prompt, 8)
 
