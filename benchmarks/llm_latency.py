@@ -2,24 +2,26 @@
 (one token at a time after it), for t2n's forms side by side and the widely used
 exporter's artifact of the same checkpoint, all loaded and run in this one process.
 
-The checkpoint is a random-init ``transformers`` Llama (4 layers, hidden 512, 8 heads,
-intermediate 1376, vocab 32000) saved as ``config.json`` + ``model.safetensors`` +
-``tokenizer.json``. t2n exports it with ``t2n.llm.export_llm`` in several forms:
-explicit cache inputs/outputs or tract's stateful cache, all logits or only the last
-one (``num_logits_to_keep=1``, what the other exporter writes by default), with tract's
-reified ops (sdpa, apply_rope, rms_norm) off or on. The other exporter (package
-``torch-to-nnef-llm``) runs from its own virtual environment (``--peer-venv``, default
-``/tmp/peervenv``, made as :mod:`benchmarks.peer` says) with ``-nv`` and a stub tract
-binary; without that environment its column is skipped with a note.
+Two random-init ``transformers`` checkpoints (``config.json`` + ``model.safetensors`` +
+``tokenizer.json``, vocab 32000, 4 layers, hidden 512, 8 heads): a dense Llama
+(intermediate 1376) and a mixture-of-experts Mixtral (8 experts of 704 hidden units, 2
+per token). t2n exports each with ``t2n.llm.export_llm`` in several forms: its defaults
+(explicit cache inputs/outputs, only the last position's logits, as the other exporter
+writes by default), every position's logits (``num_logits_to_keep=0``), tract's
+stateful cache, with tract's reified ops (sdpa, apply_rope, rms_norm) off or on. The
+other exporter (package ``torch-to-nnef-llm``) runs from its own virtual environment
+(``--peer-venv``, default ``/tmp/peervenv``, made as :mod:`benchmarks.peer` says) with
+``-nv`` and a stub tract binary; without that environment its column is skipped with a
+note.
 
-Timing: rounds that visit every artifact in turn (interleaved, so machine load hits all
-alike); in each round, the median of several prefills (a fresh state each) and of the
-decode steps (prompt, then ``--decode-steps`` tokens, the cache fed back or kept in the
-state). The figure is the median over rounds; ``vs peer`` is the ratio to the other
-exporter's artifact in the same run (below 1: t2n is faster).
+Timing: rounds that visit every artifact of a checkpoint in turn (interleaved, so
+machine load hits all alike); in each round, the median of several prefills (a fresh
+state each) and of the decode steps (prompt, then ``--decode-steps`` tokens, the cache
+fed back or kept in the state). The figure is the median over rounds; ``vs peer`` is the
+ratio to the other exporter's artifact in the same run (below 1: t2n is faster).
 
-``python -m benchmarks.llm_latency [--rounds N] [--write]``; ``--write`` replaces the
-"Latency" section of ``benchmarks/RESULTS_LLM.md``.
+``python -m benchmarks.llm_latency [--rounds N] [--checkpoints llama mixtral] [--write]``;
+``--write`` replaces the "Latency" section of ``benchmarks/RESULTS_LLM.md``.
 """
 
 from __future__ import annotations
@@ -44,29 +46,35 @@ PROMPT = 64
 RESULTS = Path(__file__).with_name("RESULTS_LLM.md")
 SECTION = "## Latency"
 
+REIFIED = {"reify_sdpa_operator": True, "reify_rope": True, "reify_rms_norm": True}
 FORMS: dict[str, dict[str, Any]] = {
-    "t2n explicit, all logits": {},
-    "t2n explicit": {"num_logits_to_keep": 1},
-    "t2n explicit + reified ops": {"num_logits_to_keep": 1, "reify_sdpa_operator": True,
-                                   "reify_rope": True, "reify_rms_norm": True},
-    "t2n stateful": {"num_logits_to_keep": 1, "kv_cache": "stateful"},
-    "t2n stateful + reified ops": {"num_logits_to_keep": 1, "kv_cache": "stateful", "reify_sdpa_operator": True,
-                                   "reify_rope": True, "reify_rms_norm": True},
+    "t2n defaults": {},
+    "t2n all logits": {"num_logits_to_keep": 0},
+    "t2n + reified ops": dict(REIFIED),
+    "t2n stateful": {"kv_cache": "stateful"},
+    "t2n stateful + reified ops": {"kv_cache": "stateful", **REIFIED},
 }
 PEER = "other exporter (torch-to-nnef-llm)"
+SHAPE = dict(hidden_size=512, num_attention_heads=8, num_key_value_heads=8, num_hidden_layers=4, vocab_size=32000,
+             max_position_embeddings=2048)
+CHECKPOINTS = {
+    "llama": ("Llama (dense, intermediate 1376)", "LlamaConfig", "LlamaForCausalLM", {"intermediate_size": 1376}),
+    "mixtral": ("Mixtral (8 experts of 704, top 2)", "MixtralConfig", "MixtralForCausalLM",
+                {"intermediate_size": 704, "num_local_experts": 8, "num_experts_per_tok": 2}),
+}
 
 
-def make_checkpoint(folder: Path) -> None:
-    """The 4-layer, 512-wide Llama, with a word-level tokenizer the other exporter needs."""
+def make_checkpoint(folder: Path, kind: str = "llama") -> None:
+    """The 4-layer, 512-wide checkpoint ``kind``, with a word-level tokenizer the other
+    exporter needs."""
     import torch
     import transformers as tf
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     torch.manual_seed(0)
-    config = tf.LlamaConfig(hidden_size=512, intermediate_size=1376, num_attention_heads=8,
-                            num_key_value_heads=8, num_hidden_layers=4, vocab_size=32000,
-                            max_position_embeddings=2048)
-    tf.LlamaForCausalLM(config).eval().save_pretrained(folder)
+    _, config_cls, model_cls, extra = CHECKPOINTS[kind]
+    config = getattr(tf, config_cls)(**SHAPE, **extra)
+    getattr(tf, model_cls)(config).eval().save_pretrained(folder)
     tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(32000)}, unk_token="w0"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.save(str(folder / "tokenizer.json"))
@@ -145,6 +153,7 @@ def measure(paths: dict[str, Path], rounds: int, prefills: int, decode_steps: in
 
 
 def table(results: dict[str, tuple[float, float]], note: str | None) -> str:
+    """One checkpoint's rows."""
     peer = results.get(PEER)
     lines = ["| artifact | prefill 64 tokens (ms) | decode (ms/token) | prefill vs peer | decode vs peer |",
              "|---|---|---|---|---|"]
@@ -167,26 +176,31 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--prefills", type=int, default=5)
     parser.add_argument("--decode-steps", type=int, default=16)
     parser.add_argument("--peer-venv", type=Path, default=peer.DEFAULT_VENV)
+    parser.add_argument("--checkpoints", nargs="*", default=list(CHECKPOINTS), choices=list(CHECKPOINTS))
     parser.add_argument("--only", nargs="*", default=None, help="t2n forms to run (names above)")
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS_LLM.md")
     args = parser.parse_args(argv)
     from t2n.llm import export_llm
 
     scratch = Path(tempfile.mkdtemp(prefix="t2n-llm-latency-"))
+    load = os.getloadavg()
+    parts = [f"{SECTION}\n\n`python -m benchmarks.llm_latency --rounds {args.rounds}` (tract {tract_version()}, "
+             f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}; load average {load[0]:.1f} at the start; "
+             f"medians of {args.rounds} interleaved rounds; compare the ratios of one run):\n"]
     try:
-        checkpoint = scratch / "checkpoint"
-        make_checkpoint(checkpoint)
-        paths: dict[str, Path] = {}
-        for i, (name, options) in enumerate(FORMS.items()):
-            if args.only is None or name in args.only:
-                paths[name] = export_llm(checkpoint, scratch / f"t2n_{i}", verify=False, **options)
-        note = export_peer(args.peer_venv, checkpoint, scratch / "peer")
-        if note is None:
-            paths[PEER] = scratch / "peer" / "model" / "model.nnef.tgz"
-        results = measure(paths, args.rounds, args.prefills, args.decode_steps)
-        text = (f"{SECTION}\n\n`python -m benchmarks.llm_latency` (tract {tract_version()}, {os.cpu_count()} cores, "
-                f"{time.strftime('%Y-%m-%d')}; medians of {args.rounds} interleaved rounds; the machine was shared, "
-                "so compare the ratios of one run):\n\n" + table(results, note))
+        for kind in args.checkpoints:
+            checkpoint = scratch / kind / "checkpoint"
+            make_checkpoint(checkpoint, kind)
+            paths: dict[str, Path] = {}
+            for i, (name, options) in enumerate(FORMS.items()):
+                if args.only is None or name in args.only:
+                    paths[name] = export_llm(checkpoint, scratch / kind / f"t2n_{i}", verify=False, **options)
+            note = export_peer(args.peer_venv, checkpoint, scratch / kind / "peer")
+            if note is None:
+                paths[PEER] = scratch / kind / "peer" / "model" / "model.nnef.tgz"
+            results = measure(paths, args.rounds, args.prefills, args.decode_steps)
+            parts.append(f"\n### {CHECKPOINTS[kind][0]}\n\n" + table(results, note))
+        text = "".join(parts)
         print(text)
         if args.write:
             write_section(text)

@@ -123,6 +123,34 @@ class JoinedData(TensorData):
         return f"JoinedData({len(self.sources)} tensors {how} on axis {self.axis} → {list(self.shape)})"
 
 
+class SwappedLastAxesData(TensorData):
+    """``source`` with its last two axes swapped (each matrix of a stack transposed),
+    made one matrix at a time."""
+
+    def __init__(self, source: TensorData) -> None:
+        if len(source.shape) < 2:
+            raise ValueError(f"cannot swap the last two axes of a tensor of shape {source.shape}")
+        self.source, self.dtype = source, source.dtype
+        self.shape = (*source.shape[:-2], source.shape[-1], source.shape[-2])
+
+    def raw(self) -> np.ndarray:
+        return np.ascontiguousarray(np.swapaxes(self.source.raw(), -1, -2))
+
+    def iter_chunks(self, max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
+        rows, cols = self.source.shape[-2:]
+        if not self.numel:
+            return
+        matrices = _Rows(self.source, rows * cols, max_bytes)
+        step = _rows_per_step(rows * cols, self.dtype.itemsize, max_bytes)
+        count = math.prod(self.source.shape[:-2])
+        for first in range(0, count, step):
+            n = min(step, count - first)
+            yield np.ascontiguousarray(matrices.take(n).reshape(n, rows, cols).swapaxes(1, 2)).reshape(-1)
+
+    def __repr__(self) -> str:
+        return f"SwappedLastAxesData({self.source!r})"
+
+
 class ComputedData(TensorData):
     """``fn(*sources' arrays)``: for rearrangements that need their sources whole (a
     transpose, an interleave); each source is read when this one is."""
@@ -144,4 +172,4 @@ class ComputedData(TensorData):
         return f"ComputedData({self.description} → {self.dtype}{list(self.shape)})"
 
 
-__all__ = ["AxisSliceData", "ComputedData", "JoinedData"]
+__all__ = ["AxisSliceData", "ComputedData", "JoinedData", "SwappedLastAxesData"]

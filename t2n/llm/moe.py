@@ -19,9 +19,11 @@ class whose gate is none of those is not extracted; its forward is then traced w
 operations).
 
 The gate and up halves become two weights of their own, sliced from the fused one as
-the artifact is written (never copied whole): ``experts.gate_proj`` and
-``experts.up_proj`` beside ``experts.down_proj``, in ``nn.Linear``'s layout (``linear``)
-for experts stored ``[E, out, in]`` and in the transposed one (``canonical``) otherwise.
+the artifact is written (never copied whole, one expert at a time): ``experts.gate_proj``
+and ``experts.up_proj`` beside ``experts.down_proj``, each expert's matrix stored
+``[in, out]`` (the ``canonical`` layout, which tract's operator runs about 20 % faster
+than ``nn.Linear``'s ``[out, in]``), except Q4_0 experts, whose blocks run along each
+row's inputs and so keep ``[out, in]`` (``linear``).
 """
 
 from __future__ import annotations
@@ -64,10 +66,6 @@ class ExpertsForm:
     has_bias: bool
     act_alpha: float | None = None
     act_limit: float | None = None
-
-    @property
-    def layout(self) -> str:
-        return "canonical" if self.transposed else "linear"
 
 
 def is_experts_module(module: torch.nn.Module) -> bool:
@@ -216,15 +214,31 @@ def sliced_weight(data: TensorData, axis: int, start: int, stop: int | None, ste
     return Q40Data(AxisSliceData(source, axis, start, end, step), np.ascontiguousarray(scales[tuple(index)]), name)
 
 
-def _halves(ctx: Any, fused: Value, form: ExpertsForm, axis: int, suffix: str) -> tuple[Value, Value]:
-    """The gate and up parts of a fused weight (or bias), as variables of their own."""
+def _is_q4_0(data: TensorData) -> bool:
+    from t2n.ir.tensor_data import ConvertedData
+    from t2n.quant.q4_0 import is_q4_0
+
+    return is_q4_0(data) or (isinstance(data, ConvertedData) and is_q4_0(data.source))
+
+
+def _swapped(data: TensorData) -> TensorData:
+    from t2n.ir.tensor_views import SwappedLastAxesData
+
+    return SwappedLastAxesData(data)
+
+
+def _halves(ctx: Any, fused: Value, form: ExpertsForm, axis: int, suffix: str, swap: bool = False
+            ) -> tuple[Value, Value]:
+    """The gate and up parts of a fused weight (or bias), as variables of their own
+    (each expert's matrix transposed when ``swap``)."""
     data, label = _variable_data(fused)
     size = data.shape[axis]
     parts = [(0, size // 2, 1), (size // 2, None, 1)] if not form.interleaved else [(0, None, 2), (1, None, 2)]
     out = []
     for kind, (start, stop, step) in zip(("gate_proj", "up_proj"), parts):
         name = label.removesuffix(f"gate_up_proj{suffix}") + kind + suffix
-        out.append(ctx.b.variable(sliced_weight(data, axis, start, stop, step, name), name))
+        part = sliced_weight(data, axis, start, stop, step, name)
+        out.append(ctx.b.variable(_swapped(part) if swap else part, name))
     return out[0], out[1]
 
 
@@ -239,15 +253,22 @@ def _lowering(cls: type[torch.nn.Module]) -> Callable[..., Any]:
         if x.rank != 2:
             lead = x
             x = b.op("reshape", x, b.const(np.array([-1, int(x.type.shape[-1])], np.int64)))
-        out_axis = 2 if form.transposed else 1
-        w_gate, w_up = _halves(ctx, ctx.parameter("gate_up_proj"), form, out_axis, "")
-        inputs = [x, index, weights, w_gate, ctx.parameter("down_proj"), w_up]
+        gate_up, down = ctx.parameter("gate_up_proj"), ctx.parameter("down_proj")
+        # tract's operator runs experts stored [in, out] fastest (canonical); Q4_0 blocks
+        # run along each row's inputs, so quantized experts keep nn.Linear's [out, in]
+        swap = not form.transposed and not _is_q4_0(_variable_data(gate_up)[0])
+        w_gate, w_up = _halves(ctx, gate_up, form, 2 if form.transposed else 1, "", swap)
+        if swap:
+            data, label = _variable_data(down)
+            down = b.variable(_swapped(data), label)
+        inputs = [x, index, weights, w_gate, down, w_up]
         if form.has_bias:
             b_gate, b_up = _halves(ctx, ctx.parameter("gate_up_proj_bias"), form, 1, "_bias")
             inputs += [b_gate, b_up, ctx.parameter("down_proj_bias")]
         flags = {"has_up": True, "has_gate_bias": form.has_bias, "has_up_bias": form.has_bias,
                  "has_down_bias": form.has_bias}
-        y = b.op("moe_experts", *inputs, layout=form.layout, activation=form.activation,
+        layout = "canonical" if form.transposed or swap else "linear"
+        y = b.op("moe_experts", *inputs, layout=layout, activation=form.activation,
                  act_alpha=form.act_alpha, act_limit=form.act_limit, **flags)
         if lead is not None:
             y = b.op("reshape", y, b.const(np.array([int(d) if isinstance(d, int) else -1 for d in lead.type.shape],

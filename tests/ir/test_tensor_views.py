@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from t2n.ir import ArrayData, DType, LazyData
-from t2n.ir.tensor_views import AxisSliceData, ComputedData, JoinedData
+from t2n.ir.tensor_views import AxisSliceData, ComputedData, JoinedData, SwappedLastAxesData
 
 
 def _streamed(arr: np.ndarray) -> LazyData:
@@ -79,3 +79,13 @@ def test_mismatched_joins_and_computed_shapes_are_refused() -> None:
     wrong = ComputedData([a], lambda x: x.T, (2, 3), DType.F32, "a transpose")
     with pytest.raises(ValueError, match="a transpose: made float32\\[3, 2\\]"):
         wrong.raw()
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=2, max_size=4), max_bytes=st.integers(1, 400))
+def test_swapped_last_axes(shape: list[int], max_bytes: int) -> None:
+    arr = np.arange(int(np.prod(shape)), dtype=np.float16).reshape(shape)
+    expected = np.swapaxes(arr, -1, -2)
+    view = SwappedLastAxesData(_streamed(arr))
+    assert view.shape == expected.shape
+    assert np.array_equal(_chunked(view, max_bytes), expected.reshape(-1))

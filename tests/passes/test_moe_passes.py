@@ -98,7 +98,7 @@ def _compile(block: nn.Module, target: t2n.Target, fuse: bool) -> t2n.Artifact:
                                           ("softmax_all", "softmax_all"), ("sigmoid", "sigmoid"), ("raw", "raw")])
 def test_router_forms_become_tract_moe_ffn(router: str, gate: str) -> None:
     artifact = _compile(Block(router), t2n.TractNNEF(), fuse=True)
-    assert re.search(rf'tract_moe_ffn\(.*gate = "{gate}".*expert_layout = "linear"', artifact.graph_nnef)
+    assert re.search(rf'tract_moe_ffn\(.*gate = "{gate}".*expert_layout = "canonical"', artifact.graph_nnef)
     assert " topk(" not in artifact.graph_nnef and "tract_core_topk" not in artifact.graph_nnef
     assert artifact.stats["pass_stats"]["fuse-moe-router.moe blocks fused"] == 1
     assert artifact.check().ok
