@@ -47,8 +47,11 @@ def read_json_object(path: Path, error: type[T2NError], remedy: str) -> dict[str
 
 
 def check_architecture(architectures: list[str] | None, model_type: str | None, where: str) -> None:
-    """Refuse a model that is not a causal LM ``transformers`` knows, naming it."""
+    """Refuse a model that is not a causal LM ``transformers`` knows, naming it, and a
+    family :mod:`t2n.llm.families` refuses, with its reason."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from t2n.llm.families import refusal
 
     known = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
     names = list(architectures or [])
@@ -63,6 +66,12 @@ def check_architecture(architectures: list[str] | None, model_type: str | None, 
             f"{where} has model_type {model_type!r}, which has no causal language model in "
             f"transformers; {_SUPPORTED}",
             architecture=str(model_type))
+    reason = refusal(model_type)
+    if reason is not None:
+        raise UnsupportedArchitectureError(
+            f"{where}: t2n.llm does not export model type {model_type!r}: {reason} (the families "
+            "t2n.llm exports and refuses are listed in docs/llm.md, section Families)",
+            architecture=names[0] if names else str(model_type))
 
 
 def check_folder(folder: Path) -> dict[str, Any]:

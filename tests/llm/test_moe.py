@@ -77,6 +77,14 @@ def test_moe_f16_generates_identically(family: str, tmp_path: Path) -> None:
     _generates_like(model, tmp_path / "out")
 
 
+@pytest.mark.parametrize("family", ["mixtral", "gpt_oss"])
+def test_moe_f16_from_folder_streamed(family: str, tmp_path: Path, never_loaded: None) -> None:
+    model = tiny_model(family)
+    folder = save_checkpoint(model, tmp_path / "ck", tokenizer=False)
+    export_llm(folder, tmp_path / "out", dtype="f16", verify=False)
+    _generates_like(model.to(torch.float16), tmp_path / "out")
+
+
 def test_q4_0_experts(tmp_path: Path) -> None:
     """The experts are 4-bit blocks tract's operator runs; from a folder they are the
     same bytes as from the model quantized in memory."""
