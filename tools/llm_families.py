@@ -8,6 +8,10 @@ with ``t2n.llm.export_llm`` and compare 16 greedily generated tokens in tract wi
 is stopped and the rest go on in a new one); the outcomes go to
 ``tools/llm_families_sweep.json`` (what :mod:`t2n.llm.families` is written from).
 
+``python -m tools.llm_families rows``: print the rows of :data:`t2n.llm.families.FAMILIES`
+from those outcomes (the families the tests prove named with their forms, the others
+proven by the sweep or refused with what went wrong).
+
 ``python -m tools.llm_families doc [--check]``: write the family table of
 ``docs/llm.md`` (between its ``families-table`` markers) from
 :data:`t2n.llm.families.FAMILIES`; ``--check`` exits 1 when the page differs.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +40,6 @@ SMALL: dict[str, Any] = {
     "max_position_embeddings": 128, "n_positions": 128, "head_dim": 16,
     "num_local_experts": 4, "num_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2,
     "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64,
-    "bos_token_id": None, "eos_token_id": None, "pad_token_id": 0,
 }
 """Sizes a tiny model takes (where its configuration has the field)."""
 
@@ -44,6 +48,14 @@ def _small_kwargs(defaults: dict[str, Any]) -> dict[str, Any]:
     layers = next((defaults[k] for k in ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
                    if isinstance(defaults.get(k), int)), None)
     out = {k: v for k, v in SMALL.items() if k in defaults}
+    if "kv_lora_rank" in defaults or "q_lora_rank" in defaults:  # latent attention: as many kv heads,
+        out["num_key_value_heads"] = 4  # its own head sizes
+        out.pop("head_dim", None)
+    if "rotary_dim" in defaults:
+        out["rotary_dim"] = 8
+    for key, value in defaults.items():  # token ids within the tiny vocabulary
+        if key.endswith("_token_id") and isinstance(value, int) and value >= SMALL["vocab_size"]:
+            out[key] = 1 if key.startswith(("eos", "bos")) else 0
     for key, value in defaults.items():  # per-layer lists follow the layer count
         if isinstance(value, list) and layers and len(value) == layers and key not in out:
             out[key] = value[:2]
@@ -82,6 +94,7 @@ def try_one(model_type: str) -> dict[str, Any]:
             stage = "generate"
             prompt = torch.randint(1, 96, (1, 5), generator=torch.Generator().manual_seed(3))
             got = tract_greedy_generate(Path(scratch) / "out", prompt, 16)
+        model.generation_config.eos_token_id = None  # 16 tokens, none of them kept from being chosen
         with torch.no_grad():
             out = model.generate(prompt, max_new_tokens=16, min_new_tokens=16, do_sample=False,
                                  attention_mask=torch.ones_like(prompt), pad_token_id=0)
@@ -131,6 +144,85 @@ def sweep(types: list[str], timeout: float, resume: bool) -> None:
         child.wait()
 
 
+T = "tests: "
+TESTED = {
+    "llama": T + "f32, f16, bf16 checkpoint, Q4_0, LoRA/DoRA merged, f32 cache of an f16 model, stateful cache, reified ops, streamed folder, `t2n llm`",
+    "qwen2": T + "f32, f16, checkpoint folder (f32, f16), stateful cache, reified ops",
+    "qwen3": T + "f32, streamed folder",
+    "mistral": T + "f32, generating beyond its sliding window",
+    "phi3": T + "f32",
+    "olmo": T + "f32",
+    "gpt2": T + "f32, stateful cache, reified SDPA, streamed folder",
+    "gpt_neox": T + "f32, streamed folder (`embed_out` read as `lm_head`)",
+    "gemma2": T + "f32, sliding window",
+    "gemma3_text": T + "f32, sliding window, streamed folder",
+    "gptj": T + "streamed folder (partial rotary, parallel residual; rotary table computed); sweep: f32",
+    "mixtral": T + "`tract_moe_ffn`; f32, f16, streamed folder (f32, f16), Q4_0 experts (object and streamed)",
+    "qwen2_moe": T + "`tract_moe_ffn`, shared expert beside it; f32, f16, streamed folder",
+    "qwen3_moe": T + "`tract_moe_ffn`; f32, streamed folder",
+    "olmoe": T + "`tract_moe_ffn` (softmax over all experts); f32, streamed folder",
+    "granitemoe": T + "`tract_moe_ffn`; f32, streamed folder",
+    "gpt_oss": T + "`tract_moe_ffn` with router and expert biases, interleaved clamped SwiGLU; attention sinks, sliding layers; f32, f16, streamed folder (f32, f16)",
+    "deepseek_v3": T + "latent attention; grouped router and experts in standard operations; f32, streamed folder",
+}
+"""Families the tests prove (``tests/llm/``), with the forms they prove."""
+
+
+def rows(tested: dict[str, str], refused: dict[str, str]) -> str:
+    """The rows of :data:`t2n.llm.families` as Python source, from the sweep's outcomes:
+    ``tested`` (type → note) are proven by the tests, ``refused`` (type → reason) refused
+    whatever the sweep found; the other types are proven when the sweep generated
+    transformers' tokens, else refused with what went wrong."""
+    results = json.loads(SWEEP.read_text())
+    out = []
+    for model_type, result in sorted(results.items()):
+        if model_type in tested:
+            out.append(f"    _proven({model_type!r}, {tested[model_type]!r}),")
+        elif model_type in refused:
+            out.append(f"    _refused({model_type!r}, {refused[model_type]!r}),")
+        elif result["outcome"] == "identical":
+            out.append(f"    _proven({model_type!r}, SWEEP),")
+        else:
+            out.append(f"    _refused({model_type!r}, {reason(result)!r}),")
+    return "\n".join(out)
+
+
+KNOWN_CAUSES = (
+    (("has no attribute 'layers'",),
+     "it returns no key/value cache (an encoder used as a decoder): export it with t2n.export"),
+    (("object has no attribute 'past_key_values'",),
+     "its output holds no key/value cache (a recurrent or encoder model): export it with t2n.export"),
+    (("can only be called on Attention layers", "conv state", "LinearAttentionLayer", "matC_old"),
+     "it keeps a recurrent state (state-space, linear-attention or xLSTM layers) that the exported cache "
+     "does not hold yet: export it with t2n.export"),
+    (("update_indexer", "store_compression"),
+     "its attention keeps an indexer or compression cache beside the keys and values, which the exported "
+     "cache does not hold yet"),
+    (("aten::polar",), "its complex-valued rotary embedding (aten::polar) has no lowering yet"),
+    (("uses cache of its own",), "it keeps a cache of its own instead of transformers' DynamicCache"),
+)
+
+
+def reason(result: dict[str, Any]) -> str:
+    """Why a family the sweep did not prove is refused, from what went wrong."""
+    message = " ".join(result["message"].replace("|", "/").split())
+    for needles, why in KNOWN_CAUSES:
+        if any(n in message for n in needles):
+            return why
+    if result["outcome"] == "different":
+        lists = [json.loads(m) for m in re.findall(r"\[[0-9, ]*\]", message)]
+        first = next((i for i, (a, b) in enumerate(zip(*lists[:2])) if a != b), None) if len(lists) > 1 else None
+        where = f" from token {first + 1} of 16" if first is not None else ""
+        return (f"tract generates other tokens than transformers{where} on a tiny random model: not exported "
+                "until this is found")
+    if result["stage"] == "build":
+        return ("not proven: the sweep could not build a tiny model from its configuration's defaults "
+                f"({message[:160]})")
+    if result["stage"] == "process":
+        return f"not proven: the sweep's export did not finish ({message})"
+    return f"its export fails ({message[:200]})"
+
+
 def table() -> str:
     from t2n.llm.families import FAMILIES
 
@@ -166,11 +258,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--resume", action="store_true", help="skip the types already in the results")
     t = sub.add_parser("try")
     t.add_argument("types", nargs="+")
+    sub.add_parser("rows", help="print the rows of t2n/llm/families.py from the sweep's outcomes")
     d = sub.add_parser("doc")
     d.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "sweep":
         sweep(args.types, args.timeout, args.resume)
+    elif args.command == "rows":
+        print(rows(TESTED, {}))
     elif args.command == "try":
         for model_type in args.types:
             print(json.dumps(try_one(model_type)), flush=True)

@@ -112,8 +112,10 @@ def experts_form(module: torch.nn.Module) -> ExpertsForm | None:
     if not isinstance(gate_up, torch.Tensor) or not isinstance(down, torch.Tensor) or gate_up.dim() != 3 \
             or down.dim() != 3:
         return None
-    fused = gate_up.shape[2] if module.is_transposed else gate_up.shape[1]
-    if fused % 2:
+    experts, d_in, fused = (gate_up.shape[0], gate_up.shape[1], gate_up.shape[2]) if module.is_transposed \
+        else (gate_up.shape[0], gate_up.shape[2], gate_up.shape[1])
+    expected_down = (experts, fused // 2, d_in) if module.is_transposed else (experts, d_in, fused // 2)
+    if fused % 2 or tuple(down.shape) != expected_down:
         return None
     z = _probe(int(fused))
     apply_gate = getattr(module, "_apply_gate", None)
@@ -201,7 +203,7 @@ def sliced_weight(data: TensorData, axis: int, start: int, stop: int | None, ste
 
     end = data.shape[axis] if stop is None else stop
     if not isinstance(data, Q40Data):
-        return AxisSliceData(data, axis, start, end, step)
+        return _slice(data, axis, start, end, step)
     source = data.source
     if axis == len(data.shape) - 1:  # across the blocks: the values, in float
         return AxisSliceData(source, axis, start, end, step)
@@ -225,6 +227,27 @@ def _swapped(data: TensorData) -> TensorData:
     from t2n.ir.tensor_views import SwappedLastAxesData
 
     return SwappedLastAxesData(data)
+
+
+def _slice(data: TensorData, axis: int, start: int, stop: int, step: int) -> TensorData:
+    """``data`` sliced on ``axis``; the slice that is exactly one of the parts a
+    checkpoint's conversion joined (gate or up of ``cat([gate, up])``) is that part
+    itself, read once (also under a dtype conversion)."""
+    from t2n.ir.tensor_data import ConvertedData
+    from t2n.ir.tensor_views import AxisSliceData, JoinedData
+    from t2n.quant.parallel import ConvertedOnWorkers
+
+    if isinstance(data, (ConvertedData, ConvertedOnWorkers)):
+        inner = _slice(data.source, axis, start, stop, step)
+        if not isinstance(inner, AxisSliceData):
+            return type(data)(inner, data.dtype)
+    if isinstance(data, JoinedData) and not data.stack and data.axis == axis and step == 1:
+        at = 0
+        for part in data.sources:
+            if (at, at + part.shape[axis]) == (start, stop):
+                return part
+            at += part.shape[axis]
+    return AxisSliceData(data, axis, start, stop, step)
 
 
 def _halves(ctx: Any, fused: Value, form: ExpertsForm, axis: int, suffix: str, swap: bool = False
