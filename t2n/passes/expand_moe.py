@@ -14,7 +14,7 @@ not choose)::
 Every expert runs on every token (``E / k`` times the work of the routed product), but
 only standard operations are used: the form of a target without tract's
 ``tract_moe_ffn`` (Khronos NNEF, tract before 0.23.9), and of blocks whose router
-:class:`~t2n.passes.fuse_moe.FuseMoeRouter` does not recognize.
+:class:`~t2n.backends.tract.passes.moe.FuseMoeRouter` does not recognize.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Emitters of the mixture-of-experts ops of :mod:`t2n.ir.ops.moe`.
 
 ``moe_ffn`` is tract's ``tract_moe_ffn`` (tract 0.23.9 and newer); it is made only by
-:class:`t2n.passes.fuse_moe.FuseMoeRouter` for a target that has it. ``moe_experts`` has
-no operation of its own in any target: :class:`t2n.passes.fuse_moe.ExpandMoeExperts`
+:class:`t2n.backends.tract.passes.moe.FuseMoeRouter` for a target that has it. ``moe_experts`` has
+no operation of its own in any target: :class:`t2n.backends.tract.passes.moe.ExpandMoeExperts`
 writes it in standard operations before rendering, and an export that leaves it is
 refused, naming that pass.
 """
@@ -26,7 +26,7 @@ _NAMES = {"has_w3": "w3", "has_wg_bias": "wg_bias", "has_w1_bias": "w1_bias", "h
 @COMMON.emitter("moe_experts")
 def moe_experts(ctx: EmitContext, op: Op) -> None:
     ctx.unsupported("the routed experts of a mixture-of-experts block are written by passes: run "
-                    "t2n.passes.fuse_moe.ExpandMoeExperts (and FuseMoeRouter for tract 0.23.9+) "
+                    "t2n.backends.tract.passes.moe.ExpandMoeExperts (and FuseMoeRouter for tract 0.23.9+) "
                     "after the module extractors of t2n.llm.moe")
 
 
@@ -34,7 +34,7 @@ def moe_experts(ctx: EmitContext, op: Op) -> None:
 def moe_ffn(ctx: EmitContext, op: Op) -> None:
     ctx.unsupported(f"a mixture-of-experts block as one operation is tract's {MOE_FFN}; export for "
                     "TractNNEF 0.23.9 or newer, or keep the experts in standard operations "
-                    "(t2n.passes.fuse_moe.ExpandMoeExperts without FuseMoeRouter)")
+                    "(t2n.backends.tract.passes.moe.ExpandMoeExperts without FuseMoeRouter)")
 
 
 @TRACT.emitter("moe_ffn")
