@@ -79,7 +79,7 @@ def _streamed_ops() -> dict[type, Callable[[Any, Values, Any, Any, str], Values]
 
 
 def _to_torch(data: TensorData, device: str = "cpu") -> torch.Tensor:
-    from t2n.serialize.torch_io import IR_TO_TORCH
+    from t2n.torch_data import IR_TO_TORCH
 
     dtype = IR_TO_TORCH[data.dtype]
     if device == "meta":
@@ -110,7 +110,7 @@ def _run_chain(conv: Any, collected: Mapping[str, Sequence[torch.Tensor]], layer
 def _computed(conv: Any, collected: Mapping[str, list[TensorData]], layer: str, model: Any) -> Values:
     """The conversion's results as data computed by transformers' operations when read
     (their shapes from a run on meta tensors)."""
-    from t2n.serialize.torch_io import TORCH_TO_IR
+    from t2n.torch_data import TORCH_TO_IR
 
     shapes = _run_chain(conv, {p: [_to_torch(d, "meta") for d in v] for p, v in collected.items()}, layer, model)
 

@@ -305,8 +305,8 @@ def _lowering(cls: type[torch.nn.Module]) -> Callable[..., Any]:
 def moe_passes(fuse: bool) -> list[Any]:
     """The passes that write the extracted experts: tract's operator (``fuse``, tract
     0.23.9+) where the router allows, standard operations elsewhere."""
-    from t2n.passes.expand_moe import ExpandMoeExperts
     from t2n.backends.tract.passes.moe import FuseMoeRouter
+    from t2n.passes.expand_moe import ExpandMoeExperts
 
     return ([FuseMoeRouter()] if fuse else []) + [ExpandMoeExperts()]
 
