@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -172,3 +173,34 @@ def test_experts_standard_form_runs_in_khronos_nnef() -> None:
     artifact = t2n.compile(module, (x, index, weights), t2n.KhronosNNEF(), extractors=moe_extractors(module),
                            passes=moe_passes(False))
     assert artifact.check().ok
+
+
+@pytest.mark.parametrize("router, gate", [("normalized", "softmax_topk"), ("softmax_of_top", "softmax_topk"),
+                                          ("softmax_all", "softmax_all"), ("sigmoid", "sigmoid"), ("raw", "raw")])
+def test_numpy_evaluators_compute_what_pytorch_computes(router: str, gate: str) -> None:
+    """The IR ops' evaluators (the oracle of constant folding and of IR-level tests)."""
+    from t2n.ir import OpSet
+
+    ops = OpSet.default()
+    block = Block(router, bias=router == "softmax_of_top", transposed=True, interleaved=True).eval()
+    block.experts = Experts(transposed=False, bias=True)
+    e = block.experts
+    x = torch.randn(5, D, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        expected = block(x).numpy()
+        logits = block.gate(x)
+    w = [t.detach().numpy() for t in (e.gate_up_proj[:, :H], e.down_proj, e.gate_up_proj[:, H:],
+                                      e.gate_up_proj_bias[:, :H], e.gate_up_proj_bias[:, H:], e.down_proj_bias)]
+    router_bias = [block.gate.bias.detach().numpy()] if block.gate.bias is not None else []
+    attrs = {"k": K, "activation": "silu", "gate": gate, "expert_layout": "linear", "has_w3": True,
+             "has_wg_bias": bool(router_bias), "has_w1_bias": True, "has_w3_bias": True, "has_w2_bias": True}
+    (got,) = ops.get("moe_ffn").evaluate([x.numpy(), block.gate.weight.detach().numpy(), w[0], w[1], w[2],  # type: ignore[misc]
+                                          *router_bias, *w[3:]], attrs)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    if router == "raw":  # the experts alone, given the router's choice
+        weights, index = torch.topk(logits, K)
+        (got,) = ops.get("moe_experts").evaluate(  # type: ignore[misc]
+            [x.numpy(), index.numpy(), weights.numpy(), w[0], w[1], w[2], *w[3:]],
+            {"layout": "linear", "activation": "silu", "has_up": True, "has_gate_bias": True, "has_up_bias": True,
+             "has_down_bias": True})
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
