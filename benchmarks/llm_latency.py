@@ -15,10 +15,14 @@ other exporter (package ``torch-to-nnef-llm``) runs from its own virtual environ
 note.
 
 Timing: rounds that visit every artifact of a checkpoint in turn (interleaved, so
-machine load hits all alike); in each round, the median of several prefills (a fresh
+machine load hits all alike; every other round in the reverse order, since the artifact
+run last in a round was measured up to 10 % faster); in each round, the median of several prefills (a fresh
 state each) and of the decode steps (prompt, then ``--decode-steps`` tokens, the cache
-fed back or kept in the state). The figure is the median over rounds; ``vs peer`` is the
-ratio to the other exporter's artifact in the same run (below 1: t2n is faster).
+fed back or kept in the state), in wall-clock time and in this process's CPU time
+(tract runs the artifact on this process's thread: on a shared machine the wall clock
+also counts the time other jobs held the cores, the CPU time only what the artifact
+costs). The figure is the median over rounds; ``vs peer`` is the ratio to the other
+exporter's artifact in the same run (below 1: t2n is faster).
 
 ``python -m benchmarks.llm_latency [--rounds N] [--checkpoints llama mixtral] [--write]``;
 ``--write`` replaces the "Latency" section of ``benchmarks/RESULTS_LLM.md``.
@@ -118,48 +122,60 @@ class Runner:
 
         return step
 
-    def prefill(self, ids: np.ndarray) -> float:
+    def prefill(self, ids: np.ndarray) -> tuple[float, float]:
+        """(wall, CPU) seconds of a prefill of ``ids`` with an empty cache."""
         step = self._step()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         step(ids)
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
 
-    def decode(self, ids: np.ndarray, steps: int) -> float:
-        """Median time of one decoded token after the prompt (the cache conversions of the
-        explicit form included: that is what a runtime does)."""
+    def decode(self, ids: np.ndarray, steps: int) -> tuple[float, float]:
+        """Median (wall, CPU) seconds of one decoded token after the prompt (the cache
+        conversions of the explicit form included: that is what a runtime does)."""
         step = self._step()
         step(ids)
         token = ids[:, -1:]
-        times = []
+        walls, cpus = [], []
         for _ in range(steps):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             step(token)
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times)
+            walls.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
+        return statistics.median(walls), statistics.median(cpus)
 
 
-def measure(paths: dict[str, Path], rounds: int, prefills: int, decode_steps: int) -> dict[str, tuple[float, float]]:
+Figures = tuple[float, float, float, float]
+"""Prefill and decode seconds: wall, wall, CPU, CPU."""
+
+
+def measure(paths: dict[str, Path], rounds: int, prefills: int, decode_steps: int) -> dict[str, Figures]:
     runners = {name: Runner(path) for name, path in paths.items()}
     ids = np.random.RandomState(0).randint(0, 32000, (1, PROMPT)).astype(np.int64)
-    seen: dict[str, list[tuple[float, float]]] = {name: [] for name in runners}
+    seen: dict[str, list[Figures]] = {name: [] for name in runners}
     for runner in runners.values():  # warm-up
         runner.prefill(ids)
-    for _ in range(rounds):
-        for name, runner in runners.items():
-            pre = statistics.median(runner.prefill(ids) for _ in range(prefills))
-            seen[name].append((pre, runner.decode(ids, decode_steps)))
-    return {name: (statistics.median(p for p, _ in rows), statistics.median(d for _, d in rows))
+    for i in range(rounds):
+        order = list(runners.items())
+        for name, runner in order if i % 2 == 0 else order[::-1]:  # the last of a round runs faster
+            pre = [runner.prefill(ids) for _ in range(prefills)]
+            dec = runner.decode(ids, decode_steps)
+            seen[name].append((statistics.median(w for w, _ in pre), dec[0],
+                               statistics.median(c for _, c in pre), dec[1]))
+    return {name: tuple(statistics.median(r[i] for r in rows) for i in range(4))  # type: ignore[misc]
             for name, rows in seen.items()}
 
 
-def table(results: dict[str, tuple[float, float]], note: str | None) -> str:
-    """One checkpoint's rows."""
+def table(results: dict[str, Figures], note: str | None) -> str:
+    """One checkpoint's rows: wall-clock times, and this process's CPU time (what the
+    artifact costs, without the time a shared machine gave to other jobs)."""
     peer = results.get(PEER)
-    lines = ["| artifact | prefill 64 tokens (ms) | decode (ms/token) | prefill vs peer | decode vs peer |",
-             "|---|---|---|---|---|"]
-    for name, (pre, dec) in results.items():
-        ratios = (f"{pre / peer[0]:.2f}", f"{dec / peer[1]:.2f}") if peer else ("", "")
-        lines.append(f"| {name} | {pre * 1e3:.1f} | {dec * 1e3:.2f} | {ratios[0]} | {ratios[1]} |")
+    lines = ["| artifact | prefill 64 tokens (ms) | decode (ms/token) | prefill CPU (ms) | decode CPU (ms/token) "
+             "| prefill vs peer | decode vs peer | prefill CPU vs peer | decode CPU vs peer |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, figures in results.items():
+        ratios = [f"{f / p:.2f}" for f, p in zip(figures, peer)] if peer else [""] * 4
+        times = [f"{f * 1e3:.1f}" if i % 2 == 0 else f"{f * 1e3:.2f}" for i, f in enumerate(figures)]
+        lines.append(f"| {name} | {' | '.join(times)} | {' | '.join(ratios)} |")
     if note:
         lines.append(f"\n{PEER}: {note}")
     return "\n".join(lines) + "\n"
