@@ -302,35 +302,21 @@ def _lowering(cls: type[torch.nn.Module]) -> Callable[..., Any]:
     return lower
 
 
-def moe_passes(fuse: bool) -> list[Any]:
-    """The passes that write the extracted experts: tract's operator (``fuse``, tract
-    0.23.9+) where the router allows, standard operations elsewhere."""
-    from t2n.backends.tract.passes.moe import FuseMoeRouter
-    from t2n.passes.expand_moe import ExpandMoeExperts
-
-    return ([FuseMoeRouter()] if fuse else []) + [ExpandMoeExperts()]
-
-
-__all__ = ["ExpertsForm", "experts_form", "moe_extractors", "moe_passes", "sliced_weight", "traceable_experts"]
-
-
 @attrs.frozen
 class MoeExport:
-    """What an LLM export of ``model`` adds for its experts: the extractors, the passes
-    after them, and the experts implementation to trace the others with."""
+    """What an LLM export of ``model`` adds for its experts: the extractors that write
+    them as ``moe_experts`` (the target's passes then write that op in its own form:
+    tract's ``tract_moe_ffn`` or standard operations), and the experts implementation
+    to trace the others with."""
 
     model: torch.nn.Module
     extractors: list[Any]
-    passes: list[Any]
 
     @classmethod
-    def of(cls, model: torch.nn.Module, target: Any) -> MoeExport:
+    def of(cls, model: torch.nn.Module) -> MoeExport:
         if not any(is_experts_module(m) for m in model.modules()):
-            return cls(model, [], [])
-        from t2n.backends.nnef.versions import target_has
-
-        extractors = moe_extractors(model)
-        return cls(model, extractors, moe_passes(fuse=target_has(target, "tract_moe_ffn")) if extractors else [])
+            return cls(model, [])
+        return cls(model, moe_extractors(model))
 
     def q4_0_weights(self) -> list[str]:
         """The expert weights a Q4_0 recipe quantizes with the linear layers: those tract's
@@ -345,3 +331,6 @@ class MoeExport:
 
     def tracing(self) -> contextlib.AbstractContextManager[None]:
         return traceable_experts(self.model)
+
+
+__all__ = ["ExpertsForm", "MoeExport", "experts_form", "moe_extractors", "sliced_weight", "traceable_experts"]

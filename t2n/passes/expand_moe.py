@@ -14,17 +14,20 @@ not choose)::
 Every expert runs on every token (``E / k`` times the work of the routed product), but
 only standard operations are used: the form of a target without tract's
 ``tract_moe_ffn`` (Khronos NNEF, tract before 0.23.9), and of blocks whose router
-:class:`~t2n.backends.tract.passes.moe.FuseMoeRouter` does not recognize.
+:class:`~t2n.backends.tract.passes.moe.FuseMoeRouter` does not recognize. Every built-in
+target runs this pass last among its own (:meth:`t2n.Target.passes`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import attrs
 import numpy as np
 
 from t2n.ir import Builder, DType, Graph, Op, Value
 from t2n.ir.ops.moe import EXPERT_FLAGS, optional_operands
-from t2n.passes.base import Pass, PassResult
+from t2n.passes.rewrite import Pattern, PatternPass
 
 
 def _activation(b: Builder, gate: Value, up: Value | None, op: Op) -> Value:
@@ -52,7 +55,11 @@ def _project(b: Builder, x: Value, w: Value, bias: Value | None, linear: bool) -
     return y if bias is None else b.op("add", y, b.op("unsqueeze", bias, axes=[1]))
 
 
-def expand(graph: Graph, op: Op) -> Value:
+def _is_experts(graph: Graph, op: Op) -> bool | None:
+    return True if op.kind == "moe_experts" else None
+
+
+def expand(graph: Graph, op: Op, _: object = None) -> Value:
     """The standard-operations form of one ``moe_experts`` op (its output value)."""
     x, index, weights, w_gate, w_down = op.inputs[:5]
     extra = optional_operands(op.inputs, 5, EXPERT_FLAGS, op.attrs)
@@ -78,21 +85,13 @@ def expand(graph: Graph, op: Op) -> Value:
 
 
 @attrs.frozen
-class ExpandMoeExperts(Pass):
+class ExpandMoeExperts(PatternPass):
     """Every ``moe_experts`` op → standard operations (see the module's docstring)."""
 
     name = "expand-moe-experts"
 
-    def run(self, graph: Graph) -> PassResult:
-        count = 0
-        for op in [o for o in graph.ops() if o.kind == "moe_experts"]:
-            out = expand(graph, op)
-            name = op.output.name
-            graph.replace_all_uses_with(op.output, out)
-            graph.remove(op)
-            graph.rename(out, name)
-            count += 1
-        return PassResult(graph, count > 0, {"moe experts expanded": count} if count else {})
+    def patterns(self) -> list[Pattern[Any]]:
+        return [Pattern("moe experts expanded", _is_experts, expand)]
 
 
 __all__ = ["ExpandMoeExperts", "expand"]

@@ -210,8 +210,6 @@ CASES = _cases()
 NO_TORCH: dict[str, str] = {
     "moe_experts": "transformers' experts modules, not a torch function: checked against one in "
                    "tests/passes/test_moe_passes.py (test_numpy_evaluators_compute_what_pytorch_computes)",
-    "moe_ffn": "a router and experts, not a torch function: checked against them in "
-               "tests/passes/test_moe_passes.py (test_numpy_evaluators_compute_what_pytorch_computes)",
 }
 """Ops with an evaluator but no PyTorch equivalent, and why."""
 

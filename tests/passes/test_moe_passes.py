@@ -15,7 +15,7 @@ from torch import nn
 
 import t2n
 from t2n.errors import NotExpressibleError
-from t2n.llm.moe import experts_form, moe_extractors, moe_passes
+from t2n.llm.moe import experts_form, moe_extractors
 
 E, D, H, K = 4, 64, 32, 2
 
@@ -90,15 +90,17 @@ class Block(nn.Module):
         return self.experts(x, i, w)
 
 
-def _compile(block: nn.Module, target: t2n.Target, fuse: bool) -> t2n.Artifact:
+def _compile(block: nn.Module, target: t2n.Target) -> t2n.Artifact:
+    """The target's own passes write the extracted experts: tract's operator from 0.23.9
+    where the router allows, standard operations elsewhere."""
     x = torch.randn(5, D, generator=torch.Generator().manual_seed(3))
-    return t2n.compile(block.eval(), (x,), target, extractors=moe_extractors(block), passes=moe_passes(fuse))
+    return t2n.compile(block.eval(), (x,), target, extractors=moe_extractors(block))
 
 
 @pytest.mark.parametrize("router, gate", [("normalized", "softmax_topk"), ("softmax_of_top", "softmax_topk"),
                                           ("softmax_all", "softmax_all"), ("sigmoid", "sigmoid"), ("raw", "raw")])
 def test_router_forms_become_tract_moe_ffn(router: str, gate: str) -> None:
-    artifact = _compile(Block(router), t2n.TractNNEF(), fuse=True)
+    artifact = _compile(Block(router), t2n.TractNNEF())
     assert re.search(rf'tract_moe_ffn\(.*gate = "{gate}".*expert_layout = "canonical"', artifact.graph_nnef)
     assert " topk(" not in artifact.graph_nnef and "tract_core_topk" not in artifact.graph_nnef
     assert artifact.stats["pass_stats"]["fuse-moe-router.moe blocks fused"] == 1
@@ -109,25 +111,25 @@ def test_biases_transposed_interleaved_experts() -> None:
     """gpt-oss's layout: router bias, experts stored [in, out] with gate/up interleaved,
     then expert biases too."""
     block = Block("softmax_of_top", bias=True, transposed=True, interleaved=True)
-    artifact = _compile(block, t2n.TractNNEF(), fuse=True)
+    artifact = _compile(block, t2n.TractNNEF())
     assert "wg_bias = " in artifact.graph_nnef and 'expert_layout = "canonical"' in artifact.graph_nnef
     assert artifact.check().ok
     with_bias = Block("softmax_of_top", bias=True, transposed=True, interleaved=True)
     with_bias.experts = Experts(transposed=True, interleaved=True, bias=True)
-    artifact = _compile(with_bias, t2n.TractNNEF(), fuse=True)
+    artifact = _compile(with_bias, t2n.TractNNEF())
     assert all(f"{b} = " in artifact.graph_nnef for b in ("w1_bias", "w3_bias", "w2_bias"))
     assert artifact.check().ok
 
 
 def test_other_router_keeps_its_form_and_experts_run_in_standard_operations() -> None:
-    artifact = _compile(Block("scaled"), t2n.TractNNEF(), fuse=True)
+    artifact = _compile(Block("scaled"), t2n.TractNNEF())
     assert "tract_moe_ffn" not in artifact.graph_nnef
     assert artifact.stats["pass_stats"]["expand-moe-experts.moe experts expanded"] == 1
     assert artifact.check().ok
 
 
 def test_standard_form_for_older_tract() -> None:
-    artifact = _compile(Block("normalized"), t2n.TractNNEF("0.23.5"), fuse=False)
+    artifact = _compile(Block("normalized"), t2n.TractNNEF("0.23.5"))
     assert "tract_moe_ffn" not in artifact.graph_nnef
     assert artifact.check().ok
 
@@ -135,7 +137,7 @@ def test_standard_form_for_older_tract() -> None:
 def test_khronos_refuses_only_the_router() -> None:
     """The experts have a standard form; choosing the top k has none in Khronos NNEF."""
     with pytest.raises(NotExpressibleError) as info:
-        _compile(Block("normalized"), t2n.KhronosNNEF(), fuse=False)
+        _compile(Block("normalized"), t2n.KhronosNNEF())
     assert [p.op for p in info.value.problems] == ["aten::topk"]
 
 
@@ -143,7 +145,7 @@ def test_erf_gelu_experts_stay_in_standard_operations() -> None:
     """tract's operator has only the tanh GELU: exact GELU experts are not fused."""
     block = Block("normalized", act=nn.GELU())
     assert experts_form(block.experts).activation == "gelu"  # type: ignore[union-attr]
-    artifact = _compile(block, t2n.TractNNEF(), fuse=True)
+    artifact = _compile(block, t2n.TractNNEF())
     assert "tract_moe_ffn" not in artifact.graph_nnef
     assert artifact.check().ok
 
@@ -170,8 +172,7 @@ def test_experts_standard_form_runs_in_khronos_nnef() -> None:
     x, weights = torch.randn(5, D, generator=g), torch.rand(5, K, generator=g)
     index = torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(5)])
     module = Routed().eval()
-    artifact = t2n.compile(module, (x, index, weights), t2n.KhronosNNEF(), extractors=moe_extractors(module),
-                           passes=moe_passes(False))
+    artifact = t2n.compile(module, (x, index, weights), t2n.KhronosNNEF(), extractors=moe_extractors(module))
     assert artifact.check().ok
 
 
@@ -179,9 +180,10 @@ def test_experts_standard_form_runs_in_khronos_nnef() -> None:
                                           ("softmax_all", "softmax_all"), ("sigmoid", "sigmoid"), ("raw", "raw")])
 def test_numpy_evaluators_compute_what_pytorch_computes(router: str, gate: str) -> None:
     """The IR ops' evaluators (the oracle of constant folding and of IR-level tests)."""
+    from t2n.backends.tract.ops import with_tract_forms
     from t2n.ir import OpSet
 
-    ops = OpSet.default()
+    ops = with_tract_forms(OpSet.default())
     block = Block(router, bias=router == "softmax_of_top", transposed=True, interleaved=True).eval()
     block.experts = Experts(transposed=False, bias=True)
     e = block.experts
@@ -194,7 +196,7 @@ def test_numpy_evaluators_compute_what_pytorch_computes(router: str, gate: str) 
     router_bias = [block.gate.bias.detach().numpy()] if block.gate.bias is not None else []
     attrs = {"k": K, "activation": "silu", "gate": gate, "expert_layout": "linear", "has_w3": True,
              "has_wg_bias": bool(router_bias), "has_w1_bias": True, "has_w3_bias": True, "has_w2_bias": True}
-    (got,) = ops.get("moe_ffn").evaluate([x.numpy(), block.gate.weight.detach().numpy(), w[0], w[1], w[2],  # type: ignore[misc]
+    (got,) = ops.get("tract_moe_ffn").evaluate([x.numpy(), block.gate.weight.detach().numpy(), w[0], w[1], w[2],  # type: ignore[misc]
                                           *router_bias, *w[3:]], attrs)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     if router == "raw":  # the experts alone, given the router's choice

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -9,9 +10,10 @@ from typing import Any, ClassVar, Self
 import attrs
 import numpy as np
 
+from t2n.backends.khronos.refusals import REFUSALS
 from t2n.backends.khronos.renderer import KhronosRenderer
-from t2n.backends.nnef.context import Emitter
-from t2n.backends.nnef.renderer import emitter_table
+from t2n.backends.nnef.context import Emitter, EmitterSet
+from t2n.backends.nnef.renderer import common_emitters
 from t2n.backends.target import (
     Target,
     check_io_flag,
@@ -24,11 +26,19 @@ from t2n.check.engines import run_khronos
 from t2n.errors import InvalidArgumentError
 from t2n.ir import DType
 from t2n.ir.dtypes import bf16_export_dtype
+from t2n.passes.base import Pass
+from t2n.passes.expand_moe import ExpandMoeExperts
 
 
 def _version(value: object) -> str:
     return version_text(value, "KhronosNNEF version")
 
+
+@functools.cache
+def khronos_emitters() -> dict[str, Emitter]:
+    """Khronos NNEF's own emitters: the ``KHRONOS`` table of every module of
+    ``t2n.backends.khronos.emit``."""
+    return EmitterSet.collected("t2n.backends.khronos.emit", "KHRONOS")
 
 KHRONOS_VERSIONS = ((1, 0, 5),)
 """The NNEF versions KhronosNNEF emits: t2n uses 1.0.5's operations."""
@@ -47,6 +57,8 @@ class KhronosNNEF(Target):
     fragments: Mapping[str, str] = fragment_field()
 
     name: ClassVar[str] = "khronos"
+    allows_same_io_names: ClassVar[bool] = False
+    """The Khronos parser refuses a graph whose result is also a parameter."""
 
     def __attrs_post_init__(self) -> None:
         if parse_version(self.version, "KhronosNNEF version") not in KHRONOS_VERSIONS:
@@ -61,10 +73,17 @@ class KhronosNNEF(Target):
         return cls("1.0.5", **options)
 
     def builtin_emitters(self) -> Mapping[str, Emitter]:
-        return emitter_table("khronos")
+        return {**common_emitters(), **khronos_emitters()}
+
+    def refusals(self) -> Mapping[str, str]:
+        return REFUSALS
+
+    def passes(self) -> list[Pass]:
+        """Mixture-of-experts experts in standard operations."""
+        return [ExpandMoeExperts()]
 
     def renderer(self) -> KhronosRenderer:
-        return KhronosRenderer(self, self.emitter_table())
+        return KhronosRenderer(self, self.emitter_table(), self.refusals())
 
     def run(self, path: Path, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
             symbols: Mapping[str, int] | None = None) -> list[np.ndarray]:

@@ -1,10 +1,19 @@
-"""IR ops for tract's own forms of two computations, made only by the passes of
-:mod:`t2n.backends.tract.passes` for a ``TractNNEF`` that asks for them.
+"""IR ops for tract's own forms of three computations, made only by the passes of
+:mod:`t2n.backends.tract.passes` for a ``TractNNEF`` that asks for them (or whose
+version has them).
 
 ``tract_sdpa(q, k, v[, mask]) {scale}``: softmax(q kᵀ · scale + mask) v, one
 ``tract_transformers_sdpa`` in graph.nnef (``mask`` additive, broadcast like the scores).
 ``tract_debox(x) {factors}``: every element repeated ``factors[i]`` times along each
 axis ``i`` (nearest upsampling by integer factors), one ``debox`` in graph.nnef.
+``tract_moe_ffn(x, wg, w1, w2[, w3][, wg_bias][, w1_bias][, w3_bias][, w2_bias])``: a
+mixture-of-experts block as tract's ``tract_moe_ffn`` computes it, router included:
+router logits ``x wgᵀ (+ wg_bias)``, the ``k`` experts of largest logit, their weights
+by ``gate`` (``softmax_topk``: softmax over the ``k`` chosen logits; ``softmax_all``:
+softmax over every expert, not renormalized; ``sigmoid``; ``raw``), then the experts as
+``moe_experts`` computes them (:mod:`t2n.ir.ops.moe`) with ``w1`` = gate, ``w3`` = up,
+``w2`` = down and ``expert_layout`` = its ``layout``; the optional operands are present
+as their ``has_*`` attributes say, in that order.
 """
 
 from __future__ import annotations
@@ -15,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from t2n.ir import InferContext, OpSet, OpTable, TensorType
-from t2n.ir.infer_utils import tensor
+from t2n.ir.infer_utils import InferError, tensor
+from t2n.ir.ops.moe import check_experts, expert_outputs, optional_operands
 
 TRACT_FORMS = OpTable("tract_forms")
 
@@ -51,6 +61,69 @@ def _debox(ctx: InferContext) -> list[TensorType]:
     (x,) = ctx.types
     factors = [int(f) for f in ctx.attrs["factors"]]
     return [tensor(x.dtype, [d * f if f != 1 else d for d, f in zip(x.shape, factors)])]
+
+
+MOE_GATES = ("softmax_topk", "softmax_all", "sigmoid", "raw")
+"""How ``tract_moe_ffn`` weighs the chosen experts."""
+
+MOE_FLAGS = ("has_w3", "has_wg_bias", "has_w1_bias", "has_w3_bias", "has_w2_bias")
+"""Optional operands of ``tract_moe_ffn``, in operand order after ``w2``."""
+
+
+def route(logits: np.ndarray, k: int, gate: str) -> tuple[np.ndarray, np.ndarray]:
+    """(index [T, k], weights [T, k]) as tract's router chooses them from ``logits``."""
+    index = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
+    chosen = np.take_along_axis(logits, index, axis=-1)
+    if gate == "softmax_topk":
+        e = np.exp(chosen - chosen.max(axis=-1, keepdims=True))
+        weights = e / e.sum(axis=-1, keepdims=True)
+    elif gate == "softmax_all":
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        weights = np.take_along_axis(e / e.sum(axis=-1, keepdims=True), index, axis=-1)
+    elif gate == "sigmoid":
+        weights = 1 / (1 + np.exp(-chosen))
+    else:
+        weights = chosen
+    return index, weights
+
+
+def _moe_ffn_eval(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.ndarray]:
+    x, wg, w1, w2 = xs[:4]
+    extra = optional_operands(xs, 4, MOE_FLAGS, attrs)
+    flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    logits = flat @ wg.reshape(-1, wg.shape[-1]).astype(np.float64).T
+    if "has_wg_bias" in extra:
+        logits = logits + extra["has_wg_bias"]
+    index, weights = route(logits, int(attrs["k"]), str(attrs["gate"]))
+    biases = {new: extra[old] for old, new in (("has_w1_bias", "has_gate_bias"), ("has_w3_bias", "has_up_bias"),
+                                               ("has_w2_bias", "has_down_bias")) if old in extra}
+    experts_attrs = {"layout": attrs["expert_layout"], "activation": attrs["activation"],
+                     "act_alpha": attrs.get("act_alpha"), "act_limit": attrs.get("act_limit")}
+    y = expert_outputs(flat, w1, w2, extra.get("has_w3"), biases, experts_attrs)
+    out = np.zeros_like(flat)
+    for t in range(flat.shape[0]):
+        for e, w in zip(index[t], weights[t]):
+            out[t] += w * y[int(e), t]
+    return [out.reshape(x.shape).astype(x.dtype)]
+
+
+@TRACT_FORMS.op("tract_moe_ffn", evaluate=_moe_ffn_eval)
+def _moe_ffn(ctx: InferContext) -> list[TensorType]:
+    """Output: x's type. wg [E, D]."""
+    x, wg, w1, w2 = ctx.types[:4]
+    check_experts(x, w1, w2, str(ctx.attrs["expert_layout"]), "tract_moe_ffn")
+    if str(ctx.attrs["gate"]) not in MOE_GATES:
+        raise InferError(f"tract_moe_ffn: gate must be one of {MOE_GATES}, got {ctx.attrs['gate']!r}")
+    if wg.rank != 2 or wg.shape[0] != w1.shape[0]:
+        raise InferError(f"tract_moe_ffn: wg must be [E, D] with E = {w1.shape[0]} experts, got {wg.shape}")
+    k = ctx.attrs["k"]
+    if not isinstance(k, int) or not 0 < k <= int(w1.shape[0]):
+        raise InferError(f"tract_moe_ffn: k must be between 1 and the number of experts, got {k!r}")
+    expected = 4 + sum(bool(ctx.attrs.get(f, False)) for f in MOE_FLAGS)
+    if len(ctx.types) != expected:
+        raise InferError(f"tract_moe_ffn: {expected} operands expected from its has_* attributes, "
+                         f"got {len(ctx.types)}")
+    return [x]
 
 
 def with_tract_forms(opset: OpSet) -> OpSet:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -9,9 +10,9 @@ from typing import Any, ClassVar, Self
 import attrs
 import numpy as np
 
-from t2n.backends.nnef.context import Emitter
+from t2n.backends.nnef.context import Emitter, EmitterSet
 from t2n.backends.nnef.extensions import check_custom_extensions
-from t2n.backends.nnef.renderer import emitter_table
+from t2n.backends.nnef.renderer import common_emitters
 from t2n.backends.target import (
     Target,
     check_io_flag,
@@ -20,17 +21,25 @@ from t2n.backends.target import (
     parse_version,
     version_text,
 )
-from t2n.backends.tract.emit.forms import tract_form_emitters
 from t2n.backends.tract.environments import run_in_tract_version, uses_environment
+from t2n.backends.tract.passes import DeboxUpsample, FuseMoeRouter, NearestAsDeconv, ReifySdpa
 from t2n.backends.tract.properties import checked_properties, identity_properties
 from t2n.backends.tract.renderer import TractRenderer
+from t2n.backends.tract.versions import NATIVE_OPS, target_has
 from t2n.check.compare import Tolerance
 from t2n.check.engines import run_tract
 from t2n.errors import InvalidArgumentError
 from t2n.ir import DType
 from t2n.ir.dtypes import bf16_export_dtype
 from t2n.ir.identifiers import TRACT_IDENTIFIERS, IdentifierRules
+from t2n.passes.base import Pass
 from t2n.passes.dynamic_axes import dynamic_axes_form
+from t2n.passes.expand_moe import ExpandMoeExperts
+from t2n.passes.precision import (
+    ForceAttentionInnerInF32,
+    ForceLinearAccumulationInF32,
+    ForceNormInF32,
+)
 
 
 def _axes(value: object) -> Mapping[str, Mapping[int, str]] | None:
@@ -74,6 +83,11 @@ def _feature_flags(value: object) -> frozenset[str]:
         )
     return frozenset(str(n) for n in names)
 
+
+@functools.cache
+def tract_emitters() -> dict[str, Emitter]:
+    """tract's own emitters: the ``TRACT`` table of every module of ``t2n.backends.tract.emit``."""
+    return EmitterSet.collected("t2n.backends.tract.emit", "TRACT")
 
 TRACT_LATEST = "0.23.9"
 """The newest tract version t2n emits for and tests against (``TractNNEF.latest()``)."""
@@ -128,6 +142,7 @@ class TractNNEF(Target):
     supports_symbols: ClassVar[bool] = True
     accepts_extension_lines: ClassVar[bool] = True
     reads_archives: ClassVar[bool] = True
+    casts_set_precision: ClassVar[bool] = True
     identifier_rules: ClassVar[IdentifierRules] = TRACT_IDENTIFIERS
 
     def __attrs_post_init__(self) -> None:
@@ -146,10 +161,38 @@ class TractNNEF(Target):
         return {**identity_properties(), **self.specific_properties}
 
     def builtin_emitters(self) -> Mapping[str, Emitter]:
-        return {**emitter_table("tract"), **tract_form_emitters()}
+        return {**common_emitters(), **tract_emitters()}
+
+    def native_ops(self) -> frozenset[str]:
+        """``cumsum`` as ``tract_core_cumsum`` where this version has it (:data:`NATIVE_OPS`)."""
+        return frozenset(op for op, tract_op in NATIVE_OPS.items() if target_has(self, tract_op))
+
+    def passes(self) -> list[Pass]:
+        """tract's own forms this target's options ask for, where its version has the op:
+        reified SDPA (0.22+), debox upsampling (0.23+), and nearest upsampling as a
+        ones-kernel deconv (0.23+, always); mixture-of-experts blocks as
+        ``tract_moe_ffn`` (0.23.9+, always), their other experts in standard operations."""
+        out: list[Pass] = []
+        if self.reify_sdpa_operator and self.at_least("0.22.0"):
+            out.append(ReifySdpa())
+        if self.upsample_with_debox and self.at_least("0.23.0"):
+            out.append(DeboxUpsample())
+        if self.at_least("0.23.0"):
+            out.append(NearestAsDeconv())
+        if target_has(self, "tract_moe_ffn"):
+            out.append(FuseMoeRouter())
+        out.append(ExpandMoeExperts())
+        return out
+
+    def forced_f32_passes(self) -> list[str]:
+        """The ``force_*_in_f32`` options that are on, as pass names (:mod:`t2n.passes.precision`)."""
+        asked = {ForceAttentionInnerInF32.name: self.force_attention_inner_in_f32,
+                 ForceLinearAccumulationInF32.name: self.force_linear_accumulation_in_f32,
+                 ForceNormInF32.name: self.force_norm_in_f32}
+        return [name for name, on in asked.items() if on]
 
     def renderer(self) -> TractRenderer:
-        return TractRenderer(self, self.emitter_table())
+        return TractRenderer(self, self.emitter_table(), self.refusals())
 
     def run(self, path: Path, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
             symbols: Mapping[str, int] | None = None) -> list[np.ndarray]:

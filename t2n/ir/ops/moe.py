@@ -17,12 +17,8 @@ Biases: ``b_gate``/``b_up`` ``[E, I]``, ``b_down`` ``[E, D]``. ``activation``: `
 clamped SwiGLU of gpt-oss: ``g = min(gate, limit)``, ``u = clamp(up, -limit, limit)``,
 ``(u + 1) * g * sigmoid(act_alpha * g)``.
 
-``moe_ffn(x, wg, w1, w2[, w3][, wg_bias][, w1_bias][, w3_bias][, w2_bias])``: the whole
-block as tract's ``tract_moe_ffn`` computes it (router included): router logits
-``x wgᵀ (+ wg_bias)``, the ``k`` experts of largest logit, their weights by ``gate``
-(``softmax_topk``: softmax over the ``k`` chosen logits; ``softmax_all``: softmax over
-every expert, not renormalized; ``sigmoid``; ``raw``), then the experts as above with
-``w1`` = gate, ``w3`` = up, ``w2`` = down and ``expert_layout`` = ``layout``.
+Its fused form with the router, ``tract_moe_ffn``, is tract's own op
+(:mod:`t2n.backends.tract.ops`).
 
 The optional operands are present as their ``has_*`` attributes say, in the order above.
 """
@@ -42,13 +38,9 @@ TABLE = OpTable("moe")
 
 ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "relu")
 LAYOUTS = ("linear", "canonical")
-GATES = ("softmax_topk", "softmax_all", "sigmoid", "raw")
 
 EXPERT_FLAGS = ("has_up", "has_gate_bias", "has_up_bias", "has_down_bias")
 """Optional operands of ``moe_experts``, in operand order after ``w_down``."""
-
-FFN_FLAGS = ("has_w3", "has_wg_bias", "has_w1_bias", "has_w3_bias", "has_w2_bias")
-"""Optional operands of ``moe_ffn``, in operand order after ``w2``."""
 
 
 def optional_operands(inputs: Sequence[Any], first: int, flags: Sequence[str],
@@ -119,7 +111,7 @@ def _eval_experts(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np
     return [np.einsum("te,etd->td", routing, y).astype(x.dtype)]
 
 
-def _check_experts(x: TensorType, w_gate: TensorType, w_down: TensorType, layout: str, what: str) -> None:
+def check_experts(x: TensorType, w_gate: TensorType, w_down: TensorType, layout: str, what: str) -> None:
     if layout not in LAYOUTS:
         raise InferError(f"{what}: layout must be one of {LAYOUTS}, got {layout!r}")
     if x.rank not in (2, 3) or w_gate.rank != 3 or w_down.rank != 3:
@@ -138,7 +130,7 @@ def _check_experts(x: TensorType, w_gate: TensorType, w_down: TensorType, layout
 def _moe_experts(ctx: InferContext) -> list[TensorType]:
     """Output: x's type. index [T, k] integers, weights [T, k] floats."""
     x, index, weights, w_gate, w_down = ctx.types[:5]
-    _check_experts(x, w_gate, w_down, str(ctx.attrs["layout"]), "moe_experts")
+    check_experts(x, w_gate, w_down, str(ctx.attrs["layout"]), "moe_experts")
     if x.rank != 2 or index.rank != 2 or weights.rank != 2 or index.dtype.is_float or not weights.dtype.is_float:
         raise InferError("moe_experts: x must be [T, D], index [T, k] integers and weights [T, k] floats")
     if str(ctx.attrs["activation"]) not in ACTIVATIONS:
@@ -150,57 +142,3 @@ def _moe_experts(ctx: InferContext) -> list[TensorType]:
         raise InferError("moe_experts: the clamped SwiGLU (act_limit) needs the up projection")
     return [x]
 
-
-def route(logits: np.ndarray, k: int, gate: str) -> tuple[np.ndarray, np.ndarray]:
-    """(index [T, k], weights [T, k]) as tract's router chooses them from ``logits``."""
-    index = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
-    chosen = np.take_along_axis(logits, index, axis=-1)
-    if gate == "softmax_topk":
-        e = np.exp(chosen - chosen.max(axis=-1, keepdims=True))
-        weights = e / e.sum(axis=-1, keepdims=True)
-    elif gate == "softmax_all":
-        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        weights = np.take_along_axis(e / e.sum(axis=-1, keepdims=True), index, axis=-1)
-    elif gate == "sigmoid":
-        weights = 1 / (1 + np.exp(-chosen))
-    else:
-        weights = chosen
-    return index, weights
-
-
-def _eval_ffn(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.ndarray]:
-    x, wg, w1, w2 = xs[:4]
-    extra = optional_operands(xs, 4, FFN_FLAGS, attrs)
-    flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
-    logits = flat @ wg.reshape(-1, wg.shape[-1]).astype(np.float64).T
-    if "has_wg_bias" in extra:
-        logits = logits + extra["has_wg_bias"]
-    index, weights = route(logits, int(attrs["k"]), str(attrs["gate"]))
-    biases = {new: extra[old] for old, new in (("has_w1_bias", "has_gate_bias"), ("has_w3_bias", "has_up_bias"),
-                                               ("has_w2_bias", "has_down_bias")) if old in extra}
-    experts_attrs = {"layout": attrs["expert_layout"], "activation": attrs["activation"],
-                     "act_alpha": attrs.get("act_alpha"), "act_limit": attrs.get("act_limit")}
-    y = expert_outputs(flat, w1, w2, extra.get("has_w3"), biases, experts_attrs)
-    out = np.zeros_like(flat)
-    for t in range(flat.shape[0]):
-        for e, w in zip(index[t], weights[t]):
-            out[t] += w * y[int(e), t]
-    return [out.reshape(x.shape).astype(x.dtype)]
-
-
-@TABLE.op("moe_ffn", evaluate=_eval_ffn)
-def _moe_ffn(ctx: InferContext) -> list[TensorType]:
-    """Output: x's type. wg [E, D]."""
-    x, wg, w1, w2 = ctx.types[:4]
-    _check_experts(x, w1, w2, str(ctx.attrs["expert_layout"]), "moe_ffn")
-    if str(ctx.attrs["gate"]) not in GATES:
-        raise InferError(f"moe_ffn: gate must be one of {GATES}, got {ctx.attrs['gate']!r}")
-    if wg.rank != 2 or wg.shape[0] != w1.shape[0]:
-        raise InferError(f"moe_ffn: wg must be [E, D] with E = {w1.shape[0]} experts, got {wg.shape}")
-    k = ctx.attrs["k"]
-    if not isinstance(k, int) or not 0 < k <= int(w1.shape[0]):
-        raise InferError(f"moe_ffn: k must be between 1 and the number of experts, got {k!r}")
-    expected = 4 + sum(bool(ctx.attrs.get(f, False)) for f in FFN_FLAGS)
-    if len(ctx.types) != expected:
-        raise InferError(f"moe_ffn: {expected} operands expected from its has_* attributes, got {len(ctx.types)}")
-    return [x]

@@ -4,8 +4,8 @@ front of the routed experts (``moe_experts``, see :mod:`t2n.ir.ops.moe`).
 :class:`FuseMoeRouter` looks at where each ``moe_experts`` op takes its expert indices
 and weights from. When both come from one ``topk`` over the last axis of router scores
 computed from the experts' own input as ``x wgᵀ (+ bias)``, and the weights are one of
-the forms tract's ``tract_moe_ffn`` computes, the op becomes ``moe_ffn`` (the router
-ops are then left unread and dropped):
+the forms tract's ``tract_moe_ffn`` computes, the op becomes ``tract_moe_ffn``
+(:mod:`t2n.backends.tract.ops`; the router ops are then left unread and dropped):
 
 ====================================================  ===============  =================
 weights                                               scores           ``gate``
@@ -29,9 +29,10 @@ from typing import Any
 
 import attrs
 
+from t2n.backends.tract.ops import with_tract_forms
 from t2n.ir import Graph, Op, Value
 from t2n.ir.ops.moe import EXPERT_FLAGS, optional_operands
-from t2n.passes.base import Pass, PassResult
+from t2n.passes.rewrite import Pattern, PatternPass
 
 _TRACT_ACTIVATION = {"silu": "silu", "gelu_tanh": "gelu", "relu": "relu"}
 """moe_experts activation → tract_moe_ffn's (``gelu`` is its tanh approximation)."""
@@ -144,42 +145,40 @@ def _ffn_attrs(op: Op, router: _Router) -> dict[str, Any] | None:
     return out
 
 
-def fuse(graph: Graph, op: Op) -> Value | None:
-    """``moe_ffn`` in place of ``moe_experts`` ``op`` and its router (None: no match)."""
-    router = match_router(op)
-    attrs_ = None if router is None else _ffn_attrs(op, router)
-    if router is None or attrs_ is None:
+def _match(graph: Graph, op: Op) -> tuple[_Router, dict[str, Any]] | None:
+    """The router and ``tract_moe_ffn``'s attributes for ``moe_experts`` ``op`` (None: no match)."""
+    if op.kind != "moe_experts":
         return None
+    router = match_router(op)
+    found = None if router is None else _ffn_attrs(op, router)
+    return None if router is None or found is None else (router, found)
+
+
+def fuse(graph: Graph, op: Op, found: tuple[_Router, dict[str, Any]]) -> Value:
+    """``tract_moe_ffn`` in place of ``moe_experts`` ``op`` and its router."""
+    router, ffn_attrs = found
     x, _, _, w_gate, w_down = op.inputs[:5]
     extra = optional_operands(op.inputs, 5, EXPERT_FLAGS, op.attrs)
     inputs = [x, router.wg, w_gate, w_down]
+    ffn_attrs = dict(ffn_attrs)
     for flag, value in (("has_w3", extra.get("has_up")), ("has_wg_bias", router.bias),
                         ("has_w1_bias", extra.get("has_gate_bias")), ("has_w3_bias", extra.get("has_up_bias")),
                         ("has_w2_bias", extra.get("has_down_bias"))):
-        attrs_[flag] = value is not None
+        ffn_attrs[flag] = value is not None
         if value is not None:
             inputs.append(value)
-    return graph.create_op("moe_ffn", inputs, attrs_, loc=op.loc).output
+    graph.opset = with_tract_forms(graph.opset)
+    return graph.create_op("tract_moe_ffn", inputs, ffn_attrs, loc=op.loc).output
 
 
 @attrs.frozen
-class FuseMoeRouter(Pass):
-    """``moe_experts`` and the router in front of it → ``moe_ffn`` (tract 0.23.9+)."""
+class FuseMoeRouter(PatternPass):
+    """``moe_experts`` and the router in front of it → ``tract_moe_ffn`` (tract 0.23.9+)."""
 
     name = "fuse-moe-router"
 
-    def run(self, graph: Graph) -> PassResult:
-        count = 0
-        for op in [o for o in graph.ops() if o.kind == "moe_experts"]:
-            out = fuse(graph, op)
-            if out is None:
-                continue
-            name = op.output.name
-            graph.replace_all_uses_with(op.output, out)
-            graph.remove(op)
-            graph.rename(out, name)
-            count += 1
-        return PassResult(graph, count > 0, {"moe blocks fused": count} if count else {})
+    def patterns(self) -> list[Pattern[Any]]:
+        return [Pattern("moe blocks fused", _match, fuse)]
 
 
 __all__ = ["FuseMoeRouter", "match_router"]
