@@ -136,8 +136,9 @@ class Artifact:
         :class:`EngineError` (with the phase) when it refuses the artifact; all
         write a debug bundle to ``debug_dir`` (default: the compile's ``debug_bundle_path``,
         else a new temporary folder; a ``.tgz``/``.tar`` path gives one archive) and name
-        it in the message. A ``debug_dir`` that cannot be written never replaces the
-        error: the message says why and where the bundle went instead.
+        it in the message. A ``debug_dir`` that cannot be written, or that holds something
+        t2n did not write (only an empty folder or a previous bundle is replaced), never
+        replaces the error: the message says why and where the bundle went instead.
         """
         if (inputs is None) != (expected is None):
             raise InvalidArgumentError("check(): give both inputs and expected, or neither")
