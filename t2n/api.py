@@ -23,6 +23,7 @@ from t2n.driver.early_write import (
     plan,
     planned_tensors,
     record_export,
+    written_by_forward,
 )
 from t2n.driver.reading import read_model
 from t2n.driver.stages import (
@@ -295,7 +296,7 @@ def export(
                 raise
             t_compiled = time.perf_counter()
             tensors = list(artifact.rendered.tensors)
-            rest = early.finish(tensors) if early is not None else tensors
+            rest = early.finish(tensors, rewrite=written_by_forward(artifact)) if early is not None else tensors
             members = list(artifact.members(rest))
             bar.set_total(bar.done + sum(size for _, size, _ in members))
             for name, size, chunks in members:

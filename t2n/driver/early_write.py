@@ -17,6 +17,7 @@ from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
 from t2n.backends.target import Target
 from t2n.errors import InvalidArgumentError, T2NError
+from t2n.frontend.weight_guard import unchanged_check
 from t2n.ir import DType, TensorData
 from t2n.ir.tensor_data import converted
 from t2n.quant.model import q4_0_scales, with_q4_0
@@ -57,7 +58,8 @@ def planned_tensors(
                 data = tensor_data(p)
             except (RuntimeError, InvalidArgumentError):  # meta or inference tensors, unsupported dtypes
                 continue
-            unchanged = functools.partial(_same_version, p, version)
+            # the counter misses writes through `.data` or numpy: sampled values too
+            unchanged = unchanged_check(p) or functools.partial(_same_version, p, version)
         data = with_q4_0(scales, p, data, name)  # a weight t2n.quantize made Q4_0: written as blocks
         if data.dtype is DType.BF16 and not is_q4_0(data):
             data = converted(data, bf16_as)
@@ -71,6 +73,13 @@ def _always() -> bool:
 
 def _same_version(t: torch.Tensor, version: int) -> bool:
     return t._version == version
+
+
+def written_by_forward(artifact: Artifact) -> set[str]:
+    """Member paths of the parameters the traced call wrote (through ``.data`` too, which
+    their version counter does not see): what was written early of them may be the
+    value from before the call, so they are always written again."""
+    return {label_to_path(name) + ".dat" for name in artifact.stats.get("state_written", ())}
 
 
 def plan(model: torch.nn.Module, target: Target, options: dict[str, Any]) -> list[PlannedTensor]:

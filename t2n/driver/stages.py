@@ -145,7 +145,8 @@ def make_artifact(read: ReadModel, graph: Graph, target: Target, rendered: Rende
         reference_outputs=[to_numpy(t) for t in read.traced.reference_outputs],
         debug_bundle_path=debug_bundle_path,
         ir_stages=recorder.stages if recorder is not None else [],
-        stats={"timings": timings, "pass_stats": dict(pass_stats)},
+        stats={"timings": timings, "pass_stats": dict(pass_stats),
+               "state_written": list(getattr(read.traced, "state_written", ()))},
     )
 
 

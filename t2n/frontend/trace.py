@@ -65,6 +65,9 @@ class TracedModel:
     the artifact starts from (the graph replays the writes)."""
     state_read: dict[str, torch.Tensor] = attrs.field(factory=dict)
     """The model's tensors whose memory the lowered graph holds (filled while lowering)."""
+    state_written: tuple[str, ...] = ()
+    """Parameters and buffers the traced call wrote, seen by the trace or not (through
+    ``.data``: their version counter did not move), by dotted name."""
     extracted: ExtractedCalls | None = None
     """The module extractors of the compile call and the calls they claimed."""
 
@@ -235,6 +238,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         parameter_inputs=state,
         specializations=watch.found,
         start_values=start,
+        state_written=tuple(dict.fromkeys(e.name for e in writes.events)),
         extracted=extracted,
     )
 

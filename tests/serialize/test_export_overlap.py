@@ -47,7 +47,8 @@ def _early_writes_finish_first(monkeypatch):
     """Every planned tensor is written early before the compile's list is checked, so
     that what is kept does not depend on how fast the compile was."""
     finish = EarlyWriter.finish
-    monkeypatch.setattr(EarlyWriter, "finish", lambda self, final: finish(self, final, write_all_planned=True))
+    monkeypatch.setattr(EarlyWriter, "finish",
+                        lambda self, final, **kw: finish(self, final, write_all_planned=True, **kw))
 
 
 def _members(path):
