@@ -26,6 +26,7 @@ from t2n.driver.early_write import (
     written_by_forward,
 )
 from t2n.driver.reading import read_model
+from t2n.serialize.finite import nonfinite_tensors, report_nonfinite
 from t2n.driver.stages import (
     gc_paused,
     ir_dumper,
@@ -161,7 +162,10 @@ def compile(
     tensors), the trace keeps the value the example inputs gave: the artifact is
     specialised to them. Each such place gives a ``t2n.SpecializedTraceWarning`` naming
     its source line and module; ``strict=True`` raises ``SpecializedTraceError`` listing
-    all of them instead. Sizes, constants and parameters are not reported. A forward
+    all of them instead. Sizes, constants and parameters are not reported. Weights
+    holding NaN or infinite values (or values beyond f16's range written as f16) give a
+    ``t2n.NonFiniteWeightWarning`` naming each tensor and its counts; ``strict=True``
+    raises ``NonFiniteWeightError`` instead. A forward
     that writes its own parameters or buffers is exported as PyTorch ran that call (the
     writes start from the values before it), or refused with ``StateMutationError``.
     The artifact keeps references to the model's weights: changing them after
@@ -224,8 +228,13 @@ def compile(
     graph.info.custom_extensions += opts.custom_extensions
     with timed(timings, "emission"):
         rendered = render(target, graph, model, read.traced, read.input_names, read.output_names)
+    with timed(timings, "weight_values"):
+        nonfinite = nonfinite_tensors((t.label, t.data, t.dtype) for t in rendered.tensors)
+        report_nonfinite(nonfinite, strict=strict)
     artifact = make_artifact(read, graph, target, rendered, debug_bundle_path=opts.debug_bundle_path,
                              recorder=recorder, timings=timings, pass_stats=result.stats)
+    if nonfinite:
+        artifact.stats["nonfinite_weights"] = [str(f) for f in nonfinite]
     if check_io:
         artifact.check(opts.tolerance)
     return artifact

@@ -171,9 +171,17 @@ class Artifact:
             if not report.ok:
                 bundle = self._debug_bundle(path, ins, refs, outputs, str(report), debug_dir,
                                             replay_spec(self, path, tolerance, symbols))
-                raise CheckMismatchError(str(report), report, bundle.path, note=bundle.note)
+                raise CheckMismatchError(str(report) + self._weights_note(), report, bundle.path, note=bundle.note)
         log.info("%s", report)
         return report
+
+    def _weights_note(self) -> str:
+        """The weights found not finite when compiling (the likely cause of a mismatch)."""
+        found = self.stats.get("nonfinite_weights") or []
+        if not found:
+            return ""
+        more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
+        return f"\nWeights that are not finite (the likely cause): {'; '.join(found[:10])}{more}"
 
     def _engine_path(self, tmp: Path) -> Path:
         saved = self.saved_path

@@ -323,3 +323,15 @@ class ExportSpecializationError(ExportFrontendError, DynamicAxesError):
 class ScriptedModelExportError(ExportFrontendError, InvalidArgumentError):
     """A TorchScript model given with ``frontend="export"``: torch.export traces Python
     code, which a scripted module no longer has (``frontend="jit"`` takes it)."""
+
+
+# -- weights that make a model meaningless
+
+
+class NonFiniteWeightError(InvalidArgumentError):
+    """``strict=True``: weights of the artifact hold NaN or infinite values (or values that
+    become infinite in the dtype they are written in); ``names`` lists each tensor."""
+
+    def __init__(self, message: str, names: Sequence[str] = ()) -> None:
+        self.names = list(names)
+        super().__init__(message)

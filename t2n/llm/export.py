@@ -23,6 +23,7 @@ from t2n.llm.samples import check_total_size, to_numpy, write_samples
 from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
 from t2n.llm.streaming import StreamedCheckpoint, meta_model, quantize_streamed, reference_wrapper
 from t2n.llm.wrapper import CacheLayout, KVCacheWrapper, cache_layout
+from t2n.serialize.finite import report_nonfinite
 
 LOG = logging.getLogger(__name__)
 
@@ -267,6 +268,16 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
     return path
 
 
+def nonfinite_parameters(model: torch.nn.Module) -> list[Any]:
+    """The parameters and buffers of a loaded model that hold NaN or infinite values."""
+    from t2n.serialize.finite import nonfinite_tensors
+    from t2n.serialize.torch_io import tensor_data
+
+    named = {id(t): (n, t) for n, t in [*model.named_buffers(), *model.named_parameters()]
+             if t.is_floating_point() and t.device.type == "cpu"}
+    return nonfinite_tensors((n, tensor_data(t), tensor_data(t).dtype) for n, t in named.values())
+
+
 def _streamed_reference(reference: dict[str, Any], artifact: Any, example: tuple[torch.Tensor, ...], target: Any, *,
                         compression: str | None, num_logits_to_keep: int | None, verify: bool,
                         inputs_dtype: str | None, check: bool) -> torch.nn.Module | None:
@@ -278,6 +289,10 @@ def _streamed_reference(reference: dict[str, Any], artifact: Any, example: tuple
     if loaded is None:
         return None
     sampler: torch.nn.Module = with_inputs_dtype(loaded, cache_layout(loaded.model), inputs_dtype)[0]
+    found = nonfinite_parameters(loaded.model)
+    if found:  # the streamed weights were not read at compile: named from the loaded model
+        artifact.stats["nonfinite_weights"] = [str(f) for f in found]
+        report_nonfinite(found, strict=False)
     if check:
         with torch.no_grad():
             expected = sampler(*example)
