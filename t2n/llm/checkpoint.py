@@ -76,7 +76,23 @@ def check_folder(folder: Path) -> dict[str, Any]:
         raise CheckpointFolderError(
             f"{folder} has no *.safetensors weights beside its config.json; save the model with "
             "model.save_pretrained(folder) (safetensors is its default)")
+    _check_shards_inside(folder)
     return config
+
+
+def _check_shards_inside(folder: Path) -> None:
+    """Every shard (by the index, or in the folder) lies inside the folder: an index
+    naming ``../x.safetensors``, an absolute path or a link to elsewhere is refused
+    before transformers or t2n reads anything there."""
+    from t2n.errors import CorruptCheckpointError, CorruptTensorFileError
+    from t2n.serialize.safetensors_reader import safetensors_files
+
+    try:
+        safetensors_files(folder)
+    except CorruptTensorFileError as exc:
+        raise CorruptCheckpointError(
+            f"{exc}; the checkpoint in {folder} is damaged or points elsewhere: download or save it "
+            "again (model.save_pretrained(folder))") from exc
 
 
 def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bool) -> torch.nn.Module:
