@@ -258,6 +258,20 @@ def trace_quantized_module(model: torch.nn.Module, args: tuple[Any, ...],
     )
 
 
+def _run_scripted(module: Any, args: tuple[Any, ...]) -> Any:
+    """One call of a ScriptModule on the example inputs; its failure (inputs of the wrong
+    shape, number or dtype) is a :class:`TraceError` naming the inputs given."""
+    try:
+        return module(*args)
+    except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+        given = ", ".join(f"{list(a.shape)} {str(a.dtype).removeprefix('torch.')}" if isinstance(a, torch.Tensor)
+                          else type(a).__name__ for a in args)
+        first = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), type(exc).__name__)
+        raise TraceError(
+            f"the TorchScript model fails on the example inputs ({len(args)} given: {given}): {first}. "
+            "What to do: give inputs of the shapes, number and dtypes its forward takes") from exc
+
+
 def script_graph(
     module: Any,
     args: tuple[Any, ...],
@@ -279,7 +293,7 @@ def script_graph(
     else:
         original = module
         with torch.no_grad():
-            out = module(*args)
+            out = _run_scripted(module, args)
         hardened = harden_jit_for_export(module, args, diagnostics=diagnostics) if harden else None
     out_tensors, out_paths, out_spec = flatten(out)
     if hardened is not None:

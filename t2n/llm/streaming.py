@@ -104,21 +104,26 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
     not hold are computed for real), and its shards, checked against each other."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from t2n.llm.checkpoint import _settle_device_constructors, check_folder
+    from t2n.llm.checkpoint import _settle_device_constructors, check_folder, config_error, config_errors
 
     check_folder(folder)
     tensors = open_shards(folder)
     try:
         config = AutoConfig.from_pretrained(str(folder), local_files_only=True,
                                             trust_remote_code=trust_remote_code)
+    except config_errors() as exc:
+        raise config_error(folder, exc) from exc
     except (OSError, ValueError, KeyError) as exc:
         raise CheckpointFolderError(f"transformers cannot read {folder / 'config.json'}: {exc}; "
                                     "rewrite it with config.save_pretrained()") from exc
-    chosen = dtype or _config_dtype(config)
+    chosen = dtype or _config_dtype(config, folder)
     _settle_device_constructors()
-    with torch.device("meta"):
-        model: Any = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
-            config, dtype=chosen, trust_remote_code=trust_remote_code)
+    try:
+        with torch.device("meta"):
+            model: Any = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
+                config, dtype=chosen, trust_remote_code=trust_remote_code)
+    except (*config_errors(), ValueError, KeyError, AttributeError, RuntimeError) as exc:
+        raise config_error(folder, exc) from exc
     model.eval()
     check_agreement(model, tensors, folder)
     compute_missing_buffers(model, tensors, folder)
@@ -126,11 +131,17 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
     return model, StreamedCheckpoint(folder, tensors, nbytes)
 
 
-def _config_dtype(config: Any) -> torch.dtype:
-    """The dtype ``from_pretrained(dtype="auto")`` would give (f32 when unnamed)."""
+def _config_dtype(config: Any, folder: Path) -> torch.dtype:
+    """The dtype ``from_pretrained(dtype="auto")`` would give (f32 when unnamed); a name
+    that is no torch dtype is refused, naming the field."""
     value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     if isinstance(value, str):
-        value = getattr(torch, value, None)
+        found = getattr(torch, value.removeprefix("torch."), None)
+        if not isinstance(found, torch.dtype) or not found.is_floating_point:
+            raise CheckpointFolderError(
+                f"{folder / 'config.json'}: 'torch_dtype' (or 'dtype') is {value!r}, which is not a "
+                "floating-point torch dtype (float32, float16, bfloat16); fix that field")
+        value = found
     return value if isinstance(value, torch.dtype) else torch.float32
 
 
