@@ -61,9 +61,10 @@ def planned_tensors(
             # the counter misses writes through `.data` or numpy: sampled values too
             unchanged = unchanged_check(p) or functools.partial(_same_version, p, version)
         data = with_q4_0(scales, p, data, name)  # a weight t2n.quantize made Q4_0: written as blocks
+        written = bf16_as if data.dtype is DType.BF16 else data.dtype  # as the bf16-as pass retypes it
         if data.dtype is DType.BF16 and not is_q4_0(data):
             data = converted(data, bf16_as)
-        out.append(PlannedTensor(path, data, data.dtype, unchanged))
+        out.append(PlannedTensor(path, data, written, unchanged))
     return out
 
 

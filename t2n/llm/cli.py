@@ -63,6 +63,8 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
                    "every step to tests/io.npz (default 6: a prefill and one decode step).")
 @click.option("--progress/--no-progress", default=None,
               help="Log each stage on stderr (default: only when stderr is a terminal).")
+@click.option("--overwrite", is_flag=True,
+              help="Write into EXPORT_DIRPATH even if it is not empty (files of the same names are replaced).")
 @debug_option
 @guarded
 def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str | None,
@@ -73,7 +75,8 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
                 tract_check_io_tolerance: str | None, no_verify: bool,
                 dump_with_tokenizer_and_conf: bool, naming_scheme: str, trust_remote_code: bool,
                 merge_peft: Path | None, force_inputs_dtype: str | None,
-                sample_generation_total_size: int | None, progress: bool | None) -> None:
+                sample_generation_total_size: int | None, progress: bool | None,
+                overwrite: bool = False) -> None:
     """Export the causal language model in LOCAL_DIR to tract with an explicit KV cache
     (inputs input_ids and in_cache_key/value_i; outputs outputs and out_cache_key/value_i).
 
@@ -91,7 +94,8 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
         dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf, trust_remote_code=trust_remote_code,
         naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator, merge_peft=merge_peft,
         force_inputs_dtype=force_inputs_dtype, sample_generation_total_size=sample_generation_total_size,
-        kv_cache=kv_cache, reify_rope=reify_rope_operator, reify_rms_norm=reify_rms_norm_operator)
+        kv_cache=kv_cache, reify_rope=reify_rope_operator, reify_rms_norm=reify_rms_norm_operator,
+        overwrite=overwrite)
     click.echo(f"wrote {path}")
 
 

@@ -176,7 +176,7 @@ def check_agreement(model: torch.nn.Module, tensors: Mapping[str, TensorData], f
     aliases = _aliases(model)
     owners: dict[str, torch.Tensor] = {name: t for name, t in [*model.named_parameters(remove_duplicate=False),
                                        *model.named_buffers(remove_duplicate=False)]}
-    missing, wrong = [], []
+    missing, wrong, kinds = [], [], []
     for names in aliases.values():
         found = next((n for n in names if n in tensors), None)
         t = owners[names[0]]
@@ -187,17 +187,30 @@ def check_agreement(model: torch.nn.Module, tensors: Mapping[str, TensorData], f
         if tuple(tensors[found].shape) != tuple(t.shape):
             wrong.append(f"{found}: expected shape {list(t.shape)} (from config.json), "
                          f"found {list(tensors[found].shape)}")
+        elif tensors[found].dtype.is_float != t.is_floating_point():
+            kinds.append(f"{found}: the shard holds {_torch_name(tensors[found].dtype)}, the model "
+                         f"{str(t.dtype).removeprefix('torch.')}")
     known = {n for names in aliases.values() for n in names}
     ignore = _ignored(model, "_keys_to_ignore_on_load_unexpected")
     extra = sorted(n for n in tensors if n not in known and not any(p.search(n) for p in ignore))
     problems = [f"{len(v)} tensor(s) {what}: {_listed(v)}" for v, what in (
         (sorted(missing), "missing from the shards"),
         (extra, "in the shards but not in the model config.json describes"),
-        (wrong, "of another shape than config.json says")) if v]
+        (wrong, "of another shape than config.json says"),
+        (kinds, "of another kind of dtype than the model's (integers or booleans for floats, or the "
+                "other way round; t2n converts only between float dtypes)")) if v]
     if problems:
         raise CheckpointFolderError(
             f"the checkpoint in {folder} does not match its config.json: {'; '.join(problems)}; "
             "re-save the model with save_pretrained or fix config.json")
+
+
+def _torch_name(dtype: DType) -> str:
+    """A dtype as torch names it (``int64``, ``bfloat16``)."""
+    from t2n.serialize.torch_io import TORCH_TO_IR
+
+    found = next((t for t, d in TORCH_TO_IR.items() if d is dtype), None)
+    return str(found).removeprefix("torch.") if found is not None else str(dtype)
 
 
 def _listed(names: list[str]) -> str:
