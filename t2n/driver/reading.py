@@ -16,7 +16,7 @@ from t2n.frontend.export import obtain_program
 from t2n.frontend.export.requests import DynamicRequest
 from t2n.frontend.export.shapes import dynamic_request_for
 from t2n.frontend.extractors import ExtractedCalls, ModuleExtractor, check_extractors
-from t2n.frontend.io import normalize_args
+from t2n.frontend.io import normalize_args, note_non_tensor_outputs
 from t2n.frontend.io_match import checked_io_names
 from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.specialization import report as report_specializations
@@ -61,6 +61,7 @@ def read_model(
         if frontend == "export" else \
         trace_any(model, pos_args, kwargs, check_extractors(extractors), weights_from, harden, diagnostics)
     specialized = report_specializations(traced.specializations, strict=strict)
+    note_non_tensor_outputs(traced.output_spec)
     ins, outs, same = checked_io_names(input_names, output_names, traced, pos_args, kwargs, target,
                                        check=check_names, allow_same=allow_same)
     axes = normalize_dynamic_axes(dynamic_axes, {n: t.dim() for n, t in zip(ins, traced.example_inputs)})

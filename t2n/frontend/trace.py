@@ -1,10 +1,11 @@
 """Turning a model into a flat TorchScript graph, with parameter names.
 
-``nn.Module``: wrapped so inputs/outputs are flat tensors, put in eval mode and its
+``nn.Module``: wrapped so inputs/outputs are flat tensors, put in eval mode (a model
+in training mode gives a :class:`TrainingModeWarning`; its flags are restored after) and its
 call recorded by PyTorch's tracer without autograd, the parameters and buffers as the
 graph's last inputs and submodule calls as scopes (no ScriptModule is built); the
 eval-mode outputs computed meanwhile are kept as the reference for ``check()``.
-``ScriptModule``: its ``forward`` graph is used (hardened first when asked), submodule
+``ScriptModule``: run and hardened in eval mode too; its ``forward`` graph is used, submodule
 calls inlined. Either way each parameter or buffer gets its dotted name, the first one
 PyTorch reports when a tensor is shared.
 """
@@ -101,15 +102,48 @@ def names_by_storage(module: torch.nn.Module) -> dict[tuple[int, tuple[int, ...]
 
 
 @contextlib.contextmanager
-def eval_mode(model: torch.nn.Module) -> Iterator[None]:
-    """Eval mode for the duration, restoring each submodule's training flag after."""
+def eval_mode(model: torch.nn.Module, *, note: bool = True) -> Iterator[None]:
+    """Eval mode for the duration, restoring each submodule's training flag after; a
+    model found in training mode gives a :class:`TrainingModeWarning` (``note``)."""
     flags = {m: m.training for m in model.modules()}
+    if note:
+        note_training_mode(model, flags)
     model.eval()
     try:
         yield
     finally:
         for m, f in flags.items():
             m.training = f
+
+
+class TrainingModeWarning(UserWarning):
+    """The model was in training mode: it is exported as in eval mode (what an inference
+    artifact computes), its training flags restored after."""
+
+
+def note_training_mode(model: torch.nn.Module, flags: dict[torch.nn.Module, bool]) -> None:
+    """Warn, naming the submodules whose behaviour differs in training, when any is in
+    training mode (the trace puts them in eval mode)."""
+    training = [n for n, m in model.named_modules() if flags.get(m)]
+    if not training:
+        return
+    special = [n for n, m in model.named_modules() if flags.get(m) and _differs_in_training(m)]
+    named = special or training
+    shown = ", ".join(repr(n or "(the model)") for n in named[:5]) + (f" and {len(named) - 5} more"
+                                                                    if len(named) > 5 else "")
+    warnings.warn(
+        f"the model is in training mode ({shown}{' behave differently in training' if special else ''}): "
+        "it is exported as in eval mode (dropout off, batch norm on its running statistics), as an "
+        "inference artifact computes, and its training flags are restored after. Call model.eval() "
+        "before exporting to say so.", TrainingModeWarning, stacklevel=4)
+
+
+def _differs_in_training(m: torch.nn.Module) -> bool:
+    from torch.nn.modules.batchnorm import _BatchNorm
+    from torch.nn.modules.dropout import _DropoutNd
+
+    return isinstance(m, (_BatchNorm, _DropoutNd, torch.nn.InstanceNorm1d, torch.nn.InstanceNorm2d,
+                          torch.nn.InstanceNorm3d))
 
 
 def canonical_tensor_names(module: torch.nn.Module, strip: str) -> dict[int, str]:
@@ -292,9 +326,9 @@ def script_graph(
         out = hardened(*hardened.example_inputs)
     else:
         original = module
-        with torch.no_grad():
+        with eval_mode(module), torch.no_grad():
             out = _run_scripted(module, args)
-        hardened = harden_jit_for_export(module, args, diagnostics=diagnostics) if harden else None
+            hardened = harden_jit_for_export(module, args, diagnostics=diagnostics) if harden else None
     out_tensors, out_paths, out_spec = flatten(out)
     if hardened is not None:
         graph = hardened.graph.copy()

@@ -39,6 +39,7 @@ from t2n.ir import ArrayData, DType, LazyData, TensorData
 from t2n.ir.dtypes import bf16_export_dtype
 from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileStamp, _chunks_of, converted
 from t2n.quant.parallel import convert_chunk
+from t2n.serialize.zip_crc import check_zip_crcs
 from t2n.serialize.filecheck import check_stamp, read_mappings
 from t2n.serialize.safetensors_reader import open_weights, safetensors_files
 from t2n.serialize.tensors import WrittenTensor, write_tensors
@@ -143,6 +144,8 @@ def load_torch_checkpoint(
     if p.stat().st_size == 0:
         raise CorruptTensorFileError(f"{p}: the file is empty, not a PyTorch checkpoint")
     mapped = zipfile.is_zipfile(p)
+    if mapped:
+        check_zip_crcs(p, "checkpoint (torch.save)")  # torch.load does not: flipped bytes load as wrong values
     try:
         obj = torch.load(p, map_location=map_location, mmap=mapped, weights_only=True)
     except Exception as exc:
