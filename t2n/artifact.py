@@ -18,6 +18,7 @@ from t2n.backends.nnef.context import TensorFile
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.running import run_on_target
 from t2n.backends.target import Target
+from t2n.check.assertions import assertions_of, check_bounds, input_shapes_of
 from t2n.check.bundle import BundleContent, BundleResult, got_names, replay_spec, write_bundle
 from t2n.check.compare import CheckReport, Tolerance, compare
 from t2n.errors import CheckMismatchError, EngineError, InvalidArgumentError
@@ -154,6 +155,8 @@ class Artifact:
                 "check(): no PyTorch reference outputs (the model was traced on the meta "
                 "device); pass inputs= and expected="
             )
+        text = self.rendered.graph_nnef
+        check_bounds(assertions_of(text), input_shapes_of(text), self.input_names, ins, symbols, "the artifact")
         with tempfile.TemporaryDirectory(prefix="t2n-check-") as tmp:
             path = self._engine_path(Path(tmp))
             try:

@@ -335,3 +335,14 @@ class NonFiniteWeightError(InvalidArgumentError):
     def __init__(self, message: str, names: Sequence[str] = ()) -> None:
         self.names = list(names)
         super().__init__(message)
+
+
+class SymbolBoundsError(CheckError, InvalidArgumentError):
+    """The inputs of a check give the artifact's symbols sizes that its ``tract_assert``
+    lines exclude (tract reads those lines but does not enforce them); ``assertions``
+    lists each one broken and ``symbols`` the sizes found."""
+
+    def __init__(self, message: str, assertions: Sequence[str] = (), symbols: dict[str, int] | None = None) -> None:
+        self.assertions = list(assertions)
+        self.symbols = dict(symbols or {})
+        super().__init__(message)

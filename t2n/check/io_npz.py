@@ -87,6 +87,7 @@ def replay_io_npz(artifact: str | os.PathLike[str], io_path: str | os.PathLike[s
     :class:`CheckMismatchError` naming the first step whose outputs differ."""
     from t2n.backends.running import run_on_target
     from t2n.backends.target import TractNNEF
+    from t2n.check.assertions import check_bounds
     from t2n.check.compare import compare
     from t2n.cli.artifact_files import read_artifact_files
     from t2n.cli.nnef_text import read_graph_text
@@ -96,6 +97,8 @@ def replay_io_npz(artifact: str | os.PathLike[str], io_path: str | os.PathLike[s
     reports: list[tuple[str, CheckReport]] = []
     for step in read_io_npz(io_path):
         inputs, expected = step.arrays([d.name for d in graph.inputs], graph.outputs, str(io_path))
+        check_bounds(graph.assertions, {d.name: d.shape for d in graph.inputs}, [d.name for d in graph.inputs],
+                     inputs, None, f"{artifact} (step {step.name!r} of {io_path})")
         got = run_on_target(target, Path(artifact), inputs, registries=graph.registries)
         report = compare(target.engine, list(graph.outputs), got, expected, tolerance)
         if not report.ok:

@@ -127,6 +127,7 @@ def check_command(artifact: Path, inputs_path: Path | None, io_path: Path | None
     on the artifact also exits with 1, saying what it was doing.
     """
     from t2n.backends.running import run_on_target
+    from t2n.check.assertions import check_bounds
     from t2n.check.compare import compare
 
     if io_path is not None:
@@ -143,6 +144,8 @@ def check_command(artifact: Path, inputs_path: Path | None, io_path: Path | None
         refuse_tract_artifact(artifact, graph)
     target = _target(engine)
     check_declared(graph.inputs, inputs)
+    check_bounds(graph.assertions, {d.name: d.shape for d in graph.inputs}, [d.name for d in graph.inputs],
+                 inputs, key_values(symbols, "--symbol") or None, str(artifact))
     place: AbstractContextManager[Path] = as_folder(artifact) if engine == "khronos" else nullcontext(artifact)
     with place as path:
         got = run_on_target(target, path, inputs, registries=graph.registries,

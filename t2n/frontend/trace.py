@@ -122,17 +122,16 @@ class TrainingModeWarning(UserWarning):
 
 
 def note_training_mode(model: torch.nn.Module, flags: dict[torch.nn.Module, bool]) -> None:
-    """Warn, naming the submodules whose behaviour differs in training, when any is in
-    training mode (the trace puts them in eval mode)."""
-    training = [n for n, m in model.named_modules() if flags.get(m)]
-    if not training:
-        return
-    special = [n for n, m in model.named_modules() if flags.get(m) and _differs_in_training(m)]
-    named = special or training
+    """Warn, naming them, when submodules that compute differently in training (dropout,
+    batch norm, instance norm with running statistics, RNNs and attention with dropout)
+    are in training mode: the trace puts them in eval mode."""
+    named = [n for n, m in model.named_modules() if flags.get(m) and _differs_in_training(m)]
+    if not named:
+        return  # nothing that computes differently in training (a bare nn.Linear is born training)
     shown = ", ".join(repr(n or "(the model)") for n in named[:5]) + (f" and {len(named) - 5} more"
                                                                     if len(named) > 5 else "")
     warnings.warn(
-        f"the model is in training mode ({shown}{' behave differently in training' if special else ''}): "
+        f"the model is in training mode ({shown}, which compute differently in training): "
         "it is exported as in eval mode (dropout off, batch norm on its running statistics), as an "
         "inference artifact computes, and its training flags are restored after. Call model.eval() "
         "before exporting to say so.", TrainingModeWarning, stacklevel=4)
@@ -142,8 +141,11 @@ def _differs_in_training(m: torch.nn.Module) -> bool:
     from torch.nn.modules.batchnorm import _BatchNorm
     from torch.nn.modules.dropout import _DropoutNd
 
-    return isinstance(m, (_BatchNorm, _DropoutNd, torch.nn.InstanceNorm1d, torch.nn.InstanceNorm2d,
-                          torch.nn.InstanceNorm3d))
+    if isinstance(m, (_BatchNorm, _DropoutNd)):
+        return True
+    if isinstance(m, torch.nn.modules.instancenorm._InstanceNorm):
+        return bool(m.track_running_stats)
+    return float(getattr(m, "dropout", 0.0) or 0.0) > 0  # RNNs, attention: their own dropout
 
 
 def canonical_tensor_names(module: torch.nn.Module, strip: str) -> dict[int, str]:
