@@ -26,7 +26,6 @@ from t2n.driver.early_write import (
     written_by_forward,
 )
 from t2n.driver.reading import read_model
-from t2n.serialize.finite import nonfinite_tensors, report_nonfinite
 from t2n.driver.stages import (
     gc_paused,
     ir_dumper,
@@ -54,6 +53,7 @@ from t2n.passes.base import Pass
 from t2n.passes.spec import PipelineSpec
 from t2n.serialize.archive import open_writer
 from t2n.serialize.dat import dat_size
+from t2n.serialize.finite import nonfinite_tensors, report_nonfinite
 from t2n.serialize.overlap import EarlyWriter, PlannedTensor
 from t2n.serialize.progress import Progress
 

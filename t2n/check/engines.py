@@ -9,6 +9,7 @@ next run starts a fresh worker.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import select
 import signal
@@ -142,10 +143,8 @@ def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
     flush: that is not an error here)."""
     for pipe in (proc.stdin, proc.stdout):
         if pipe is not None:
-            try:
+            with contextlib.suppress(OSError):
                 pipe.close()
-            except OSError:
-                pass
 
 
 def _describe_exit(code: int | None) -> str:

@@ -104,7 +104,12 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
     not hold are computed for real), and its shards, checked against each other."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from t2n.llm.checkpoint import _settle_device_constructors, check_folder, config_error, config_errors
+    from t2n.llm.checkpoint import (
+        _settle_device_constructors,
+        check_folder,
+        config_error,
+        config_errors,
+    )
 
     check_folder(folder)
     tensors = open_shards(folder)
@@ -122,7 +127,9 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
         with torch.device("meta"):
             model: Any = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
                 config, dtype=chosen, trust_remote_code=trust_remote_code)
-    except (*config_errors(), ValueError, KeyError, AttributeError, RuntimeError) as exc:
+    except (ValueError, KeyError, AttributeError, RuntimeError) as exc:
+        raise config_error(folder, exc) from exc
+    except config_errors() as exc:
         raise config_error(folder, exc) from exc
     model.eval()
     check_agreement(model, tensors, folder)

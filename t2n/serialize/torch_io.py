@@ -39,10 +39,10 @@ from t2n.ir import ArrayData, DType, LazyData, TensorData
 from t2n.ir.dtypes import bf16_export_dtype
 from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileStamp, _chunks_of, converted
 from t2n.quant.parallel import convert_chunk
-from t2n.serialize.zip_crc import check_zip_crcs
 from t2n.serialize.filecheck import check_stamp, read_mappings
 from t2n.serialize.safetensors_reader import open_weights, safetensors_files
 from t2n.serialize.tensors import WrittenTensor, write_tensors
+from t2n.serialize.zip_crc import check_zip_crcs
 
 log = logging.getLogger("t2n")
 

@@ -13,6 +13,7 @@ among others), are not refused.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -32,10 +33,8 @@ def _unclosed_after(fn) -> list[str]:
     """ResourceWarnings raised while ``fn`` runs and its garbage is collected."""
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always", ResourceWarning)
-        try:
+        with contextlib.suppress(EngineError, CheckError):
             fn()
-        except (EngineError, CheckError):
-            pass
         gc.collect()
     return [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)]
 

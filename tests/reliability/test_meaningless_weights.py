@@ -134,9 +134,9 @@ def test_cli_export_fails_on_a_nan_weight(nan_factory, flag, words):
 
 def test_llm_export_of_a_checkpoint_with_a_nan_weight_fails_its_verification(tmp_path):
     from llm.folders import save_checkpoint
+    from llm.tiny_models import tiny_model
 
     from t2n.llm import export_llm
-    from llm.tiny_models import tiny_model
 
     model = tiny_model("llama")
     with torch.no_grad():
