@@ -169,12 +169,13 @@ def _write_in_place(wanted: Path, content: BundleContent) -> None:
     """The bundle (a folder or an archive) built under a temporary name beside ``wanted``
     and moved onto it, replacing a previous bundle whole; on failure nothing this call
     made is left (missing parent folders included)."""
-    from t2n.serialize.staging import install, new_temp_dir, remove_path
+    from t2n.serialize.staging import install, new_temp_dir, remove_path, remove_stale_temps
 
     top = _topmost_missing(wanted.parent)
     tmp: Path | None = None
     try:
         wanted.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(wanted.parent, wanted.name)  # what a bundle killed half-way left
         if archive_suffix(wanted):
             tmp = _write_archive(wanted, content)
         else:
