@@ -31,6 +31,7 @@ from t2n.driver.stages import (
     ir_dumper,
     lower_model,
     make_artifact,
+    nonfinite_weights,
     render,
     run_passes,
     timed,
@@ -53,7 +54,7 @@ from t2n.passes.base import Pass
 from t2n.passes.spec import PipelineSpec
 from t2n.serialize.archive import open_writer
 from t2n.serialize.dat import dat_size
-from t2n.serialize.finite import nonfinite_tensors, report_nonfinite
+from t2n.serialize.finite import report_nonfinite
 from t2n.serialize.overlap import EarlyWriter, PlannedTensor
 from t2n.serialize.progress import Progress
 
@@ -232,7 +233,7 @@ def compile(
     with timed(timings, "emission"):
         rendered = render(target, graph, model, read.traced, read.input_names, read.output_names)
     with timed(timings, "weight_values"):
-        nonfinite = nonfinite_tensors((t.label, t.data, t.dtype) for t in rendered.tensors)
+        nonfinite = nonfinite_weights(read.traced.state_read, target.bf16_as)
         report_nonfinite(nonfinite, strict=strict)
     artifact = make_artifact(read, graph, target, rendered, debug_bundle_path=opts.debug_bundle_path,
                              recorder=recorder, timings=timings, pass_stats=result.stats)

@@ -25,18 +25,20 @@ from t2n.check.bundle import IRRecorder, recording
 from t2n.driver.early_write import parameter_paths
 from t2n.driver.reading import ReadModel
 from t2n.dropin.reify import tract_form_passes
+from t2n.errors import InvalidArgumentError
 from t2n.frontend.export.lower import lower_program
 from t2n.frontend.export.shapes import lowering_shapes
 from t2n.frontend.io_match import pass_through
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.weight_guard import guarded_tensors
-from t2n.ir import Graph, OpSet, print_graph
+from t2n.ir import DType, Graph, OpSet, print_graph
 from t2n.options import confirm_rendered_names
 from t2n.passes.base import Pass, PassResult
 from t2n.passes.pipeline import builtin_passes, compile_pipeline
 from t2n.passes.precision import forced_pass_names
 from t2n.passes.spec import PipelineSpec
+from t2n.serialize.finite import NonFinite, nonfinite_tensors
 from t2n.serialize.overlap import ordered_like
 
 _P = ParamSpec("_P")
@@ -148,6 +150,27 @@ def make_artifact(read: ReadModel, graph: Graph, target: Target, rendered: Rende
         stats={"timings": timings, "pass_stats": dict(pass_stats),
                "state_written": list(getattr(read.traced, "state_written", ()))},
     )
+
+
+def nonfinite_weights(state: Mapping[str, torch.Tensor], bf16_as: DType) -> list[NonFinite]:
+    """The model's parameters and buffers the graph holds that are NaN, infinite (for
+    buffers, only NaN: an infinite buffer may be a mask) or beyond the range of the dtype
+    they are written in (bf16 written as ``bf16_as``)."""
+    from t2n.serialize.torch_io import tensor_data
+
+    items = []
+    params = set()
+    for name, t in state.items():
+        if not t.is_floating_point() or t.is_meta or t.device.type != "cpu" or t.layout != torch.strided:
+            continue
+        try:
+            data = tensor_data(t)
+        except (InvalidArgumentError, RuntimeError):  # a dtype with no NNEF form: not written as is
+            continue
+        items.append((name, data, bf16_as if data.dtype is DType.BF16 else data.dtype))
+        if isinstance(t, torch.nn.Parameter):
+            params.add(name)
+    return nonfinite_tensors(items, infinities=params.__contains__)
 
 
 def to_numpy(t: torch.Tensor, bf16_as: np.dtype | None = None) -> np.ndarray:

@@ -137,15 +137,26 @@ def note_training_mode(model: torch.nn.Module, flags: dict[torch.nn.Module, bool
         "before exporting to say so.", TrainingModeWarning, stacklevel=4)
 
 
+_TRAINING_KINDS = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm", "SyncBatchNorm",
+                   "LazyBatchNorm")
+"""Class names (a prefix) of the modules that compute differently in training."""
+
+
 def _differs_in_training(m: torch.nn.Module) -> bool:
+    name = str(getattr(m, "original_name", "")) if isinstance(m, torch.jit.ScriptModule) else type(m).__name__
+    if name.startswith(_TRAINING_KINDS) or (isinstance(m, torch.nn.Module) and _is_training_kind(m)):
+        return True
+    if "InstanceNorm" in name:
+        return bool(getattr(m, "track_running_stats", False))
+    dropout = getattr(m, "dropout", 0.0)  # RNNs, attention: their own dropout
+    return isinstance(dropout, float) and dropout > 0
+
+
+def _is_training_kind(m: torch.nn.Module) -> bool:
     from torch.nn.modules.batchnorm import _BatchNorm
     from torch.nn.modules.dropout import _DropoutNd
 
-    if isinstance(m, (_BatchNorm, _DropoutNd)):
-        return True
-    if isinstance(m, torch.nn.modules.instancenorm._InstanceNorm):
-        return bool(m.track_running_stats)
-    return float(getattr(m, "dropout", 0.0) or 0.0) > 0  # RNNs, attention: their own dropout
+    return isinstance(m, (_BatchNorm, _DropoutNd))
 
 
 def canonical_tensor_names(module: torch.nn.Module, strip: str) -> dict[int, str]:

@@ -269,13 +269,16 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
 
 
 def nonfinite_parameters(model: torch.nn.Module) -> list[Any]:
-    """The parameters and buffers of a loaded model that hold NaN or infinite values."""
+    """The parameters and buffers of a loaded model that hold NaN (parameters: or infinite)
+    values."""
     from t2n.serialize.finite import nonfinite_tensors
     from t2n.serialize.torch_io import tensor_data
 
     named = {id(t): (n, t) for n, t in [*model.named_buffers(), *model.named_parameters()]
              if t.is_floating_point() and t.device.type == "cpu"}
-    return nonfinite_tensors((n, tensor_data(t), tensor_data(t).dtype) for n, t in named.values())
+    params = {n for n, t in named.values() if isinstance(t, torch.nn.Parameter)}
+    return nonfinite_tensors(((n, tensor_data(t), tensor_data(t).dtype) for n, t in named.values()),
+                             infinities=params.__contains__)
 
 
 def _streamed_reference(reference: dict[str, Any], artifact: Any, example: tuple[torch.Tensor, ...], target: Any, *,

@@ -2,16 +2,16 @@
 become infinite in the dtype they are written in (beyond f16's range in an f16 artifact).
 
 One such weight is enough for every output to be NaN, and a check then compares NaN
-with NaN. ``compile`` scans the tensors of the artifact held in memory (the model's
-own, and those computed at compile time; weights read from files while writing are
-not read twice for this) with one reduction each, and counts only in a tensor found
-to hold such values.
+with NaN. ``compile`` scans the model's parameters and buffers that the artifact holds
+(in memory; weights read from files while writing are not read twice for this, and
+constants the graph computes, such as a ``-inf`` mask fill, are the model's intent)
+with one reduction each, and counts only in a tensor found to hold such values.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -112,9 +112,11 @@ def count(a: np.ndarray, dtype: DType, written: DType) -> tuple[int, int, int]:
     return nan, inf, over
 
 
-def nonfinite_tensors(tensors: Iterable[tuple[str, TensorData, DType]]) -> list[NonFinite]:
+def nonfinite_tensors(tensors: Iterable[tuple[str, TensorData, DType]], *,
+                      infinities: Callable[[str], bool] = lambda name: True) -> list[NonFinite]:
     """Each tensor (name, data, dtype written) in memory that holds values that are not
-    finite once written."""
+    finite once written. Infinities count only where ``infinities(name)`` says (a
+    buffer may hold a ``-inf`` mask on purpose; NaN always counts)."""
     found = []
     for name, data, written in tensors:
         held = _in_memory(data)
@@ -123,6 +125,8 @@ def nonfinite_tensors(tensors: Iterable[tuple[str, TensorData, DType]]) -> list[
         a, dtype = held
         if _suspect(a, dtype, written):
             nan, inf, over = count(a, dtype, written)
+            if not infinities(name):
+                inf = 0
             if nan or inf or over:
                 found.append(NonFinite(name, int(a.size), nan, inf, over, written))
     return found

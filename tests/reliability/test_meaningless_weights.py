@@ -1,12 +1,13 @@
 """Weights that make the model meaningless are reported, and a check whose reference is
 itself all NaN fails instead of "verifying" NaN against NaN.
 
-Cases tried (12): a NaN weight and an infinite weight through ``compile`` (a warning
+Cases tried (13): a NaN weight and an infinite weight through ``compile`` (a warning
 naming the tensor and the counts; ``strict=True`` refuses with
 ``NonFiniteWeightError`` before anything is written), ``t2n.export`` (the same, and
 ``check_io=True`` fails), ``compile().save()`` and the drop-in
 ``export_model_to_nnef`` (its check fails); a bf16 weight beyond f16's range, which
-the f16 artifact would hold as an infinity; an f16 model with an infinite buffer;
+the f16 artifact would hold as an infinity; an f16 buffer holding NaN (an infinite
+buffer, a mask, and a ``-inf`` fill computed by the forward are not reported);
 ``Artifact.check`` with an all-NaN reference, given or computed; the CLI ``t2n export
 --check`` and ``--strict``; ``t2n.llm.export_llm`` of a checkpoint folder holding a NaN
 weight (its verification fails, the tensor is named).
@@ -91,17 +92,30 @@ def test_a_bf16_weight_beyond_f16_becomes_infinite_and_is_named():
     assert "'0.weight'" in message and "beyond f16's range" in message
 
 
-def test_an_infinite_f16_buffer_is_named():
-    class Scaled(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("scale", torch.tensor([1.0, float("inf"), 2.0, 3.0], dtype=torch.float16))
+class Scaled(torch.nn.Module):
+    def __init__(self, value):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor([1.0, value, 2.0, 3.0], dtype=torch.float16))
 
+    def forward(self, x):
+        return x * self.scale
+
+
+def test_a_nan_f16_buffer_is_named():
+    _, message = _warned(lambda: t2n.compile(Scaled(float("nan")), (torch.rand(2, 4, dtype=torch.float16),)))
+    assert "'scale'" in message and "1 NaN of 4 values" in message
+
+
+def test_an_infinite_buffer_or_constant_is_no_weight_problem():
+    """A ``-inf`` buffer (a mask) or a ``-inf`` fill the forward computes is the model's
+    intent: not reported (NaN is)."""
+    class Masked(torch.nn.Module):
         def forward(self, x):
-            return x * self.scale
+            return x.masked_fill(x > 0.5, float("-inf")).softmax(-1)
 
-    _, message = _warned(lambda: t2n.compile(Scaled(), (torch.rand(2, 4, dtype=torch.float16),)))
-    assert "'scale'" in message and "1 infinite of 4 values" in message
+    _, message = _warned(lambda: t2n.compile(Scaled(float("-inf")), (torch.rand(2, 4, dtype=torch.float16),)))
+    _, other = _warned(lambda: t2n.compile(Masked(), (torch.rand(2, 4),)))
+    assert message == other == ""
 
 
 def test_a_finite_model_warns_nothing():
