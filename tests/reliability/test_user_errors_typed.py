@@ -1,6 +1,6 @@
 """Every error a user can cause is a t2n error naming the file and the field.
 
-Cases tried (14): a checkpoint ``config.json`` with a field of the wrong type
+Cases tried (13): a checkpoint ``config.json`` with a field of the wrong type
 (``hidden_size`` a string, ``vocab_size`` a float, ``rope_scaling`` a string,
 ``architectures`` a string instead of a list), sizes that disagree (heads that do not
 divide the hidden size), an unknown ``torch_dtype`` (exported as f32 without a word
@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import t2n
-from t2n.errors import CheckpointFolderError, T2NError, TraceError
+from t2n.errors import CheckpointFolderError, TraceError
 from t2n.llm import export_llm
 
 
@@ -83,7 +83,8 @@ def scripted(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_scripted_model_on_wrong_inputs_is_a_trace_error(scripted, args):
     with pytest.raises(TraceError) as info:
         t2n.compile(torch.jit.load(str(scripted)), args)
-    assert "example inputs" in str(info.value) and "[1, 5]" in str(info.value) or len(args) == 2
+    assert "example inputs" in str(info.value) and f"{len(args)} given" in str(info.value)
+    assert "[1, 5]" in str(info.value) or len(args) == 2
 
 
 @pytest.mark.parametrize("shapes", [["1,5"], ["1,8", "1,8"]], ids=["wrong_shape", "one_input_too_many"])
@@ -97,6 +98,3 @@ def test_the_export_command_names_the_file_and_the_shapes(scripted, tmp_path, sh
     assert "RuntimeError: The following operation failed" not in done.stderr.splitlines()[0]
     assert not (tmp_path / "m.tgz").exists()
 
-
-def test_every_error_here_is_a_t2n_error():
-    assert issubclass(CheckpointFolderError, T2NError) and issubclass(TraceError, T2NError)
