@@ -73,7 +73,7 @@ def _in_model_dtype(data: TensorData, owner: torch.Tensor) -> TensorData:
     """A float shard tensor as the f32/f16 of the model tensor it fills (converted on the
     workers of :mod:`t2n.quant.parallel`); other data as it is."""
     from t2n.quant.parallel import ConvertedOnWorkers
-    from t2n.serialize.torch_io import TORCH_TO_IR
+    from t2n.torch_data import TORCH_TO_IR
 
     want = TORCH_TO_IR.get(owner.dtype)
     floats = (DType.F32, DType.F16, DType.BF16)
@@ -214,7 +214,7 @@ def check_agreement(model: torch.nn.Module, tensors: Mapping[str, TensorData], f
 
 def _torch_name(dtype: DType) -> str:
     """A dtype as torch names it (``int64``, ``bfloat16``)."""
-    from t2n.serialize.torch_io import TORCH_TO_IR
+    from t2n.torch_data import TORCH_TO_IR
 
     found = next((t for t, d in TORCH_TO_IR.items() if d is dtype), None)
     return str(found).removeprefix("torch.") if found is not None else str(dtype)
@@ -273,7 +273,7 @@ def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, re
     from t2n.quant.model import SCALES_ATTR, _selected
     from t2n.quant.q4_0 import QuantizedOnRead, shape_problem
     from t2n.quant.recipes import recipe_of
-    from t2n.serialize.torch_io import ir_dtype
+    from t2n.torch_data import ir_dtype
 
     chosen = recipe_of(recipe)
     done: dict[int, np.ndarray] = {}

@@ -112,18 +112,18 @@ def test_writes_the_frontend_cannot_follow_are_refused_and_leave_nothing(tmp_pat
 
 
 def test_a_weight_changed_by_another_thread_while_compiling_is_rewritten(tmp_path, monkeypatch):
-    import t2n.driver.stages
+    from t2n.frontend.jit import frontend as jit_frontend
 
     model = HalvesOnce().eval()
     model.done = True
-    lower_ = t2n.driver.stages.lower
+    lower_ = jit_frontend.lower
 
     def lower_then_edit(*args, **kwargs):
         graph = lower_(*args, **kwargs)
         model.lin.weight.data.mul_(0.5)  # as another thread would, mid-compile
         return graph
 
-    monkeypatch.setattr(t2n.driver.stages, "lower", lower_then_edit)
+    monkeypatch.setattr(jit_frontend, "lower", lower_then_edit)
     t2n.export(model, (X,), tmp_path / "m.tar")
     np.testing.assert_array_equal(_weight(tmp_path / "m.tar"), model.lin.weight.detach().numpy())
 
