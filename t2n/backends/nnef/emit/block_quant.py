@@ -1,9 +1,11 @@
 """Variables holding Q4_0 weights (made by ``t2n.quantize``).
 
-tract reads a Q4_0 ``.dat`` as an opaque block-quantized tensor that only two of its
+tract reads a Q4_0 ``.dat`` as an opaque block-quantized tensor that only three of its
 operations take (tried in tract 0.23.9): ``matmul(x, w, transposeB = true)`` with a
-2-D ``w`` (every linear layer; ``x`` in f32 or f16), and ``tract_core_gather`` on axis
-0 (embeddings), which then needs its output type as ``datum_type``. Anything else
+2-D ``w`` (every linear layer; ``x`` in f32 or f16), ``conv`` with ``w`` as its filter
+(tract splits it per group and packs it as a [O, I/groups × kernel] matrix; 1-, 2- and
+3-D, any stride, dilation and groups), and ``tract_core_gather`` on axis 0
+(embeddings), which then needs its output type as ``datum_type``. Anything else
 (a transpose, a cast, a matmul without ``transposeB``, a graph output) fails to load
 or crashes tract, so a Q4_0 weight with any other reader is written in float, with an
 INFO log line naming it and the reader. Khronos NNEF has no block-quantized type: a
@@ -41,6 +43,8 @@ def _reader_problem(op: Op, index: int) -> str | None:
                 and op.inputs[1].rank == 2 and other.type.dtype.value in ("f32", "f16"):
             return None
         return "a matmul that does not read it as the transposed right operand of a linear layer"
+    if op.kind == "conv" and index == 1 and op.inputs[0].type.dtype.value in ("f32", "f16"):
+        return None
     if op.kind == "gather" and index == 0 and int(op.attrs["axis"]) == 0 and op.inputs[0].rank == 2:
         return None
     return f"'{op.kind}'" + (f" ({op.loc.aten})" if op.loc.aten else "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
 from t2n.backends.nnef.versions import AVG_POOL_CONSTANT_BORDER, tract_has
 from t2n.ir import Dim, Op, Value
@@ -38,19 +40,54 @@ def matmul_tract(ctx: EmitContext, op: Op) -> None:
         small = _flat_matmul(ctx, op, p.inputs[0], b)
         ctx.emit(op.output, "tract_core_broadcast", Raw(small), shape=list(op.output.type.shape))
         return
-    ctx.emit(op.output, "reshape", Raw(_flat_matmul(ctx, op, a, b, reshape_back=False)),
+    ctx.emit(op.output, "reshape", Raw(_flat_matmul(ctx, op, a, b, reshape_back=False,
+                                                   unit_batch=_after_recurrence(ctx, a))),
              shape=list(op.output.type.shape))
 
 
-def _flat_matmul(ctx: EmitContext, op: Op, a: Value, b: Value, reshape_back: bool = True) -> str:
-    """``a[..., K] @ b`` as a 2-D matmul; reshaped back to ``a``'s leading axes."""
+_RECURRENT = frozenset({"rnn_scan"})
+"""IR ops written as a ``tract_core_scan`` loop."""
+
+_downstream: weakref.WeakKeyDictionary[EmitContext, frozenset[Value]] = weakref.WeakKeyDictionary()
+
+
+def _after_recurrence(ctx: EmitContext, v: Value) -> bool:
+    """Whether ``v`` is computed from the output of a recurrent loop (found once per render)."""
+    if ctx not in _downstream:
+        seen: set[Value] = set()
+        todo = [o for op in ctx.graph if op.kind in _RECURRENT for o in op.outputs]
+        while todo:
+            cur = todo.pop()
+            if cur in seen:
+                continue
+            seen.add(cur)
+            todo.extend(o for user, _ in cur.uses for o in user.outputs)
+        _downstream[ctx] = frozenset(seen)
+    return v in _downstream[ctx]
+
+
+def _flat_matmul(ctx: EmitContext, op: Op, a: Value, b: Value, reshape_back: bool = True,
+                 unit_batch: bool = False) -> str:
+    """``a[..., K] @ b`` as a 2-D matmul; reshaped back to ``a``'s leading axes.
+
+    ``unit_batch``: as a rank-3 matmul with a leading unit axis instead. tract 0.23.9's
+    optimizer never finishes loading the 2-D form when the rows it merges come from
+    recurrent loops over both axes of a map (bidirectional LSTMs over the rows and the
+    columns, joined by a concat: sequencer models); the unit axis keeps it from pushing
+    that merge into the loops, and the form is as fast."""
     lead = list(a.type.shape[:-1])
     rows: Dim = 1
     for d in lead:
         rows = rows * d
-    flat = ctx.emit(f"{a.name}_2d", "reshape", a, shape=[rows, a.type.shape[-1]])
-    prod = ctx.emit(f"{op.output.name}_2d", "matmul", Raw(flat), b, transposeA=False,
-                    transposeB=bool(op.attrs.get("transpose_b", False)))
+    if unit_batch:
+        flat = ctx.emit(f"{a.name}_3d", "reshape", a, shape=[1, rows, a.type.shape[-1]])
+        w = ctx.emit(f"{b.name}_3d", "unsqueeze", b, axes=[0])
+        prod = ctx.emit(f"{op.output.name}_3d", "matmul", Raw(flat), Raw(w), transposeA=False,
+                        transposeB=bool(op.attrs.get("transpose_b", False)))
+    else:
+        flat = ctx.emit(f"{a.name}_2d", "reshape", a, shape=[rows, a.type.shape[-1]])
+        prod = ctx.emit(f"{op.output.name}_2d", "matmul", Raw(flat), b, transposeA=False,
+                        transposeB=bool(op.attrs.get("transpose_b", False)))
     if not reshape_back:
         return prod
     cols = b.type.shape[0] if op.attrs.get("transpose_b", False) else b.type.shape[1]
