@@ -29,7 +29,7 @@ from t2n.frontend.dtypes import float8_problem, to_ir
 from t2n.frontend.extractors import ExtractedCall, lower_extracted
 from t2n.frontend.lowering.complex import complex_problem, complex_rule
 from t2n.frontend.registry import LoweringRegistry
-from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_python_value
+from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_list_op, is_python_value
 from t2n.frontend.trace import TracedModel
 from t2n.frontend.views import (
     MAYBE_COPY_KINDS,
@@ -236,7 +236,8 @@ class Lowering:
             self.problem(node, complex_problem(node.kind()))
             self.poison_outputs(outs)
             return
-        if node.kind() in SCALAR_OPS and len(outs) == 1 and all(is_python_value(a) for a in args):
+        if node.kind() in SCALAR_OPS and len(outs) == 1 and \
+                (all(is_python_value(a) for a in args) or is_list_op(node.kind(), args)):
             try:
                 self.env[outs[0].unique()] = SCALAR_OPS[node.kind()](*args)
                 return

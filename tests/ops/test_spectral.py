@@ -162,14 +162,16 @@ def test_log_mel_front_end() -> None:
     check_export(LogMel(), (audio,), khronos_refuses="stft")
 
 
-def test_mel_spectrogram_with_a_dynamic_length() -> None:
+@pytest.mark.parametrize("scripted", [False, True], ids=["traced", "scripted"])
+def test_mel_spectrogram_with_a_dynamic_length(scripted: bool) -> None:
     model = LogMel().eval()
+    model = torch.jit.script(model) if scripted else model
     audio = torch.randn(1, 1600, generator=torch.Generator().manual_seed(3))
     art = t2n.compile(model, (audio,), t2n.TractNNEF(), dynamic_axes={"input_0": {1: "T"}})
     for length in (1600, 977, 4000):
         x = torch.randn(1, length, generator=torch.Generator().manual_seed(length))
         with torch.no_grad():
-            want = [o.numpy() for o in model(x)]
+            want = [o.numpy() for o in model(x)]  # type: ignore[union-attr]
         assert art.check(inputs=[x.numpy()], expected=want).ok
 
 
