@@ -222,7 +222,7 @@ def harden_jit_for_export(
     refuse_data_dependent_loops(graph)
     torch_private.lint(graph)
     hardened = HardenedGraph(graph, module, list(tensors), diag, explicit.tensors, reference)
-    check_against_original(hardened)
+    check_against_original(hardened, hardened.example_inputs, reference, [a.path for a in explicit.tensors])
     return hardened
 
 

@@ -10,15 +10,13 @@ the same PyTorch on the same values, so they agree to float rounding.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
 from t2n.errors import HardeningMismatchError
 from t2n.frontend.io import flatten
-
-if TYPE_CHECKING:
-    from t2n.frontend.jit.harden import HardenedGraph
 
 RTOL = 1e-4
 ATOL = 1e-5
@@ -44,18 +42,19 @@ def _difference(got: torch.Tensor, want: torch.Tensor) -> str | None:
     return f"max abs difference {err:.3g}"
 
 
-def _names(hardened: HardenedGraph, count: int) -> list[str]:
-    state = [a.output_name for a in hardened.state]
-    plain = count - len(state)
-    return [f"output {i}" for i in range(plain)] + [f"attribute {a.path} after the call" for a in hardened.state]
+def _names(count: int, state_paths: Sequence[str]) -> list[str]:
+    plain = count - len(state_paths)
+    return [f"output {i}" for i in range(plain)] + [f"attribute {p} after the call" for p in state_paths]
 
 
-def check_against_original(hardened: HardenedGraph) -> None:
-    """Raise :class:`HardeningMismatchError` unless ``hardened`` reproduces its reference."""
-    want, _, _ = flatten(hardened.reference)
-    got_obj: Any = hardened(*[t.clone() for t in hardened.example_inputs])
-    got, _, _ = flatten(got_obj)
-    names = _names(hardened, len(want))
+def check_against_original(run: Callable[..., Any], example_inputs: Sequence[torch.Tensor], reference: Any,
+                           state_paths: Sequence[str]) -> None:
+    """Raise :class:`HardeningMismatchError` unless ``run`` (the hardened graph) gives
+    ``reference`` (the scripted model's outputs, then the values of the attributes at
+    ``state_paths`` after the call) on ``example_inputs``."""
+    want, _, _ = flatten(reference)
+    got, _, _ = flatten(run(*[t.clone() for t in example_inputs]))
+    names = _names(len(want), state_paths)
     if len(got) != len(want):
         raise HardeningMismatchError(
             f"the hardened graph returns {len(got)} tensors where the scripted model returns "
