@@ -118,3 +118,17 @@ def test_explicit_conv_tensors_and_a_conv_weight_read_elsewhere(tmp_path: Path,
     art.save(tmp_path / "m")
     assert q4_0_files(tmp_path / "m") == {"conv.weight.dat"}
     assert "'other.weight' is written in float" in caplog.text
+
+
+def test_export_writes_conv_weights_as_blocks(tmp_path: Path) -> None:
+    import tarfile
+
+    t2n.export(quantized(), (torch.randn(1, 32, 12, 12),), tmp_path / "m.nnef.tar", t2n.TractNNEF(),
+               check_io=True)
+    with tarfile.open(tmp_path / "m.nnef.tar") as tar:
+        blocks = set()
+        for member in tar.getmembers():
+            head = tar.extractfile(member).read(128) if member.name.endswith(".dat") else b""  # type: ignore[union-attr]
+            if head and struct.unpack_from("<II", head, 44) == Q4_0_ITEM:
+                blocks.add(member.name)
+    assert blocks == {"stem.weight.dat", "grouped.weight.dat", "mix.weight.dat", "head.weight.dat"}
