@@ -6,10 +6,12 @@ load runs in a child process with a deadline: a hang fails the test instead of t
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
@@ -74,4 +76,16 @@ def test_sequencer_network_loads_and_matches(tmp_path: Path) -> None:
     art = t2n.compile(model, (torch.randn(1, 3, 16, 16),), t2n.TractNNEF())
     art.save(tmp_path / "net")
     load_in_tract_within_deadline(tmp_path / "net")
+    assert art.check().ok
+
+
+def test_quantized_linear_after_the_loops_stays_float_and_loads(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    torch.manual_seed(0)
+    model = t2n.quantize(Sequencer2D(channels=32, hidden=16).eval(), "min_max_q4_0")
+    with caplog.at_level(logging.INFO, logger="t2n.quant"):
+        art = t2n.compile(model, (torch.randn(1, 3, 3, 32),), t2n.TractNNEF())
+    assert "'fc.weight' is written in float" in caplog.text and "after a recurrent loop" in caplog.text
+    art.save(tmp_path / "q")
+    load_in_tract_within_deadline(tmp_path / "q")
     assert art.check().ok

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import torch
 
-from t2n.errors import TraceError
+from t2n.errors import AttributeStateError, TraceError
 from t2n.frontend import torch_private
 from t2n.frontend.jit.attribute_state import (
     StateAttribute,
@@ -243,4 +243,10 @@ def _reference_call(module: torch.jit.ScriptModule, args: Sequence[Any],
     finally:
         restore(module, before)
     tensors = [a.path for a in attributes if a.tensor]
+    lost = [p for p in tensors if not isinstance(after[p], torch.Tensor)]
+    if lost:
+        raise AttributeStateError(
+            f"forward replaces tensor attribute(s) {', '.join(lost)} with something else than a "
+            "tensor, which no exported state output can hold. What to do: keep them tensors "
+            "(an empty one rather than None)", lost)
     return ((out, *[after[p] for p in tensors]) if tensors else out), after

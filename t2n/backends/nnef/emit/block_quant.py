@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable
+from t2n.backends.nnef.emit.recurrence import after_recurrence
 from t2n.ir import Graph, Op, TensorData, Value
 from t2n.ir.tensor_data import ConvertedData
 from t2n.quant.q4_0 import as_float, is_q4_0
@@ -35,10 +36,12 @@ def q4_0_data(data: TensorData) -> TensorData | None:
     return data if is_q4_0(data) else None
 
 
-def _reader_problem(op: Op, index: int) -> str | None:
+def _reader_problem(graph: Graph, op: Op, index: int) -> str | None:
     """Why tract cannot take a Q4_0 operand at input ``index`` of ``op`` (None: it can)."""
     if op.kind == "matmul":
         other = op.inputs[0]
+        if index == 1 and other.rank > 2 and after_recurrence(graph, other):
+            return "a linear layer after a recurrent loop, which tract loads only as a rank-3 matmul"
         if index == 1 and op.attrs.get("transpose_b", False) and not op.attrs.get("transpose_a", False) \
                 and op.inputs[1].rank == 2 and other.type.dtype.value in ("f32", "f16"):
             return None
@@ -55,7 +58,7 @@ def q4_0_problem(graph: Graph, v: Value) -> str | None:
     if graph.is_output(v):
         return "it is a graph output"
     for op, index in v.uses:
-        why = _reader_problem(op, index)
+        why = _reader_problem(graph, op, index)
         if why is not None:
             return f"it is read by {why}"
     return None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import weakref
-
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.backends.nnef.emit.block_quant import is_q4_0_operand
+from t2n.backends.nnef.emit.recurrence import after_recurrence
 from t2n.backends.nnef.versions import AVG_POOL_CONSTANT_BORDER, tract_has
 from t2n.ir import Dim, Op, Value
 
@@ -40,30 +40,10 @@ def matmul_tract(ctx: EmitContext, op: Op) -> None:
         small = _flat_matmul(ctx, op, p.inputs[0], b)
         ctx.emit(op.output, "tract_core_broadcast", Raw(small), shape=list(op.output.type.shape))
         return
-    ctx.emit(op.output, "reshape", Raw(_flat_matmul(ctx, op, a, b, reshape_back=False,
-                                                   unit_batch=_after_recurrence(ctx, a))),
+    # (a Q4_0 weight there is written in float: emit/block_quant.py)
+    unit_batch = after_recurrence(ctx.graph, a) and not is_q4_0_operand(ctx.graph, b)
+    ctx.emit(op.output, "reshape", Raw(_flat_matmul(ctx, op, a, b, reshape_back=False, unit_batch=unit_batch)),
              shape=list(op.output.type.shape))
-
-
-_RECURRENT = frozenset({"rnn_scan"})
-"""IR ops written as a ``tract_core_scan`` loop."""
-
-_downstream: weakref.WeakKeyDictionary[EmitContext, frozenset[Value]] = weakref.WeakKeyDictionary()
-
-
-def _after_recurrence(ctx: EmitContext, v: Value) -> bool:
-    """Whether ``v`` is computed from the output of a recurrent loop (found once per render)."""
-    if ctx not in _downstream:
-        seen: set[Value] = set()
-        todo = [o for op in ctx.graph if op.kind in _RECURRENT for o in op.outputs]
-        while todo:
-            cur = todo.pop()
-            if cur in seen:
-                continue
-            seen.add(cur)
-            todo.extend(o for user, _ in cur.uses for o in user.outputs)
-        _downstream[ctx] = frozenset(seen)
-    return v in _downstream[ctx]
 
 
 def _flat_matmul(ctx: EmitContext, op: Op, a: Value, b: Value, reshape_back: bool = True,
