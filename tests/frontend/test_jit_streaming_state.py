@@ -30,6 +30,7 @@ import t2n
 from t2n.errors import AttributeStateError, HardeningMismatchError
 from t2n.frontend.jit import harden, passes
 from t2n.frontend.jit.attribute_state import AttributeStateWarning
+from t2n.testing import check_export
 
 CHUNKS = 4
 SAMPLES = {8000: 128, 16000: 256, 32000: 512}
@@ -180,3 +181,14 @@ def test_list_attributes_are_refused_by_name() -> None:
         with pytest.raises(AttributeStateError, match=r"seen \(list\).*tensor attributes") as err:
             t2n.compile(torch.jit.script(History()), (torch.randn(2, 3),), t2n.TractNNEF())
     assert err.value.attributes == ["seen"]
+
+
+def test_attribute_state_in_tract_and_khronos() -> None:
+    model = scripted(AttributeStateVAD)
+    with torch.no_grad():
+        model(torch.randn(1, 256), 16000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AttributeStateWarning)
+        result = check_export(model, (torch.randn(1, 256), 16000))  # both engines, state in and out
+    assert set(result.artifacts) == {"tract", "khronos"}
+    check_export(scripted(RunningNorm), (torch.randn(3, HIDDEN),))
