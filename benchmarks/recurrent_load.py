@@ -12,8 +12,8 @@ processes share the machine. Both outputs are
 compared with PyTorch's. A load that does not finish within ``--deadline`` seconds is
 reported as such (each load runs in a child process, so a hang cannot stop the run).
 
-``python -m benchmarks.recurrent_load [--depth 4] [--size 56] [--rounds 5] [--runs 20]``
-prints a Markdown table.
+``python -m benchmarks.recurrent_load [--depth 4] [--size 56] [--rounds 5] [--runs 20] [--write]``
+prints a Markdown table; ``--write`` also writes it to ``benchmarks/RESULTS_RECURRENT_LOAD.md``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+
+RESULTS = Path(__file__).with_name("RESULTS_RECURRENT_LOAD.md")
 
 CHILD = r"""
 import json, sys, time
@@ -159,8 +161,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--deadline", type=float, default=300.0)
+    parser.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
-    print(measure(args.depth, args.size, args.rounds, args.runs, args.deadline))
+    table = measure(args.depth, args.size, args.rounds, args.runs, args.deadline)
+    print(table)
+    if args.write:
+        command = "python -m benchmarks.recurrent_load " + " ".join(argv if argv is not None else sys.argv[1:])
+        RESULTS.write_text(f"# tract load time of a recurrent 2-D model\n\n{table}\n\n`{command.strip()}`\n")
 
 
 if __name__ == "__main__":
