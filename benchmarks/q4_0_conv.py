@@ -116,8 +116,9 @@ def write(section: str) -> None:
     text = RESULTS.read_text() if RESULTS.exists() else ""
     if BEGIN in text and END in text:
         text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    else:  # below the line benchmarks.quant keeps what follows
+        keep = "<!-- benchmarks.quant replaces everything above this line and keeps what follows -->"
+        text = text.rstrip("\n") + "\n\n" + ("" if keep in text else keep + "\n\n") + section + "\n"
     RESULTS.write_text(text)
 
 
