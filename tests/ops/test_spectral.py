@@ -194,7 +194,7 @@ def test_what_cannot_be_exported_is_named() -> None:
     with pytest.raises(UnsupportedOpsError, match=r"aten::exp on a complex tensor"):
         t2n.compile(Fn(exp_of_complex), (X,), t2n.TractNNEF())
 
-    with pytest.raises(NotExpressibleError, match=r"'fft': Khronos NNEF has no Fourier transform"):
+    with pytest.raises(NotExpressibleError, match=r"fft.*Khronos NNEF has no Fourier transform"):
         t2n.compile(Fn(FFT_CASES["rfft"]), (X,), t2n.KhronosNNEF())
 
 

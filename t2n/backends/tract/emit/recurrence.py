@@ -2,8 +2,8 @@
 
 tract's optimizer never finishes loading a linear layer that flattens such a value to
 2-D when loops run over both axes of a map (bidirectional LSTMs over the rows and the
-columns of a feature map, joined by a concat: sequencer models). ``emit/nn.py`` writes
-those linear layers as unit-batch rank-3 matmuls, and ``emit/block_quant.py`` keeps
+columns of a feature map, joined by a concat: sequencer models). ``nn.py`` writes
+those linear layers as unit-batch rank-3 matmuls, and ``block_quant.py`` keeps
 their weights in float (tract reads a Q4_0 weight in a 2-D matmul only).
 """
 

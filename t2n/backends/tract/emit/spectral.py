@@ -1,7 +1,7 @@
 """Fourier transforms (IR ``fft`` and ``stft``): tract's ``tract_core_fft`` and
 ``tract_core_stft``, which take complex numbers as a trailing axis of 2 as the IR does.
-tract reads the STFT window only as a constant tensor. Khronos NNEF has no Fourier
-transform: both are refused by name there."""
+tract reads the STFT window only as a constant tensor. (Khronos NNEF has no Fourier
+transform: ``t2n.backends.khronos.refusals`` names them.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
 from t2n.ir import Op, Trait
 
 TRACT = EmitterTable("spectral/tract")
-KHRONOS = EmitterTable("spectral/khronos")
 
 
 @TRACT.emitter("fft")
@@ -31,9 +30,3 @@ def stft(ctx: EmitContext, op: Op) -> None:
         ctx.emit(op.output, "tract_core_stft", op.inputs[0], window=Raw(ctx.arg(window)), **attrs)
         return
     ctx.emit(op.output, "tract_core_stft", op.inputs[0], **attrs)
-
-
-@KHRONOS.emitter("fft", "stft")
-def refused(ctx: EmitContext, op: Op) -> None:
-    ctx.unsupported(f"'{op.kind}': Khronos NNEF has no Fourier transform (complex tensors, FFT, "
-                    "STFT); export to TractNNEF, which runs tract_core_fft and tract_core_stft")
