@@ -346,3 +346,27 @@ class SymbolBoundsError(CheckError, InvalidArgumentError):
         self.assertions = list(assertions)
         self.symbols = dict(symbols or {})
         super().__init__(message)
+
+
+# -- TorchScript hardening: attribute state, self-check
+
+
+class AttributeStateError(TraceError):
+    """A scripted forward keeps state in module attributes in a way no exported graph can
+    follow (an attribute that decides what it computes and that the call changes, state
+    of a type t2n cannot carry between calls). ``attributes`` names each one by its
+    dotted path."""
+
+    def __init__(self, message: str, attributes: Sequence[str] = ()) -> None:
+        self.attributes = list(attributes)
+        super().__init__(message)
+
+
+class HardeningMismatchError(TraceError):
+    """The graph JIT hardening made for the example inputs does not compute what the
+    scripted model computes on them (from the same starting state): nothing is written.
+    ``outputs`` names each output that differs, with its largest difference."""
+
+    def __init__(self, message: str, outputs: Sequence[str] = ()) -> None:
+        self.outputs = list(outputs)
+        super().__init__(message)

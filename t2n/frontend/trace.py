@@ -16,7 +16,7 @@ import contextlib
 import logging
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -319,6 +319,21 @@ def _run_scripted(module: Any, args: tuple[Any, ...]) -> Any:
             "What to do: give inputs of the shapes, number and dtypes its forward takes") from exc
 
 
+def with_state_outputs(out: tuple[Any, ...], state: Sequence[Any]) -> tuple[list[torch.Tensor], list[str], Spec]:
+    """The outputs of a hardened graph with explicit attribute state, ``(result, state
+    after the call...)``: the result's tensors named as usual, then one output per
+    attribute named ``<attribute>_out``."""
+    tensors, paths, spec = flatten(out[0])
+    leaves = []
+    for a, value in zip(state, out[1:]):
+        tensors.append(value)
+        paths.append(a.output_name)
+        leaves.append(Spec("leaf", value=len(tensors) - 1))
+    if paths[: len(paths) - len(state)] == [""]:
+        paths[0] = "0"
+    return tensors, paths, Spec("tuple", (spec, *leaves))
+
+
 def script_graph(
     module: Any,
     args: tuple[Any, ...],
@@ -336,13 +351,21 @@ def script_graph(
     if isinstance(module, HardenedGraph):
         hardened = module
         original = module.module
-        out = hardened(*hardened.example_inputs)
+        out = hardened(*[t.clone() for t in hardened.example_inputs])
     else:
         original = module
         with eval_mode(module), torch.no_grad():
-            out = _run_scripted(module, args)
-            hardened = harden_jit_for_export(module, args, diagnostics=diagnostics) if harden else None
+            if harden:
+                hardened = harden_jit_for_export(module, args, diagnostics=diagnostics)
+                out = hardened.reference
+            else:
+                hardened = None
+                out = _run_scripted(module, args)
     out_tensors, out_paths, out_spec = flatten(out)
+    if hardened is not None and hardened.state:
+        out_tensors, out_paths, out_spec = with_state_outputs(out, hardened.state)
+        paths = paths[: len(hardened.example_inputs) - len(hardened.state)] + \
+            [f"1.{a.input_name}" for a in hardened.state]
     if hardened is not None:
         graph = hardened.graph.copy()
         root: Any = hardened.module

@@ -35,7 +35,7 @@ SLAB_VALUES = SLAB_BLOCKS * BLOCK
 
 
 def _selected(model: torch.nn.Module, recipe: Q40Recipe) -> Iterator[tuple[str, torch.nn.Parameter]]:
-    kinds: tuple[type[torch.nn.Module], ...] = (torch.nn.Linear,)
+    kinds: tuple[type[torch.nn.Module], ...] = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)
     if recipe.embeddings:
         kinds += (torch.nn.Embedding,)
     for path, module in model.named_modules(remove_duplicate=False):
@@ -139,7 +139,7 @@ def quantize(model: torch.nn.Module, recipe: str | Q40Recipe = "min_max_q4_0", *
              tensors: Iterable[str] | None = None) -> torch.nn.Module:
     """Quantize ``model``'s weights to Q4_0 in place, as ``recipe`` says; returns ``model``.
 
-    ``recipe``: ``"min_max_q4_0"`` (Linear weights), ``"min_max_q4_0_with_embeddings"``
+    ``recipe``: ``"min_max_q4_0"`` (Linear, Conv1d and Conv2d weights), ``"min_max_q4_0_with_embeddings"``
     (and Embedding weights), ``"min_max_q4_0_with_embeddings_99"`` (0.99-quantile
     calibration) or a :class:`~t2n.quant.recipes.Q40Recipe`. A weight the recipe picks
     whose rows do not split into blocks of 32 stays in float (an INFO log line names

@@ -196,7 +196,18 @@ def _cases() -> dict[str, Case]:
         _t(lambda x: list(F.max_pool2d(x, (3, 2), 2, (1, 0), (2, 1), ceil_mode=True, return_indices=True))))
     cases["unpool_scatter"] = ((lambda: [np.zeros((2, 3, 36), np.float32), *_pooled(f32(2, 3, 6, 6))]),
                                {"lead": 2}, _t(lambda _, i, v: F.max_unpool2d(v, i, 2).reshape(2, 3, 36)))
+    cases["fft"] = ((lambda: [f32(2, 6, 2)]), {"axis": 1, "inverse": True},
+                    _t(lambda x: torch.view_as_real(torch.fft.ifft(torch.view_as_complex(x.contiguous()), dim=1) * 6)))
+    cases["stft"] = ((lambda: [np.stack([f32(2, 40), np.zeros((2, 40), np.float32)], -1), pos(10)]),
+                     {"axis": 1, "frame": 16, "stride": 4}, _stft_torch)
     return cases
+
+
+def _stft_torch(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> torch.Tensor:
+    """tract's framing: [B, frames, frame, 2], the window centred in the frame."""
+    spec = torch.stft(T(xs[0][..., 0]), 16, 4, win_length=10, window=T(xs[1]), center=False,
+                      onesided=False, return_complex=True)
+    return torch.view_as_real(spec).transpose(1, 2)
 
 
 def _pooled(x: np.ndarray) -> list[np.ndarray]:

@@ -24,5 +24,9 @@ REFUSALS: Mapping[str, str] = MappingProxyType({
     "range": "standard NNEF has no range: only one made of constants is exported (folded to a constant)",
     "shape_of": "Khronos NNEF shapes are static: only a size known at export time is exported",
     "topk": "standard NNEF has no top-k",
+    "fft": "Khronos NNEF has no Fourier transform (nor complex tensors); export to TractNNEF, "
+           "which runs tract_core_fft",
+    "stft": "Khronos NNEF has no Fourier transform (nor complex tensors); export to TractNNEF, "
+            "which runs tract_core_stft",
 })
 """IR op → why Khronos NNEF cannot express it."""
