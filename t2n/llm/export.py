@@ -19,6 +19,7 @@ import torch
 from t2n.errors import InvalidArgumentError, OverwriteRefusedError
 from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
 from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
+from t2n.llm.recurrent_state import check_hybrid_forms, describe_states
 from t2n.llm.samples import check_total_size, to_numpy, write_samples
 from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
 from t2n.llm.streaming import StreamedCheckpoint, meta_model, quantize_streamed, reference_wrapper
@@ -92,13 +93,28 @@ def max_positions(config: Any) -> int | None:
     return None
 
 
-def extension_lines(config: Any) -> list[str]:
+MODES_WITHOUT_PAST = {
+    "pp": {"assert": "S >= 2", "description": "prompt processing: several tokens at once (a prompt starts "
+                                              "from zero states)"},
+    "tg": MODES["tg"],
+}
+"""The modes of a model without attention layers (no ``P``: a prompt is a call with zero
+states, not a shape). tract needs both: with ``tg`` alone it specialises every call to
+``S == 1``."""
+
+
+def modes(has_past: bool = True) -> dict[str, dict[str, str]]:
+    """The named modes a graph asserts."""
+    return MODES if has_past else MODES_WITHOUT_PAST
+
+
+def extension_lines(config: Any, has_past: bool = True) -> list[str]:
     """The ``tract_assert`` lines: bounds of ``S`` and ``P`` and the named modes."""
-    lines = ["tract_assert P >= 0", "tract_assert S >= 1"]
+    lines = (["tract_assert P >= 0"] if has_past else []) + ["tract_assert S >= 1"]
     limit = max_positions(config)
-    if limit is not None:
+    if limit is not None and has_past:
         lines.append(f"tract_assert S + P < {limit}")
-    lines += [f"tract_assert {name}: {mode['assert']}" for name, mode in MODES.items()]
+    lines += [f"tract_assert {name}: {mode['assert']}" for name, mode in modes(has_past).items()]
     return lines
 
 
@@ -122,14 +138,15 @@ def write_modes(layout: CacheLayout, config: Any, out: Path, *, samples: bool = 
         "model": "model/model.nnef.tgz",
         "symbols": {"S": "tokens given in this call", "P": "tokens already in the cache"},
         "max_positions": max_positions(config),
-        "modes": MODES,
+        "modes": modes(layout.has_past()),
         "inputs": layout.graph_input_names(),
         "outputs": layout.graph_output_names(),
         "cache": {"form": "stateful" if layout.stateful else "explicit",
                   "num_layers": layout.num_layers, "kv_heads": layout.kv_heads,
                   "head_dim": layout.head_dim, "dtype": _written_dtype(layout.dtype),
                   "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out",
-                  **({"states": layout.state_names()} if layout.stateful else {})},
+                  **({"states": layout.state_names()} if layout.stateful else {}),
+                  **describe_states(layout)},
         "tests": [] if not samples else
                  ["tests/prefill.npz", "tests/decode.npz", *([] if layout.stateful else ["tests/io.npz"])],
     }
@@ -227,20 +244,21 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
         else:
             quantize(model, compression)
     layout = cache_layout(model)
-    wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep).eval(), layout, samples[0])
+    check_hybrid_forms(layout, forms)
+    wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep, layout).eval(), layout, samples[0])
     layout = attrs.evolve(layout, stateful=forms.stateful)
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])
     example_ids = torch.randint(0, vocab, (1, 3), generator=torch.Generator().manual_seed(1))
     names = layout.input_names()
-    axes = {"input_ids": {1: "S"}, **{n: {2: "P"} for n in names[1:]}}
+    axes = layout.dynamic_axes()
     target = _target(tract_version, force, tolerance)
     (out / "model").mkdir(exist_ok=True)
     path = out / "model" / "model.nnef.tgz"
     LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
     options: dict[str, Any] = dict(
         input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
-        custom_extensions=extension_lines(model.config), nnef_variable_naming_scheme=naming,
+        custom_extensions=extension_lines(model.config, layout.has_past()), nnef_variable_naming_scheme=naming,
         passes=forms.passes())
     example = (example_ids, *layout.empty_cache(2, random=True))
     if reference is not None:  # streamed: the weights come from the shards

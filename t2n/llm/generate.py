@@ -37,10 +37,13 @@ def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_to
     from t2n.check.tract_child import _to_numpy
 
     path = Path(artifact_path)
+    empty: list[np.ndarray] | None = None
     if path.is_dir():
         modes = json.loads((path / "modes.json").read_text())
         cache_shape = (modes["cache"]["kv_heads"], modes["cache"]["head_dim"])
         cache_dtype = np.dtype(modes["cache"]["dtype"])
+        if "empty" in modes["cache"]:  # a hybrid model: keys, values and recurrent states
+            empty = [np.zeros(e["shape"], dtype=e["dtype"]) for e in modes["cache"]["empty"].values()]
         path = path / "model" / "model.nnef.tgz"
     runnable = load_runnable(path)
     ids = np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1)
@@ -50,8 +53,8 @@ def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_to
     if cache_shape is None:
         raise ValueError("cache_shape=(kv_heads, head_dim) is needed when artifact_path is a file")
     layers = (runnable.input_count() - 1) // 2
-    cache = [np.zeros((1, cache_shape[0], 0, cache_shape[1]), dtype=cache_dtype)
-             for _ in range(2 * layers)]
+    cache = empty if empty is not None else [np.zeros((1, cache_shape[0], 0, cache_shape[1]), dtype=cache_dtype)
+                                             for _ in range(2 * layers)]
 
     def step(x: np.ndarray) -> list[np.ndarray]:
         nonlocal cache

@@ -74,6 +74,8 @@ TRACT_REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType({r.name: r for 
     Requirement("tract_transformers_apply_rope", "0.22.0", "x * cos + rotate_half(x) * sin in standard operations"),
     Requirement("tract_transformers_dyn_kv_cache", "0.23.0",
                 "none: the export is refused (the explicit cache inputs and outputs load in every version)"),
+    Requirement("tract_transformers_gdn_recurrent", "0.23.5",
+                "a tract_core_scan loop over the gated delta rule in standard operations"),
     Requirement("extension tract_assert", "0.21.6", "no assertion line (S >= 1 is not stated)"),
     Requirement("symbol as an operand (tract_core_cast(S), tract_core_range(0, S, 1))", "0.21.5",
                 "none: the export is refused (a dynamic axis used only by shape-preserving ops is fine)"),
