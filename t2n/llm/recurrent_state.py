@@ -61,7 +61,7 @@ class _ExplicitStateMixer(torch.nn.Module):
     to, the call's ``io`` (keyed by (kind, layer)). ``mixer`` is not registered as a
     submodule: its parameters keep their place (and names) in the model."""
 
-    def __init__(self, mixer: torch.nn.Module, compute: Mixer, layer: int, io: dict[tuple[str, int], Any]) -> None:
+    def __init__(self, mixer: torch.nn.Module, compute: Mixer, layer: int, io: dict[tuple[Any, ...], Any]) -> None:
         super().__init__()
         object.__setattr__(self, "_mixer", mixer)
         self.compute = compute
@@ -89,7 +89,7 @@ class StateMixers:
         for parent in model.modules():
             for name, child in parent.named_children():
                 if type(child).__name__ in MIXERS:
-                    places.append((parent, name, child, int(getattr(child, "layer_idx"))))
+                    places.append((parent, name, child, int(child.layer_idx)  # type: ignore[arg-type]))
         return cls(places) if places else None
 
     @classmethod
@@ -120,12 +120,12 @@ class StateMixers:
         layers: list[Any] = []
         for i in range(layout.num_layers):
             if layout.has_kv(i):
-                layer = DynamicLayer()
+                layer = DynamicLayer()  # type: ignore[no-untyped-call]
                 layer.update(io[("key", i)], io[("value", i)])
                 layers.append(layer)
             else:
-                layers.append(DummyLayer())
-        cache = Cache(layers=layers)
+                layers.append(DummyLayer())  # type: ignore[no-untyped-call]
+        cache: Any = Cache(layers=layers)
         accepts = inspect.signature(model.forward).parameters
         kwargs: dict[str, Any] = {"past_key_values" if "past_key_values" in accepts else "cache_params": cache,
                                   "use_cache": True}

@@ -110,12 +110,19 @@ class CacheLayout:
 def cache_layout(model: torch.nn.Module) -> CacheLayout:
     """Read the cache layout off one real step of ``model`` (whatever names its config
     uses for heads and sizes, and whichever layers hold keys or recurrent states)."""
-    from t2n.llm.recurrent_state import recurrent_states
+    import contextlib
+
+    from t2n.frontend.meta_trace import stand_ins
+    from t2n.llm.recurrent_state import StateMixers, recurrent_states
 
     parameter = next(model.parameters())
-    with torch.no_grad():
-        out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=parameter.device), use_cache=True)
-    cache = getattr(out, "past_key_values", None) or getattr(out, "cache_params", None)
+    # a hybrid model built on the meta device may hold real buffers (Falcon-H1's MuP
+    # vector): its step runs on zero stand-ins of the weights, which cost no memory
+    real = parameter.is_meta and StateMixers.find(model) is not None
+    with torch.no_grad(), stand_ins(model) if real else contextlib.nullcontext():
+        device = "cpu" if real else parameter.device
+        out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), use_cache=True)
+    cache: Any = getattr(out, "past_key_values", None) or getattr(out, "cache_params", None)
     layers = cache.layers
     kv = [i for i, layer in enumerate(layers) if getattr(layer, "keys", None) is not None]
     states = recurrent_states(layers)

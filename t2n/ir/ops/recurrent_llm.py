@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable
-from t2n.ir.dtypes import DType
 from t2n.ir.types import TensorType
 
 TABLE = OpTable("recurrent_llm")

@@ -71,15 +71,13 @@ def gated_delta_rule_tract(ctx: EmitContext, op: Op) -> None:
     heads_first = [0, 2, 1, 3]
     names = [ctx.fresh(f"{out}_bhtd"), ctx.id(op.outputs[1])]
     if _uses_tract_gdn(ctx, op):
+        # tract 0.23.9 reads one token as [B, 1, H, W] (and the state as [B, H, W, W]):
+        # the loop runs over axis 1 of the operands as they are
         ctx.use_registry("tract_transformers")
-        qs, ks, vs = (ctx.emit(f"{out}_{n}_bhtd", "transpose", x, axes=heads_first)
-                      for n, x in (("q", q), ("k", k), ("v", v)))
-        gs, bs = (ctx.emit(f"{out}_{n}_bht", "transpose", x, axes=[0, 2, 1]) for n, x in (("g", g), ("beta", beta)))
         body = _fragment(ctx, "gdn", ["q", "k", "v", "g", "b", "s"], ["o", "s_out"], [
             f"o, s_out = {GDN_RECURRENT}(query = q, key = k, value = v, log_decay = g, beta = b, initial_state = s)"])
-        _scan(ctx, body, [("q", qs, 2), ("k", ks, 2), ("v", vs, 2), ("g", gs, 2), ("b", bs, 2)],
-              ("s", ctx.arg(state), "s_out"), ("o", 2), names)
-        ctx.emit(op.outputs[0], "transpose", Raw(names[0]), axes=heads_first)
+        _scan(ctx, body, [(n, ctx.arg(x), 1) for n, x in zip("qkvgb", (q, k, v, g, beta))],
+              ("s", ctx.arg(state), "s_out"), ("o", 1), [ctx.id(op.outputs[0]), ctx.id(op.outputs[1])])
         return
     qf, kf, vf, bf = (_f32(ctx, x, f"{out}_{n}_f32") for n, x in (("q", q), ("k", k), ("v", v), ("beta", beta)))
     if op.attrs.get("qk_l2norm"):
