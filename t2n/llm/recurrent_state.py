@@ -89,7 +89,7 @@ class StateMixers:
         for parent in model.modules():
             for name, child in parent.named_children():
                 if type(child).__name__ in MIXERS:
-                    places.append((parent, name, child, int(child.layer_idx)  # type: ignore[arg-type]))
+                    places.append((parent, name, child, int(child.layer_idx)))  # type: ignore[arg-type]
         return cls(places) if places else None
 
     @classmethod
