@@ -19,6 +19,7 @@ import torch
 from t2n.errors import InvalidArgumentError, OverwriteRefusedError
 from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
 from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
+from t2n.llm.kv_cache_forms import check_windows
 from t2n.llm.recurrent_state import check_hybrid_forms, describe_states
 from t2n.llm.samples import check_total_size, to_numpy, write_samples
 from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
@@ -146,6 +147,9 @@ def write_modes(layout: CacheLayout, config: Any, out: Path, *, samples: bool = 
                   "head_dim": layout.head_dim, "dtype": _written_dtype(layout.dtype),
                   "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out",
                   **({"states": layout.state_names()} if layout.stateful else {}),
+                  **({"quantized_bits": layout.kv_bits} if layout.kv_bits else {}),
+                  **({"windows": {str(i): w for i, w in layout.windows}, "tokens_per_call": 1}
+                     if layout.windows else {}),
                   **describe_states(layout)},
         "tests": [] if not samples else
                  ["tests/prefill.npz", "tests/decode.npz", *([] if layout.stateful else ["tests/io.npz"])],
@@ -163,7 +167,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                kv_cache: str = "explicit", reify_rope: bool = False, reify_rms_norm: bool = False,
                overwrite: bool = False, merge_peft: str | os.PathLike[str] | None = None,
                force_inputs_dtype: str | None = None,
-               sample_generation_total_size: int | None = None) -> Path:
+               sample_generation_total_size: int | None = None, window_kv_cache: bool = False) -> Path:
     """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``.
 
     ``model_or_dir``: a ``transformers`` ``*ForCausalLM`` model or a local checkpoint
@@ -183,7 +187,11 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     included) of the greedy generation written as ``tests/io.npz``.
     ``kv_cache``: ``"explicit"`` (cache inputs and outputs) or ``"stateful"`` (tract's
     ``tract_transformers_dyn_kv_cache``, 0.23+: only ``input_ids`` in, ``outputs`` out;
-    ``tests/io.npz`` is then not written, its steps need the explicit cache).
+    ``tests/io.npz`` is then not written, its steps need the explicit cache);
+    ``"stateful_int8"`` / ``"stateful_int4"``: kept quantized
+    (``tract_transformers_quantized_dyn_kv_cache``, 0.23.5+).
+    ``window_kv_cache``: with a stateful cache, the sliding-window layers keep only their
+    window (``tract_transformers_window_kv_sdpa``); each call then takes one token.
     ``reify_rope`` / ``reify_rms_norm``: rotary embeddings as ``tract_transformers_apply_rope``
     (0.22+), RMS normalizations as ``tract_core_rms_norm`` (0.23+); found by pattern,
     older targets keep the decomposed form.
@@ -195,7 +203,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     _check_options(dtype, compression, num_logits_to_keep, out, overwrite)
     check_inputs_dtype(force_inputs_dtype)
     check_total_size(sample_generation_total_size)
-    check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm)
+    check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm,
+                    window_kv_cache=window_kv_cache)
     model, folder, shards = _resolve_model(model_or_dir, dtype, trust_remote_code, stream=merge_peft is None)
     if merge_peft is not None:
         from t2n.llm.peft import merge_adapter
@@ -212,11 +221,11 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                        tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
                        side_files=dump_with_tokenizer_and_conf, naming=naming_scheme,
                        samples=(force_inputs_dtype, sample_generation_total_size),
-                       forms=LLMForms(kv_cache == "stateful", reify_rope, reify_rms_norm), force={
+                       forms=LLMForms.of(kv_cache, reify_rope, reify_rms_norm, window_kv_cache), force={
                            "force_attention_inner_in_f32": force_f32_attention,
                            "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
                            "force_norm_in_f32": force_f32_normalization,
-                           "reify_sdpa_operator": reify_sdpa_operator})
+                           "reify_sdpa_operator": reify_sdpa_operator or window_kv_cache})
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)
@@ -246,7 +255,8 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
     layout = cache_layout(model)
     check_hybrid_forms(layout, forms)
     wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep, layout).eval(), layout, samples[0])
-    layout = attrs.evolve(layout, stateful=forms.stateful)
+    windows = check_windows(model.config) if forms.window else {}
+    layout = attrs.evolve(layout, stateful=forms.stateful, kv_bits=forms.kv_bits, windows=tuple(sorted(windows.items())))
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])
     example_ids = torch.randint(0, vocab, (1, 3), generator=torch.Generator().manual_seed(1))
@@ -266,7 +276,8 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
         options["weights_from"] = reference["checkpoint"].weights_for(model, prefix)
     with torch.no_grad():
         if forms.stateful:  # the stateful graph is the explicit one rewritten
-            artifact = make_stateful(compile(wrapper, example, target, check_io=False, **options), layout)
+            artifact = make_stateful(compile(wrapper, example, target, check_io=False, **options), layout,
+                                     forms.kv_bits, windows)
             artifact.save(path)
         else:
             artifact = export(wrapper, example, path, target, check_io=verify and reference is None, **options)
@@ -279,7 +290,7 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
         if verify and forms.stateful:
             LOG.info("checking the stateful artifact in tract: a prefill, then a decode step")
             verify_stateful(str(path), [(s.inputs["input_ids"], s.outputs["outputs"]) for s in steps[:2]],
-                            tolerance)
+                            tolerance or ("very" if forms.kv_bits else None), one_token=forms.window)
     if side_files:
         copy_side_files(folder, model, out)
     return path

@@ -43,6 +43,10 @@ class CacheLayout:
     stateful: bool = False
     kv_layers: tuple[int, ...] | None = None
     states: tuple[StateSpec, ...] = ()
+    kv_bits: int = 0
+    """Stateful only: 8 or 4 when tract keeps the keys and values quantized."""
+    windows: tuple[tuple[int, int], ...] = ()
+    """Stateful only: (layer, window) of the layers whose cache keeps only a window."""
 
     def has_kv(self, layer: int) -> bool:
         return self.kv_layers is None or layer in self.kv_layers
@@ -81,10 +85,16 @@ class CacheLayout:
                 if i.startswith(("in_cache_key_", "in_cache_value_"))]
 
     def state_names(self) -> list[str]:
-        """tract's names of the kept tensors of the stateful form."""
+        """tract's names of the kept tensors of the stateful form (a windowed layer's
+        keys and values are kept inside its attention; with every layer windowed, a
+        count of the tokens seen is kept instead)."""
+        from t2n.llm.kv_cache_forms import COUNTER
         from t2n.llm.stateful import STATE_PREFIX
 
-        return [i.replace("in_cache", STATE_PREFIX, 1) for i, _ in self.kv_pairs()]
+        windowed = {layer for layer, _ in self.windows}
+        names = [i.replace("in_cache", STATE_PREFIX, 1) for i, _ in self.kv_pairs()
+                 if int(i.rsplit("_", 1)[1]) not in windowed]
+        return names if names or not windowed else [COUNTER]
 
     def graph_input_names(self) -> list[str]:
         return ["input_ids"] if self.stateful else self.input_names()
