@@ -64,6 +64,10 @@ def check_windows(config: Any) -> dict[int, int]:
     return windows
 
 
+def _windows(value: Mapping[int, int]) -> dict[int, int]:
+    return {int(k): int(v) for k, v in value.items()}
+
+
 def _cache_behind(graph: Graph, v: Value, reader: Op) -> tuple[Op, list[Op]] | None:
     """(the ``kv_cache_append`` that makes ``v`` through the repeat of grouped-query
     attention, the ops in between) when each value on the way is read only by the next op."""
@@ -93,7 +97,7 @@ class WindowKvAttention(Pass):
     """The attention of each layer of ``windows`` (layer → window) as tract's
     sliding-window cache and attention."""
 
-    windows: Mapping[int, int] = attrs.field(converter=dict)
+    windows: Mapping[int, int] = attrs.field(converter=_windows)
     past: str = "P"
 
     name = "window-kv-attention"

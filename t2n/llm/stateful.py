@@ -101,7 +101,7 @@ def run_steps(path: str, steps: Sequence[Any], *, one_token: bool = False) -> li
     state = load_runnable(path).spawn_state()
 
     def run(ids: np.ndarray) -> np.ndarray:
-        return _to_numpy(tract, np, state.run([np.asarray(ids, dtype=np.int64)])[0])
+        return np.asarray(_to_numpy(tract, np, state.run([np.asarray(ids, dtype=np.int64)])[0]))
 
     if not one_token:
         return [run(ids) for ids in steps]

@@ -1,5 +1,5 @@
-"""Tiny random-init hybrid causal LMs (attention beside linear-attention or state-space
-layers; a few kB of weights each)."""
+"""Tiny random-init causal LMs (a few kB of weights each): hybrids (attention beside
+linear-attention or state-space layers) and models with sliding windows."""
 
 from __future__ import annotations
 
@@ -49,3 +49,19 @@ def tiny_qwen3_next_128() -> torch.nn.Module:
     ``tract_transformers_gdn_recurrent`` computes)."""
     return tiny_hybrid("qwen3_next", linear_num_key_heads=1, linear_num_value_heads=2, linear_key_head_dim=128,
                        linear_value_head_dim=128, num_hidden_layers=2, layer_types=["linear_attention", "full_attention"])
+
+
+def tiny_windowed(family: str) -> torch.nn.Module:
+    """A tiny model with 4-token sliding windows: ``gemma3`` (a windowed layer and a
+    global one) or ``mistral`` (every layer windowed)."""
+    import transformers as tf
+
+    common = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                  vocab_size=96, num_hidden_layers=2, max_position_embeddings=128, sliding_window=4)
+    torch.manual_seed(0)
+    if family == "gemma3":
+        return tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(
+            head_dim=16, layer_types=["sliding_attention", "full_attention"], **common)).eval()
+    if family == "mistral":
+        return tf.MistralForCausalLM(tf.MistralConfig(**common)).eval()
+    raise KeyError(family)
