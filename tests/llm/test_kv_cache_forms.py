@@ -69,7 +69,6 @@ def test_window_cache_generates_identically(family: str, kv_cache: str, windows:
     ({"kv_cache": "stateful", "window_kv_cache": True, "tract_version": "0.23.0"}, NotExpressibleError,
      "tract_transformers_window_kv_sdpa"),
     ({"window_kv_cache": True}, InvalidArgumentError, "stateful kv_cache"),
-    ({"kv_cache": "stateful_int2"}, InvalidArgumentError, "kv_cache"),
     ({"kv_cache": "stateful", "window_kv_cache": "yes"}, InvalidArgumentError, "window_kv_cache"),
 ])
 def test_bad_forms_refused_before_writing(options: dict[str, object], error: type[Exception], named: str,

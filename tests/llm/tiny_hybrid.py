@@ -21,7 +21,7 @@ def _config(family: str, **extra: Any) -> Any:
         linear = dict(linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
                       linear_value_head_dim=16, linear_conv_kernel_dim=4, num_hidden_layers=4,
                       layer_types=["linear_attention", "full_attention"] * 2)
-        return tf.Qwen3NextConfig(head_dim=16, num_experts=0, **{**attention, **linear, **extra})
+        return tf.Qwen3NextConfig(**{"head_dim": 16, "num_experts": 0, **attention, **linear, **extra})
     if family == "mamba":
         return tf.MambaConfig(hidden_size=64, state_size=8, num_hidden_layers=2, intermediate_size=128,
                               conv_kernel=4, time_step_rank=8, initializer_range=0.5, **_COMMON, **extra)
@@ -30,9 +30,9 @@ def _config(family: str, **extra: Any) -> Any:
                                  mamba_d_state=8, mamba_d_conv=4, mamba_n_groups=1, mamba_chunk_size=16,
                                  **attention, **extra)
     if family == "jamba":
-        return tf.JambaConfig(num_hidden_layers=4, num_experts=1, attn_layer_period=2, attn_layer_offset=1,
-                              mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=8,
-                              **attention, **extra)
+        return tf.JambaConfig(**{"num_hidden_layers": 4, "num_experts": 1, "attn_layer_period": 2,
+                                 "attn_layer_offset": 1, "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_expand": 2,
+                                 "mamba_dt_rank": 8, **attention, **extra})
     raise KeyError(family)
 
 
