@@ -27,8 +27,8 @@ import attrs
 import torch
 
 from t2n.errors import UnsupportedArchitectureError
+from t2n.llm.layout import CacheLayout, StateSpec
 from t2n.llm.recurrent_mixers import MIXERS, Mixer
-from t2n.llm.wrapper import CacheLayout, StateSpec
 
 STATE_KINDS = ("conv", "recurrent")
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from t2n.check.io_npz import replay_io_npz
+from t2n.cli.check import replay_io_npz
 from t2n.errors import NotExpressibleError, UnsupportedArchitectureError
 from t2n.llm import export_llm, tract_greedy_generate
 from t2n.llm.generate import load_runnable
