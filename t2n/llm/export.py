@@ -254,8 +254,8 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
             quantize(model, compression)
     layout = cache_layout(model)
     check_hybrid_forms(layout, forms)
-    wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep, layout).eval(), layout, samples[0])
     windows = check_windows(model.config) if forms.window else {}
+    wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep, layout).eval(), layout, samples[0])
     layout = attrs.evolve(layout, stateful=forms.stateful, kv_bits=forms.kv_bits, windows=tuple(sorted(windows.items())))
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])

@@ -63,6 +63,17 @@ def test_window_cache_generates_identically(family: str, kv_cache: str, windows:
     assert tract_greedy_generate(tmp_path / "out", prompt, 16) == reference_tokens(model, prompt, 16)
 
 
+@pytest.mark.parametrize(("model", "options"), [
+    ("llama", {"kv_cache": "stateful_int8"}),
+    ("gemma3", {"kv_cache": "stateful", "window_kv_cache": True}),
+])
+def test_kv_cache_forms_in_f16(model: str, options: dict[str, object], tmp_path: Path) -> None:
+    half = (tiny_model(model) if model == "llama" else tiny_windowed(model)).half()
+    export_llm(half, tmp_path / "out", **options)  # type: ignore[arg-type]
+    prompt = _prompt()
+    assert tract_greedy_generate(tmp_path / "out", prompt, 16) == reference_tokens(half, prompt, 16)
+
+
 @pytest.mark.parametrize(("options", "error", "named"), [
     ({"kv_cache": "stateful_int8", "tract_version": "0.23.3"}, NotExpressibleError,
      "tract_transformers_quantized_dyn_kv_cache"),
