@@ -65,8 +65,8 @@ def gated_delta_net(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, 
 
 def mamba(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor
           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Mamba's selective state space (``MambaMixer``; Jamba's ``JambaMambaMixer`` adds
-    RMS norms on the time step, B and C)."""
+    """Mamba's selective state space (``MambaMixer``; Jamba's ``JambaMambaMixer`` and
+    ``FalconMambaMixer`` add RMS norms on the time step, B and C)."""
     dtype = hidden.dtype
     x, gate = mixer.in_proj(hidden).transpose(1, 2).chunk(2, dim=1)
     x, conv_state = causal_conv(x, conv_state, mixer.conv1d, mixer.activation)
@@ -87,10 +87,13 @@ def mamba(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: tor
 
 def mamba2(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor
            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Mamba-2's state space duality layer as Falcon-H1 writes it (``FalconH1Mixer``:
-    MuP multipliers on its input and projections, an optional gated RMS norm)."""
+    """Mamba-2's state space duality layer (``Mamba2Mixer``; Falcon-H1's ``FalconH1Mixer``
+    adds MuP multipliers on its input and projections and makes the gated RMS norm
+    optional)."""
     batch, length, dtype = hidden.shape[0], hidden.shape[1], hidden.dtype
-    projected = mixer.in_proj(hidden * mixer.ssm_in_multiplier) * mixer.mup_vector
+    projected = mixer.in_proj(hidden * getattr(mixer, "ssm_in_multiplier", 1.0))
+    if getattr(mixer, "mup_vector", None) is not None:
+        projected = projected * mixer.mup_vector
     gate, xbc, dt = projected.split([mixer.intermediate_size, mixer.conv_dim, mixer.num_heads], dim=-1)
     xbc, conv_state = causal_conv(xbc.transpose(1, 2), conv_state, mixer.conv1d, mixer.activation)
     groups = mixer.n_groups * mixer.ssm_state_size
@@ -108,14 +111,16 @@ def mamba2(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: to
     update = (dt[..., None] * xh)[..., None] * bh[:, :, :, None, :]  # [B, S, H, P, N]
     y, state = recurrent_ops.ssm_scan(decay, update, ch[:, :, :, None, :], state)
     y = (y + mixer.D.float()[:, None] * xh).reshape(batch, length, -1)
-    y = mixer.norm(y, gate) if mixer.mamba_rms_norm else y * F.silu(gate.float())
+    y = mixer.norm(y, gate) if getattr(mixer, "mamba_rms_norm", True) else y * F.silu(gate.float())
     return mixer.out_proj(y.to(dtype)), conv_state, state
 
 
 MIXERS: dict[str, Mixer] = {
     "Qwen3NextGatedDeltaNet": gated_delta_net,
     "MambaMixer": mamba,
+    "FalconMambaMixer": mamba,
     "JambaMambaMixer": mamba,
+    "Mamba2Mixer": mamba2,
     "FalconH1Mixer": mamba2,
 }
 """Mixer class name → its explicit-state function."""

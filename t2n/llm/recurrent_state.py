@@ -32,7 +32,7 @@ from t2n.llm.recurrent_mixers import MIXERS, Mixer
 
 STATE_KINDS = ("conv", "recurrent")
 
-HYBRID_FAMILIES = ("Qwen3-Next", "Mamba", "Falcon-H1", "Jamba")
+HYBRID_FAMILIES = ("Qwen3-Next", "Mamba", "Mamba-2", "Falcon-Mamba", "Falcon-H1", "Jamba")
 """Hybrid families proven to generate transformers' tokens (named in errors)."""
 
 

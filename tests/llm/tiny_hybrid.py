@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-HYBRID_FAMILIES = ("qwen3_next", "mamba", "falcon_h1", "jamba")
+HYBRID_FAMILIES = ("qwen3_next", "mamba", "falcon_h1", "jamba", "falcon_mamba", "mamba2")
 
 _COMMON = dict(vocab_size=96, eos_token_id=None)  # no end token: 16 tokens are always generated
 
@@ -25,6 +25,13 @@ def _config(family: str, **extra: Any) -> Any:
     if family == "mamba":
         return tf.MambaConfig(hidden_size=64, state_size=8, num_hidden_layers=2, intermediate_size=128,
                               conv_kernel=4, time_step_rank=8, initializer_range=0.5, **_COMMON, **extra)
+    if family == "falcon_mamba":
+        return tf.FalconMambaConfig(hidden_size=64, state_size=8, num_hidden_layers=2, intermediate_size=128,
+                                    conv_kernel=4, time_step_rank=8, initializer_range=0.5, **_COMMON, **extra)
+    if family == "mamba2":
+        return tf.Mamba2Config(hidden_size=64, num_heads=8, head_dim=16, expand=2, state_size=8, n_groups=2,
+                               num_hidden_layers=2, conv_kernel=4, chunk_size=16, initializer_range=0.5,
+                               **_COMMON, **extra)
     if family == "falcon_h1":
         return tf.FalconH1Config(num_hidden_layers=2, mamba_d_ssm=64, mamba_n_heads=4, mamba_d_head=16,
                                  mamba_d_state=8, mamba_d_conv=4, mamba_n_groups=1, mamba_chunk_size=16,
