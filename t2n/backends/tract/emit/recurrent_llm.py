@@ -11,27 +11,21 @@ decay and state, the normalisation included: exactly the f16 model's arithmetic)
 ``ssm_scan``: the body is ``h = a·h + u`` and the readout ``Σ h·c``; the discretisation
 (``exp(A·dt)``, ``dt·B·x``) is computed for every token at once before the loop.
 
-Standard NNEF has no loop, and these loops run over a symbolic length: Khronos refuses.
+Standard NNEF has no loop, and these loops run over a symbolic length: Khronos refuses
+(``t2n.backends.khronos.refusals``).
 """
 
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
-from t2n.backends.nnef.versions import tract_has
+from t2n.backends.tract.versions import tract_has
 from t2n.ir import DType, Op, Value
 
-COMMON = EmitterTable("recurrent_llm")
 TRACT = EmitterTable("recurrent_llm/tract")
 
 GDN_RECURRENT = "tract_transformers_gdn_recurrent"
 GDN_WIDTH = 128
 """The only head width tract's ``tract_transformers_gdn_recurrent`` computes."""
-
-
-@COMMON.emitter("gated_delta_rule", "ssm_scan")
-def refused(ctx: EmitContext, op: Op) -> None:
-    ctx.unsupported("the recurrence of a hybrid language model runs over a symbolic number of tokens "
-                    "and standard NNEF has no loop: export for TractNNEF")
 
 
 def _f32(ctx: EmitContext, v: Value, hint: str) -> str:

@@ -1,21 +1,16 @@
 """tract's sliding-window cache and attention (:mod:`t2n.ir.ops.kv_cache_forms`): one
-``tract_transformers_window_kv_sdpa``; it has no standard form (it keeps state)."""
+``tract_transformers_window_kv_sdpa``; it has no standard form (it keeps state: Khronos
+refuses it, ``t2n.backends.khronos.refusals``)."""
 
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable
-from t2n.backends.nnef.versions import require
+from t2n.backends.tract.versions import require
 from t2n.ir import Op
 
-COMMON = EmitterTable("kv_cache_forms")
 TRACT = EmitterTable("kv_cache_forms/tract")
 
 WINDOW_KV_SDPA = "tract_transformers_window_kv_sdpa"
-
-
-@COMMON.emitter("window_kv_sdpa")
-def window_kv_sdpa(ctx: EmitContext, op: Op) -> None:
-    ctx.unsupported(f"a sliding-window cache is a tract operation ({WINDOW_KV_SDPA}): export for TractNNEF")
 
 
 @TRACT.emitter("window_kv_sdpa")
