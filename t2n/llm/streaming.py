@@ -246,6 +246,17 @@ def compute_missing_buffers(model: Any, tensors: Mapping[str, TensorData], folde
             "(t2n.llm.export_llm(AutoModelForCausalLM.from_pretrained(folder), ...))")
 
 
+def _owners_then_ancestors(model: Any, modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
+    """``modules``, then the modules that contain them, deepest first: some models
+    compute a layer's buffer in their model's ``_init_weights`` (Falcon-H1's MuP vector)."""
+    paths = {id(m): path for path, m in model.named_modules()}
+    by_path = dict(model.named_modules())
+    wanted = [paths[id(m)] for m in modules if id(m) in paths]
+    ancestors = {".".join(path.split(".")[:i]) for path in wanted for i in range(len(path.split(".")))}
+    order = list(dict.fromkeys(wanted)) + sorted(ancestors - set(wanted), key=lambda p: -len(p.split(".")) if p else 0)
+    return [by_path[p] for p in order]
+
+
 def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: int) -> list[torch.Tensor]:
     """Each buffer after ``_init_weights`` ran on its module, starting from ``fill``."""
     for module, name, _ in owners:
@@ -254,7 +265,7 @@ def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: 
         module._buffers[name] = torch.full(b.shape, fill, dtype=b.dtype)
     init = getattr(model, "_init_weights", None)
     with torch.no_grad():
-        for module in {id(m): m for m, _, _ in owners}.values():
+        for module in _owners_then_ancestors(model, [m for m, _, _ in owners]):
             if callable(init):
                 init(module)
     out = []

@@ -28,5 +28,8 @@ REFUSALS: Mapping[str, str] = MappingProxyType({
            "which runs tract_core_fft",
     "stft": "Khronos NNEF has no Fourier transform (nor complex tensors); export to TractNNEF, "
             "which runs tract_core_stft",
+    "gated_delta_rule": "standard NNEF has no loop (a hybrid LLM's recurrence runs over a symbolic token count)",
+    "ssm_scan": "standard NNEF has no loop (a hybrid LLM's recurrence runs over a symbolic token count)",
+    "window_kv_sdpa": "a sliding-window cache keeps state between runs, which standard NNEF has no form for",
 })
 """IR op → why Khronos NNEF cannot express it."""
