@@ -164,6 +164,12 @@ TESTED = {
     "granitemoe": T + "`tract_moe_ffn`; f32, streamed folder",
     "gpt_oss": T + "`tract_moe_ffn` with router and expert biases, interleaved clamped SwiGLU; attention sinks, sliding layers; f32, f16, streamed folder (f32, f16)",
     "deepseek_v3": T + "latent attention; grouped router and experts in standard operations; f32, streamed folder",
+    "qwen3_next": T + "gated delta-net states as cache inputs/outputs (tract's gated delta-net op in f16 at head width 128); f32, f16 streamed folder; dense-MLP configuration",
+    "mamba": T + "conv and state-space states as cache inputs/outputs; f32, f16 streamed folder",
+    "falcon_mamba": T + "conv and state-space states as cache inputs/outputs; f32, f16 streamed folder",
+    "mamba2": T + "conv and state-space states as cache inputs/outputs; f32, f16 streamed folder",
+    "falcon_h1": T + "attention beside Mamba-2 mixers, their states as cache inputs/outputs; f32, f16 streamed folder",
+    "jamba": T + "attention beside Mamba layers, their states as cache inputs/outputs; f32, f16 streamed folder (also with an f32 interface); dense-MLP configuration",
 }
 """Families the tests prove (``tests/llm/``), with the forms they prove."""
 

@@ -12,6 +12,7 @@ from t2n.errors import UnsupportedArchitectureError
 from t2n.llm import export_llm
 from t2n.llm.families import FAMILIES, PROVEN, REFUSED, refusal
 
+from .tiny_hybrid import HYBRID_FAMILIES
 from .tiny_models import MOE_FAMILIES
 
 
@@ -20,7 +21,7 @@ def test_every_causal_lm_type_has_a_row() -> None:
 
     assert sorted(FAMILIES) == sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     assert all(f.status in (PROVEN, REFUSED) and f.note for f in FAMILIES.values())
-    for family in (*MOE_FAMILIES, "llama", "qwen2", "gpt2", "gpt_neox", "gptj"):
+    for family in (*MOE_FAMILIES, *HYBRID_FAMILIES, "llama", "qwen2", "gpt2", "gpt_neox", "gptj"):
         assert FAMILIES[family].status == PROVEN, family
 
 
