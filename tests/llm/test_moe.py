@@ -15,6 +15,7 @@ import torch
 from t2n.llm import export_llm, tract_greedy_generate
 
 from .folders import save_checkpoint
+from .tiny_hybrid import tiny_hybrid
 from .tiny_models import MOE_FAMILIES, reference_tokens, tiny_model
 
 NEW_TOKENS = 16
@@ -109,4 +110,21 @@ def test_dense_family_from_folder_streamed(family: str, tmp_path: Path, never_lo
     model = tiny_model(family)
     folder = save_checkpoint(model, tmp_path / "ck", tokenizer=False)
     export_llm(folder, tmp_path / "out", verify=False)
+    _generates_like(model, tmp_path / "out")
+
+
+HYBRID_EXPERTS = {
+    "qwen3_next": dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                       shared_expert_intermediate_size=64),
+    "jamba": dict(num_experts=4, num_experts_per_tok=2, expert_layer_period=2, expert_layer_offset=1),
+}
+
+
+@pytest.mark.parametrize("family", sorted(HYBRID_EXPERTS))
+def test_hybrid_with_experts_generates_identically(family: str, tmp_path: Path) -> None:
+    """Qwen3-Next and Jamba as published: recurrent layers beside attention, and sparse
+    feed-forward blocks, written as tract's operator beside the recurrent states."""
+    model = tiny_hybrid(family, **HYBRID_EXPERTS[family])
+    export_llm(model, tmp_path / "out")
+    assert _graph(tmp_path / "out").count("tract_moe_ffn(") == {"qwen3_next": 4, "jamba": 2}[family]
     _generates_like(model, tmp_path / "out")
