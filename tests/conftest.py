@@ -80,12 +80,20 @@ def _first_case(item):
     return all(i == 0 for name, i in item.callspec.indices.items() if name != "t2n_frontend")
 
 
+SLOW_FILES: tuple[str, ...] = (
+)
+"""Test files every case of which takes more than a few seconds on a quiet 2-core machine
+(measured with ``--durations``): marked slow, run by CI's second step."""
+
+
 def pytest_collection_modifyitems(config, items):
     """Export cases ``EXPORT_XFAIL`` lists are strict xfails. By default each test
     function runs its first case through the export frontend; the others, and the ones
     ``EXPORT_SLOW`` lists, are marked slow and left out unless ``--t2n-export-all``."""
     kept, left_out = [], []
     for item in items:
+        if item.nodeid.split("::", 1)[0] in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
         if _frontend_of(item) == "export":
             reason = frontend_parity.match(frontend_parity.EXPORT_XFAIL, item.nodeid)
             if reason is not None:
