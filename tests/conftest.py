@@ -7,6 +7,7 @@ import frontend_parity
 import numpy as np
 import pytest
 import torch
+from slow_cases import SLOW_CASES
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
@@ -80,19 +81,13 @@ def _first_case(item):
     return all(i == 0 for name, i in item.callspec.indices.items() if name != "t2n_frontend")
 
 
-SLOW_FILES: tuple[str, ...] = (
-)
-"""Test files every case of which takes more than a few seconds on a quiet 2-core machine
-(measured with ``--durations``): marked slow, run by CI's second step."""
-
-
 def pytest_collection_modifyitems(config, items):
     """Export cases ``EXPORT_XFAIL`` lists are strict xfails. By default each test
     function runs its first case through the export frontend; the others, and the ones
     ``EXPORT_SLOW`` lists, are marked slow and left out unless ``--t2n-export-all``."""
     kept, left_out = [], []
     for item in items:
-        if item.nodeid.split("::", 1)[0] in SLOW_FILES:
+        if item.nodeid.split("[", 1)[0] in SLOW_CASES:
             item.add_marker(pytest.mark.slow)
         if _frontend_of(item) == "export":
             reason = frontend_parity.match(frontend_parity.EXPORT_XFAIL, item.nodeid)
