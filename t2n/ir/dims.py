@@ -412,6 +412,21 @@ def parse_dim(text: str) -> Dim:
     return result
 
 
+DATA_SYMBOL_PREFIX = "_data_"
+"""Symbols named so stand for a length computed from tensor data (``arange(n)`` with
+``n`` an input): the engine names such a length itself (tract's ``range`` makes a fresh
+symbol), so they are never declared nor written in a graph."""
+
+
+def data_dim(tag: str) -> Sym:
+    """The length of one data-sized axis (``tag`` unique in its graph)."""
+    return Sym(DATA_SYMBOL_PREFIX + tag)
+
+
+def is_data_symbol(name: str) -> bool:
+    return name.startswith(DATA_SYMBOL_PREFIX)
+
+
 def has_sym(arr: np.ndarray) -> bool:
     """Whether an array of known sizes holds a symbolic one (object arrays only can)."""
     arr = np.asarray(arr)

@@ -14,8 +14,8 @@ import torch
 
 import t2n
 from t2n.errors import NotExpressibleError, UnsupportedOpsError
-from t2n.frontend.dtypes import SCALAR_TYPE_CODES, to_ir
 from t2n.frontend.context import UnsupportedHere
+from t2n.frontend.dtypes import SCALAR_TYPE_CODES, to_ir
 from t2n.testing import Lambda, check_export
 
 INTEGER_TYPES = [torch.uint8, torch.int8, torch.int16, torch.uint16, torch.uint32, torch.uint64]

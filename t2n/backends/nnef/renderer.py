@@ -27,12 +27,14 @@ from t2n.backends.nnef.context import (
     literal,
     nnef_type,
 )
+from t2n.backends.nnef.data_sizes import data_size_problems
 from t2n.backends.nnef.emit.quant import graph_quant_text
 from t2n.backends.nnef.tract import TractEmitContext
 from t2n.backends.nnef.versions import TRACT_ASSERT, symbol_use_problems, target_has
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
 from t2n.errors import EmissionError, NotExpressibleError, OpProblem
 from t2n.ir import DType, Graph, Op, Value
+from t2n.ir.dims import is_data_symbol
 
 
 @attrs.frozen
@@ -93,8 +95,10 @@ class NNEFRenderer:
         return list(ctx.fragments.values())
 
     def symbols(self, graph: Graph) -> list[str]:
-        """Every symbol in the graph's shapes and known values."""
-        return sorted(frozenset().union(*(v.symbols() for v in graph.values())))
+        """Every symbol in the graph's shapes and known values (but the lengths computed
+        from tensor data, which the engine names itself: :func:`t2n.ir.dims.data_dim`)."""
+        found = frozenset().union(*(v.symbols() for v in graph.values()))
+        return sorted(s for s in found if not is_data_symbol(s))
 
     def written_dtype(self, dtype: DType) -> DType:
         return self.target.bf16_as if dtype is DType.BF16 else dtype
@@ -218,6 +222,7 @@ class TractRenderer(NNEFRenderer):
     def render(self, graph: Graph) -> RenderedModel:
         rendered = super().render(graph)
         problems = symbol_use_problems(self.target, rendered.graph_nnef, self.symbols(graph))
+        problems += data_size_problems(graph, rendered.graph_nnef)
         if problems:
             raise NotExpressibleError(problems, str(self.target))
         return rendered

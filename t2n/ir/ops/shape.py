@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from t2n.ir.dims import Dim, Sym, as_dim
+from t2n.ir.dims import Dim, Sym, as_dim, data_dim
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import (
     InferError,
@@ -235,7 +235,9 @@ def _eval_range(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarr
 
 @TABLE.op("range", evaluate=_eval_range)
 def _range(ctx: InferContext) -> list[TensorType]:
-    """1-D arange(start, end, step) from three 0-d operands of one dtype."""
+    """1-D arange(start, end, step) from three 0-d operands of one dtype. Bounds computed
+    from tensor data need attr ``data_dim`` (a tag unique in the graph): the length is
+    then the data dimension of that tag (:func:`t2n.ir.dims.data_dim`)."""
     dtype = same_dtype(ctx, "range")
     ks = [ctx.known_or_none(i) for i in range(3)]
     if all(k is not None for k in ks):
@@ -245,6 +247,8 @@ def _range(ctx: InferContext) -> list[TensorType]:
         else:
             length = int(max(0, -(-(float(end) - float(start)) // float(step))))  # type: ignore[arg-type]
         return [tensor(dtype, [length])]
+    if ctx.attrs.get("data_dim"):
+        return [tensor(dtype, [data_dim(ctx.attrs["data_dim"])])]
     raise InferError("range: bounds must be known when the graph is built")
 
 
