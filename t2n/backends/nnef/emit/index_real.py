@@ -146,10 +146,10 @@ def gather_elements_khronos(ctx: EmitContext, op: Op) -> None:
     at ``idx * stride_a + sum_k p_k * stride_k`` (a constant per other axis)."""
     x, idx = op.inputs
     axis = int(op.attrs["axis"])
-    xs, ids = list(x.type.shape), list(idx.type.shape)
-    if not all(isinstance(d, int) for d in xs + ids):
+    if not (x.type.shape.is_static and idx.type.shape.is_static):
         ctx.unsupported("a gather along an axis of a tensor with symbolic sizes")
         return
+    xs, ids = [int(d) for d in x.type.shape], [int(d) for d in idx.type.shape]
     numel = math.prod(xs)
     if numel >= REAL_EXACT:
         ctx.unsupported(f"torch.gather from a tensor of {numel} elements: its flat positions are "
