@@ -36,7 +36,7 @@ INDEX_SINKS = {"gather": 1, "gather_elements": 1}
 ARITHMETIC = ("add", "sub", "mul", "neg", "min", "max")
 """Integer ops written as the same op on reals (``div`` and ``abs`` have emitters below)."""
 COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
-_THROUGH = frozenset([*ARITHMETIC, *COMPARISONS, "div", "abs", "and", "or", "xor", "not", "select", "cast", "reshape", "unsqueeze", "squeeze",
+_THROUGH = frozenset([*ARITHMETIC, *COMPARISONS, "div", "floor_div", "abs", "and", "or", "xor", "not", "select", "cast", "reshape", "unsqueeze", "squeeze",
                       "expand", "concat", "transpose", "slice", "identity"])
 """Ops an index value may pass through on its way to a gather's indices."""
 
@@ -127,6 +127,18 @@ def div_khronos(ctx: EmitContext, op: Op) -> None:
     up, down = Raw(ctx.call("ceil", q)), Raw(ctx.call("floor", q))
     ctx.emit(op.output, "cast<integer>", Raw(ctx.emit(f"{op.output.name}_trunc", "select",
                                                       Raw(ctx.call("lt", q, 0.0)), up, down)))
+
+
+@KHRONOS.emitter("floor_div")
+def floor_div_khronos(ctx: EmitContext, op: Op) -> None:
+    """The real quotient rounded toward -inf (integers: cast back)."""
+    rank = op.output.rank
+    args = [real_operand(ctx, v, rank) for v in op.inputs]
+    q = Raw(ctx.emit(f"{op.output.name}_floor", "floor", Raw(ctx.call("div", *args))))
+    if op.output.type.dtype.is_int:
+        ctx.emit(op.output, "cast<integer>", q)
+    else:
+        ctx.emit(op.output, "copy", q)
 
 
 @KHRONOS.emitter("abs")
