@@ -1,18 +1,16 @@
 """Sizes of the inputs that ``forward`` turned into Python values during the trace
 (``min(x.shape[1], 8)``, ``math.ceil(x.shape[1] / 4)``, ``if x.shape[1] > 10:``): the
 trace keeps the value the example's size gave. Where that size is a dynamic axis the
-artifact would be right at the traced size only, so each place is a
-``BakedSizeWarning`` naming its source line, or with ``strict_dynamic_axes=True`` one
-``DynamicAxesError`` listing them all, before anything is written."""
+artifact would be right at the traced size only, so the dynamic-axes pass reports each
+place with the sizes it finds baked (``BakedSizeWarning``, or with
+``strict_dynamic_axes=True`` one ``DynamicAxesError`` listing all, before anything is
+written)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 
-from t2n.errors import DynamicAxesError
 from t2n.frontend.specialization import Specialization, grouped
-from t2n.passes.dynamic_axes import BakedSizeWarning
 
 ADVICE = ("compute it with tensor ops on sizes (x.shape[1] // 4, torch.clamp, slicing, which t2n "
           "keeps symbolic) instead of Python's min/max/math/if, or drop that dynamic axis")
@@ -39,14 +37,8 @@ def dynamic_places(found: Sequence[Specialization], input_names: Sequence[str], 
     return lines
 
 
-def report_baked_sizes(found: Sequence[Specialization], input_names: Sequence[str], ranks: Sequence[int],
-                       axes: Mapping[str, Mapping[int, str]], *, strict: bool) -> list[str]:
-    lines = dynamic_places(found, input_names, ranks, axes)
-    if not lines:
-        return []
-    text = ("the trace turned sizes that follow dynamic axes into Python values, which the "
-            "artifact keeps at the traced size:\n  " + "\n  ".join(lines) + f"\nWhat to do: {ADVICE}")
-    if strict:
-        raise DynamicAxesError(text)
-    warnings.warn(text, BakedSizeWarning, stacklevel=3)
-    return lines
+def size_conversion_lines(found: Sequence[Specialization], input_names: Sequence[str], ranks: Sequence[int],
+                          axes: Mapping[str, Mapping[int, str]]) -> list[str]:
+    """The places, as the dynamic-axes pass lists baked sizes (with the advice)."""
+    return [f"{line}: the trace turned this size into a Python value, kept at the traced size "
+            f"({ADVICE})" for line in dynamic_places(found, input_names, ranks, axes)]

@@ -22,7 +22,7 @@ from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.nnef.versions import native_ops
 from t2n.backends.target import Target
 from t2n.check.bundle import IRRecorder, recording
-from t2n.driver.baked_sizes import report_baked_sizes
+from t2n.driver.baked_sizes import size_conversion_lines
 from t2n.driver.early_write import parameter_paths
 from t2n.driver.reading import ReadModel
 from t2n.dropin.reify import tract_form_passes
@@ -82,10 +82,10 @@ def lower_model(read: ReadModel, registry: LoweringRegistry | None, target: Targ
         graph = lower_program(read.traced, registry, ins, outs, op_set=op_set, native_ops=native_ops(target),
                               **lowering_shapes(read.traced, ins, read.request, strict=strict_dynamic_axes))
     else:
-        report_baked_sizes(read.traced.size_specializations, ins, [t.dim() for t in read.traced.example_inputs],
-                           read.axes, strict=strict_dynamic_axes)
         graph = lower(read.traced, registry, ins, outs, static_sizes=not read.axes,
                       op_set=op_set, native_ops=native_ops(target))
+        graph.info.size_conversions = size_conversion_lines(
+            read.traced.size_specializations, ins, [t.dim() for t in read.traced.example_inputs], read.axes)
     graph.info.input_names, graph.info.output_names = tuple(ins), tuple(outs)
     graph.info.naming_scheme = naming_scheme
     pass_through(graph, read.same, ins, outs)

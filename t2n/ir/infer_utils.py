@@ -74,9 +74,11 @@ def slice_dim(dim: Dim, begin: Dim, end: Dim, step: int) -> tuple[Dim, Dim, Dim]
         if isinstance(i, int):
             if i >= INT64_MAX // 2:
                 return dim
+            # an axis being sliced has at least one element (t2n cannot express empty
+            # tensors): x[:, 1:] and x[:, :-1] need no clamp
             if i < 0:
-                return sym_max(i + dim, 0)
-            return sym_min(i, dim)
+                return dim + i if i == -1 else sym_max(i + dim, 0)
+            return i if i <= 1 else sym_min(i, dim)
         # a bound computed from sizes: clamped as PyTorch does where its sign is known
         # (``n // 2``); otherwise, and on a static axis, taken as in range, as traced
         # (tract refuses to run a slice out of range: never a silent wrong result)
@@ -90,7 +92,9 @@ def slice_dim(dim: Dim, begin: Dim, end: Dim, step: int) -> tuple[Dim, Dim, Dim]
             return i
 
     b = norm(begin)
-    e = sym_max(norm(end), b)
+    e = norm(end)
+    # dim - 1 and dim are >= 0 by the same fact, so they need no clamp against a 0 begin
+    e = e if isinstance(b, int) and b == 0 and e in (dim, dim - 1) else sym_max(e, b)
     length = (e - b + (step - 1)) // step
     if isinstance(length, int) and length < 0:
         length = 0

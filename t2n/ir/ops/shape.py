@@ -152,8 +152,12 @@ def _expand_shape(in_shape: Sequence[Dim], target: Sequence[Dim]) -> list[Dim]:
         src = in_shape[i - lead] if i >= lead else 1
         if isinstance(t, int) and t == -1:
             out.append(src)
-        else:
+        elif isinstance(src, int) and isinstance(t, int):
             out.append(broadcast_dims(src, t))
+        else:
+            # the target size is the output size whenever the expand is valid (the
+            # source is 1 or already that size): never the source's size instead
+            out.append(t)
     return out
 
 
