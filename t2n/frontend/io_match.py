@@ -183,10 +183,12 @@ def checked_io_names(input_names: Sequence[str] | None, output_names: Sequence[s
     from t2n.frontend.io import flatten
 
     input_spec = flatten((args, dict(kwargs or {})))[2] if traced.input_paths else None
-    if isinstance(input_names, PrefixNames) and input_spec is not None:
-        input_names = expand(input_names, input_spec, "input")
-    if isinstance(output_names, PrefixNames) and traced.output_spec is not None:
-        output_names = expand(output_names, traced.output_spec, "output")
+    if isinstance(input_names, PrefixNames):
+        input_names = (expand(input_names, input_spec, "input") if input_spec is not None
+                       else list(input_names) or None)
+    if isinstance(output_names, PrefixNames):  # names per top-level output (the drop-in's)
+        output_names = (expand(output_names, traced.output_spec, "output") if traced.output_spec is not None
+                        else list(output_names) or None)
     given_ins = matched_names(input_names, len(traced.input_paths), input_spec, "input", check=check)
     given_outs = matched_names(output_names, len(traced.output_paths), traced.output_spec, "output", check=check)
     ins, _ = io_names(given_ins, None, traced.input_paths, [], rules=target.identifier_rules)

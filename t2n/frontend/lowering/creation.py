@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from t2n.frontend.context import LoweringContext
-from t2n.frontend.helpers import scalar
+from t2n.frontend.helpers import from_tensor_data, scalar
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, Dim, DType, Value
 
@@ -46,7 +46,7 @@ def fill(ctx: LoweringContext, shape: Value, value: Any, dtype: DType) -> Value:
     v = ctx.as_value(value, dtype)
     if v.rank != 0:
         v = ctx.b.op("reshape", v, ctx.b.ints([]))
-    if shape.known is None:
+    if shape.known is None and from_tensor_data(shape):
         return data_sized(ctx, shape, v)
     return ctx.b.op("expand", v, shape)
 
