@@ -25,9 +25,14 @@ from t2n.frontend.io import Spec
 log = logging.getLogger("t2n")
 
 
-class PrefixNames(list[str]):
+class PrefixNames(tuple[str, ...]):
     """Names given per top-level argument or output (the drop-in's ``input_names`` /
     ``output_names``), expanded against the traced structure by :func:`expand`."""
+
+
+def kept_kind(given: object, names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` (checked) as a tuple, still :class:`PrefixNames` if ``given`` was."""
+    return PrefixNames(names) if isinstance(given, PrefixNames) else tuple(names)
 
 
 def top_level(spec: Spec, what: str) -> list[Spec]:
