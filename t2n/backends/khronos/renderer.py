@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from t2n.backends.khronos.emit.index_real import index_only
 from t2n.backends.nnef.context import EmitContext
 from t2n.backends.nnef.renderer import NNEFRenderer
 from t2n.errors import OpProblem
@@ -25,8 +26,6 @@ def khronos_type_problems(graph: Graph, emittable: Collection[str] | None = None
     comparisons of integers and the like have no standard form, except on values that
     only serve as gather indices (written on reals). Ops outside ``emittable`` (no
     Khronos form at all) are left out: they are reported once, as such."""
-    from t2n.backends.nnef.emit.index_real import index_only
-
     problems = []
     memo: dict[int, bool] = {}
     for op in graph.ops():

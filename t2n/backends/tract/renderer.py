@@ -10,9 +10,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, Raw, RenderTarget, literal
-from t2n.backends.nnef.data_sizes import data_size_problems
 from t2n.backends.nnef.renderer import NNEFRenderer, RenderedModel
-from t2n.backends.nnef.versions import TRACT_ASSERT, symbol_use_problems, target_has, tract_has
+from t2n.backends.tract.data_sizes import data_size_problems
+from t2n.backends.tract.versions import TRACT_ASSERT, symbol_use_problems, target_has, tract_has
 from t2n.errors import NotExpressibleError
 from t2n.ir import DType, Graph, Value
 
