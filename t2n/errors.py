@@ -323,3 +323,31 @@ class ExportSpecializationError(ExportFrontendError, DynamicAxesError):
 class ScriptedModelExportError(ExportFrontendError, InvalidArgumentError):
     """A TorchScript model given with ``frontend="export"``: torch.export traces Python
     code, which a scripted module no longer has (``frontend="jit"`` takes it)."""
+
+
+# -- reading NNEF back, and remodelling an artifact's interface
+
+
+class NNEFReadError(SerializationError):
+    """An NNEF document or artifact cannot be read into the IR: its text does not parse,
+    a variable's tensor file is missing or disagrees with it, or it calls operations t2n
+    does not know (``problems`` lists every one of them)."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        self.problems = list(problems)
+        if problems:
+            message += "\n" + "\n".join(f"  - {p}" for p in problems)
+        super().__init__(message)
+
+
+class NNEFSyntaxError(NNEFReadError, ValueError):
+    """graph.nnef (or graph.quant) text that is not NNEF; the message names the line."""
+
+
+class RemodelPlanError(InvalidArgumentError):
+    """A remodel plan is malformed or does not fit the graph it is applied to; ``key``
+    is where in the plan (``encoder.inputs.audio.collapse_dims``)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(f"remodel plan, {key}: {message}" if key else f"remodel plan: {message}")

@@ -257,9 +257,11 @@ class TractRenderer(NNEFRenderer):
 
 
 KHRONOS_ANY_TYPE = frozenset(
-    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "cast", "select", "reverse"]
+    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "cast", "select", "reverse",
+     "nnef", "nnef_stateful", "nnef_variable"]
 )
-"""IR ops whose standard NNEF form is generic over scalar/integer/logical tensors."""
+"""IR ops whose standard NNEF form is generic over scalar/integer/logical tensors (and the
+statements of a document read back, written as they were read)."""
 
 KHRONOS_LOGICAL = frozenset(["and", "or", "not", "xor", "any_reduce", "all_reduce"])
 """IR ops that standard NNEF defines on logical tensors."""

@@ -119,4 +119,6 @@ def graph_quant_text(ctx: EmitContext, graph: Graph) -> str | None:
         lines[name] = (f'"{name}": zero_point_linear_quantize(zero_point = {int(op.attrs["w_zero_point"])}, '
                        f'scale = {nnef_float(float(np.float32(op.attrs["w_scales"][0])))}, bits = 8, '
                        "signed = true, symmetric = false);")
+    for name, text in ctx.quant_entries.items():
+        lines.setdefault(name, f'"{name}": {text};')
     return "\n".join(lines.values()) + "\n" if lines else None

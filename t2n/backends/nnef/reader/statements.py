@@ -1,0 +1,97 @@
+"""The IR ops of a graph read from NNEF: one op per assignment of ``graph.nnef``.
+
+* ``nnef``: ``targets = expression;``. Attribute ``expr`` is the right-hand side as
+  NNEF text whose operands are ``$0``, ``$1``... (the op's inputs, in order), so the
+  statement renders back exactly as it was written; ``form`` says how the names are
+  written (``one``, ``tuple`` or ``array``); ``fragments`` holds the text of every
+  document fragment the expression calls (scan bodies too); ``quant`` the ``graph.quant``
+  entry of each result ("" for none). Result types are inferred from the expression
+  (:mod:`t2n.backends.nnef.reader.evaluate`), so passes see typed values.
+* ``nnef_stateful``: the same, for expressions calling a stateful operation (a KV
+  cache): never removed as dead.
+* ``nnef_variable``: ``variable<generic>(shape, label)``, its tensor (lazily mapped)
+  in ``data``.
+
+Their emitters are in :mod:`t2n.backends.nnef.emit.nnef_statement`. The op set of a
+read graph is the built-in one extended with :data:`TABLE`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from t2n.backends.nnef.reader.evaluate import Evaluator
+from t2n.backends.nnef.reader.optable import InferenceError, TensorVal
+from t2n.backends.nnef.reader.parser import parse_expression, parse_fragment
+from t2n.backends.nnef.reader.tree import Expr, Fragment, fold_sizes
+from t2n.ir import OpSet
+from t2n.ir.schema import InferContext, OpTable, Trait
+from t2n.ir.types import TensorType
+
+TABLE = OpTable("nnef")
+
+STATEMENT_KINDS = ("nnef", "nnef_stateful")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def expression(text: str) -> Expr:
+    """The expression of an ``expr`` attribute (its operands are slots, so any other
+    name in it is a symbol)."""
+    return fold_sizes(parse_expression(text, "<IR nnef statement>"), lambda name: True)
+
+
+@functools.lru_cache(maxsize=4096)
+def fragment(text: str) -> Fragment:
+    return parse_fragment(text, "<IR nnef fragment>")
+
+
+def fragments_of(attrs: Mapping[str, Any]) -> dict[str, Fragment]:
+    out: dict[str, Fragment] = {}
+    for text in attrs.get("fragments", ()):
+        f = fragment(text)
+        out[f.name] = f
+    return out
+
+
+def statement_results(types: Sequence[TensorType], attrs: Mapping[str, Any],
+                      known: Sequence[np.ndarray | None]) -> list[TensorVal]:
+    slots = [TensorVal(t, k) for t, k in zip(types, known)]
+    ev = Evaluator(fragments_of(attrs))
+    return ev.results(expression(attrs["expr"]), int(attrs.get("count", 1)), slots)
+
+
+def _infer(ctx: InferContext) -> list[TensorType]:
+    return [v.type for v in statement_results(ctx.types, ctx.attrs, ctx.known)]
+
+
+def _known(ctx: InferContext) -> list[np.ndarray | None]:
+    try:
+        return [v.known for v in statement_results(ctx.types, ctx.attrs, ctx.known)]
+    except InferenceError:
+        return [None] * int(ctx.attrs.get("count", 1))
+
+
+TABLE.op("nnef", known=_known, doc="An NNEF assignment read from graph.nnef (attrs expr, count, form, "
+                                  "fragments, quant).")(_infer)
+TABLE.op("nnef_stateful", traits=(Trait.STATEFUL,), known=_known,
+         doc="An NNEF assignment calling a stateful operation.")(_infer)
+
+
+def _variable(ctx: InferContext) -> list[TensorType]:
+    data = ctx.attrs["data"]
+    return [TensorType(data.dtype, tuple(ctx.attrs["shape"]))]
+
+
+TABLE.op("nnef_variable", traits=(Trait.PURE, Trait.CONSTANT_LIKE),
+         evaluate=lambda xs, a: [np.asarray(a["data"].values()).reshape(tuple(a["shape"]))],
+         doc="variable<generic>(shape, label) read from graph.nnef, its tensor in attr data.")(_variable)
+
+
+@functools.cache
+def read_op_set() -> OpSet:
+    """The op set of a graph read from NNEF."""
+    return OpSet.default().extended(TABLE)
