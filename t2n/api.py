@@ -25,6 +25,7 @@ from t2n.driver.early_write import (
     record_export,
 )
 from t2n.driver.reading import read_model
+from t2n.driver.remodel import apply_remodel, plan_axes, remodelled_artifact, remodel_step, resized_args
 from t2n.driver.stages import (
     gc_paused,
     ir_dumper,
@@ -93,6 +94,7 @@ def compile(
     debug_bundle_path: str | os.PathLike[str] | None = None,
     frontend: str = "jit",
     dynamic_shapes: Any = None,
+    remodel: Any = None,
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
@@ -184,6 +186,13 @@ def compile(
     see :mod:`t2n.frontend.export`. Its dynamic sizes are ``dynamic_axes`` as above, or
     ``dynamic_shapes`` in torch.export's form (one of the two; see
     :mod:`t2n.frontend.export.shapes`); what torch.export refuses is an ``ExportFrontendError``.
+
+    ``remodel`` (a plan mapping, ``t2n.remodel.RemodelPlan`` or the path of a YAML/JSON
+    file) reshapes the artifact's interface after the passes: collapse size-1 axes, bind
+    a scalar input to an axis size, rename symbols, keep some outputs (see
+    ``docs/remodeler.md`` and :mod:`t2n.driver.remodel`); its ``original_shape`` symbols
+    are dynamic axes and its ``eval_symbols`` the example inputs' sizes. ``check`` then
+    compares the remodelled artifact with PyTorch on the inputs reshaped to match.
     """
     frontend = check_frontend(frontend, model, extractors)
     target = check_target(target)
@@ -200,12 +209,15 @@ def compile(
                                  naming_scheme=nnef_variable_naming_scheme, debug_bundle_path=debug_bundle_path)
     if opts.log_level is not None:
         logging.getLogger("t2n").setLevel(opts.log_level)
+    step = remodel_step(remodel)
+    axes = plan_axes(step, remodel, opts.dynamic_axes, target)
+    args = resized_args(step, remodel, args, input_names, axes)
     if frontend == "jit" and not isinstance(model, (torch.nn.Module, HardenedGraph)):
         raise InvalidArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     timings: dict[str, float] = {}
     with timed(timings, "trace"):
         read = read_model(model, args, target, frontend=frontend, kwargs=kwargs, input_names=input_names,
-                          output_names=output_names, dynamic_axes=opts.dynamic_axes, dynamic_shapes=dynamic_shapes,
+                          output_names=output_names, dynamic_axes=axes, dynamic_shapes=dynamic_shapes,
                           extractors=extractors, weights_from=weights_from, harden=auto_harden_jit,
                           diagnostics=jit_diagnostics, strict=strict, check_names=check_io_names_qte_match,
                           allow_same=allow_same_io_names)
@@ -221,10 +233,14 @@ def compile(
                             dump=ir_dumper(dump_ir, recorder))
     graph = result.graph
     graph.info.custom_extensions += opts.custom_extensions
+    io = apply_remodel(step, graph, read, verify_ir) if step is not None else None
     with timed(timings, "emission"):
-        rendered = render(target, graph, model, read.traced, read.input_names, read.output_names)
+        rendered = render(target, graph, model, read.traced, io.input_names if io else read.input_names,
+                          io.output_names if io else read.output_names)
     artifact = make_artifact(read, graph, target, rendered, debug_bundle_path=opts.debug_bundle_path,
                              recorder=recorder, timings=timings, pass_stats=result.stats)
+    if io is not None:
+        remodelled_artifact(artifact, io)
     if check_io:
         artifact.check(opts.tolerance)
     return artifact

@@ -70,7 +70,7 @@ class NNEFModel:
         """Apply a remodel plan (a :class:`~t2n.passes.remodel.RemodelPlan`, a mapping, or
         the path of a YAML/JSON file; ``subnet`` picks one graph of a multi-graph plan) to
         the graph, in place; returns the model."""
-        from t2n.passes.remodel import apply_plan
+        from t2n.remodel import apply_plan
 
         self.history.append(apply_plan(self.graph, plan, subnet=subnet))
         return self

@@ -21,7 +21,7 @@ import attrs
 from t2n.backends.nnef.reader.evaluate import PROPERTIES_FRAGMENT, Evaluator, is_stateful
 from t2n.backends.nnef.reader.optable import InferenceError, parse_dtype
 from t2n.backends.nnef.reader.parser import parse_quant
-from t2n.backends.nnef.reader.statements import read_op_set
+from t2n.backends.nnef.reader.statements import NNEFExpr, read_op_set
 from t2n.backends.nnef.reader.tree import (
     Array,
     Assignment,
@@ -184,7 +184,7 @@ class GraphBuilder:
         operands: list[Value] = []
         template = rebuild(rhs, lambda e: self._resolve(e, operands))
         names = list(calls(template))
-        attrs_: dict[str, Any] = {"expr": to_text(template), "count": len(stmt.targets), "form": stmt.form}
+        attrs_: dict[str, Any] = {"expr": NNEFExpr(to_text(template)), "count": len(stmt.targets), "form": stmt.form}
         frags = self._fragments_used(template)
         if frags:
             attrs_["fragments"] = tuple(f.text for f in frags)

@@ -27,7 +27,7 @@ import numpy as np
 from t2n.backends.nnef.reader.evaluate import Evaluator
 from t2n.backends.nnef.reader.optable import InferenceError, TensorVal
 from t2n.backends.nnef.reader.parser import parse_expression, parse_fragment
-from t2n.backends.nnef.reader.tree import Expr, Fragment, fold_sizes
+from t2n.backends.nnef.reader.tree import Dim, Expr, Fragment, Literal, fold_sizes, rebuild, to_text, walk
 from t2n.ir import OpSet
 from t2n.ir.schema import InferContext, OpTable, Trait
 from t2n.ir.types import TensorType
@@ -35,6 +35,32 @@ from t2n.ir.types import TensorType
 TABLE = OpTable("nnef")
 
 STATEMENT_KINDS = ("nnef", "nnef_stateful")
+
+
+class NNEFExpr(str):
+    """The ``expr`` attribute of a statement: its text, whose sizes over symbols can be
+    substituted (the remodel passes rename and fix symbols through
+    :meth:`with_symbols` without knowing NNEF)."""
+
+    __slots__ = ()
+
+    def symbols(self) -> frozenset[str]:
+        out: frozenset[str] = frozenset()
+        for e in walk(expression(self)):
+            if isinstance(e, Dim):
+                out |= e.value.symbols()
+        return out
+
+    def with_symbols(self, bindings: Mapping[str, Any]) -> NNEFExpr:
+        """The text with each symbol of ``bindings`` replaced by its size or expression."""
+
+        def sub(e: Expr) -> Expr | None:
+            if not isinstance(e, Dim):
+                return None
+            v = e.value.substitute(bindings)
+            return Literal(int(v)) if isinstance(v, int) else Dim(v)
+
+        return NNEFExpr(to_text(rebuild(expression(self), sub)))
 
 
 @functools.lru_cache(maxsize=1 << 16)
