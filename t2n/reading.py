@@ -30,14 +30,14 @@ import numpy as np
 
 from t2n.artifact import Artifact
 from t2n.backends.nnef.reader.build import GraphBuilder, ReadFacts
-from t2n.backends.nnef.reader.interface import Interface, graph_interface
+from t2n.remodel.interface import Interface, graph_interface
 from t2n.backends.nnef.reader.parser import parse_document
 from t2n.backends.nnef.reader.tensors import ArtifactSource, open_artifact
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
 from t2n.errors import InvalidArgumentError
 from t2n.ir import Graph
-from t2n.passes.base import PassResult
+from t2n.remodel.apply import Remodelled
 
 
 @attrs.define(eq=False)
@@ -51,8 +51,8 @@ class NNEFModel:
     path: Path | None = None
     facts: ReadFacts | None = None
     source: ArtifactSource | None = None
-    history: list[PassResult] = attrs.field(factory=list)
-    """What each remodel did (``stats`` per pass), in order."""
+    history: list[Remodelled] = attrs.field(factory=list)
+    """What each :meth:`remodel` did (passes, their stats, the interface before and after)."""
 
     @property
     def input_names(self) -> list[str]:
@@ -66,13 +66,13 @@ class NNEFModel:
         """Inputs and outputs (names, dtypes, symbolic shapes), symbols and assertions."""
         return graph_interface(self.graph)
 
-    def remodel(self, plan: Any, *, subnet: str | None = None) -> NNEFModel:
-        """Apply a remodel plan (a :class:`~t2n.passes.remodel.RemodelPlan`, a mapping, or
-        the path of a YAML/JSON file; ``subnet`` picks one graph of a multi-graph plan) to
-        the graph, in place; returns the model."""
+    def remodel(self, plan: Any, *, subnet: str | None = None, verify: bool = False) -> NNEFModel:
+        """Apply a remodel plan (a :class:`~t2n.remodel.RemodelPlan`, a mapping, or the path
+        of a YAML/JSON file; ``subnet`` picks one graph of a multi-graph plan) to the
+        graph, in place; returns the model. ``verify`` checks the IR after every pass."""
         from t2n.remodel import apply_plan
 
-        self.history.append(apply_plan(self.graph, plan, subnet=subnet))
+        self.history.append(apply_plan(self.graph, plan, subnet=subnet, verify_each=verify))
         return self
 
     def render(self, target: Target | None = None) -> RenderedModel:

@@ -41,6 +41,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                           "Describe an artifact: inputs, outputs, symbols, ops, tensors."),
     "check": Subcommand("t2n.cli.check:check_command",
                         "Run an artifact in tract or the Khronos interpreter; compare outputs."),
+    "remodel": Subcommand("t2n.cli.remodel:remodel_command",
+                          "Reshape an artifact's interface with a remodel plan (YAML/JSON)."),
     "tensors": Subcommand("t2n.cli.tensors:tensors_command",
                           "Write the tensors of a checkpoint file as NNEF .dat files."),
     "llm": Subcommand("t2n.llm.cli:llm_command",

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
+
 from t2n.errors import RemodelPlanError
 from t2n.ir import Graph, Sym
 from t2n.passes.base import Pass, PassResult
@@ -24,6 +26,8 @@ from t2n.passes.remodel import (
 )
 from t2n.passes.remodel.common import find_input, input_names, output_index
 from t2n.passes.remodel.symbols import graph_symbols
+from t2n.remodel.check import IOMap
+from t2n.remodel.interface import Interface, graph_interface
 from t2n.remodel.plan import Axis, GraphPlan, as_plan
 
 
@@ -128,11 +132,26 @@ def plan_passes(graph: Graph, plan: GraphPlan) -> list[Pass]:
     return checks + binds + collapses + out_passes + late + [PruneAssertions()]
 
 
-def apply_plan(graph: Graph, plan: Any, *, subnet: str | None = None, verify_each: bool = False) -> PassResult:
+@attrs.frozen
+class Remodelled:
+    """What a plan did to a graph: the passes it ran (names resolved), their result
+    (``result.stats`` counts what each changed), and the interface before and after."""
+
+    passes: tuple[Pass, ...]
+    result: PassResult
+    before: Interface
+    after: Interface
+
+    def io_map(self) -> IOMap:
+        """How inputs and outputs of the graph before relate to those after."""
+        return IOMap.of(self.passes, self.before, self.after)
+
+
+def apply_plan(graph: Graph, plan: Any, *, subnet: str | None = None, verify_each: bool = False) -> Remodelled:
     """Carry out ``plan`` (a plan, mapping or file; ``subnet`` picks a sub-network's) on
-    ``graph`` in place; the result's stats count what each pass did."""
+    ``graph`` in place."""
     gp = plan if isinstance(plan, GraphPlan) else as_plan(plan).graph(subnet)
-    if gp.is_empty:
-        return PassResult(graph, False, {})
-    passes = plan_passes(graph, gp)
-    return PassManager(passes, verify_each=verify_each, label="remodel")(graph)
+    before = graph_interface(graph)
+    passes = plan_passes(graph, gp) if not gp.is_empty else []
+    result = PassManager(passes, verify_each=verify_each, label="remodel")(graph)
+    return Remodelled(tuple(passes), result, before, graph_interface(graph))
