@@ -32,6 +32,7 @@ from t2n.artifact import Artifact
 from t2n.backends.nnef.reader.build import GraphBuilder, ReadFacts
 from t2n.remodel.interface import Interface, graph_interface
 from t2n.backends.nnef.reader.parser import parse_document
+from t2n.backends.nnef.reader.statements import document_fragments
 from t2n.backends.nnef.reader.tensors import ArtifactSource, open_artifact
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import KhronosNNEF, Target, TractNNEF
@@ -81,8 +82,13 @@ class NNEFModel:
 
     def artifact(self, target: Target | None = None) -> Artifact:
         """The model as an :class:`~t2n.artifact.Artifact` (no PyTorch reference outputs:
-        check it with ``check(inputs=..., expected=...)``)."""
+        check it with ``check(inputs=..., expected=...)``). On Khronos NNEF, the target
+        knows the document's fragments, so that ``check``/``run`` has the interpreter
+        lower them."""
         t = target or self.target
+        frags = {k: v for k, v in document_fragments(self.graph).items() if k not in t.fragments}
+        if isinstance(t, KhronosNNEF) and frags:
+            t = t.with_emitters(fragments=frags)
         rendered = self.render(t)
         return Artifact(ir=self.graph, target=t, rendered=rendered, input_names=list(rendered.input_ids),
                         output_names=list(rendered.output_ids), example_inputs=[], reference_outputs=[])

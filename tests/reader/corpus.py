@@ -46,6 +46,13 @@ class Upsampler(nn.Module):
         return torch.nn.functional.pad(y, (1, 2), mode="replicate")
 
 
+class PassThrough(nn.Module):
+    """An output that is an input unchanged, and one computed from it."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x, torch.relu(x) * 2.0
+
+
 class Indexing(nn.Module):
     """Integer and boolean tensors, gathers, top-k, a running sum, ranges from sizes."""
 
@@ -62,13 +69,13 @@ def _encoder() -> nn.Module:
     return nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True).eval()
 
 
-def _llama() -> nn.Module:
+def _llama(attention: str = "eager") -> nn.Module:
     import transformers as tf
 
     cfg = tf.LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
                          use_cache=False)
-    cfg._attn_implementation = "eager"
+    cfg._attn_implementation = attention
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -142,12 +149,23 @@ CASES: dict[str, Case] = {
     "encoder_khronos": lambda: t2n.compile(_encoder(), (torch.randn(1, 6, 16),), t2n.KhronosNNEF()),
     "llama_dynamic": lambda: t2n.compile(Logits(_llama()), (torch.randint(0, 96, (1, 5)),),
                                          dynamic_axes={"input_0": {1: "S"}}),
-    "llama_sdpa": lambda: t2n.compile(Logits(_llama()), (torch.randint(0, 96, (1, 5)),),
+    "llama_sdpa": lambda: t2n.compile(Logits(_llama("sdpa")), (torch.randint(0, 96, (1, 5)),),
                                       t2n.TractNNEF(reify_sdpa_operator=True),
                                       dynamic_axes={"input_0": {1: "S"}}),
     "llama_q4_0": lambda: t2n.compile(Logits(t2n.quantize(_llama(), "min_max_q4_0_with_embeddings")),
                                       (torch.randint(0, 96, (1, 5)),), dynamic_axes={"input_0": {1: "S"}}),
     "quantized_graph_quant": lambda: t2n.compile(*_quantized_convnet_args()),
+    "f16_numeric_names": lambda: t2n.compile(Recurrent("rnn").eval().half(), (torch.randn(1, 4, 6).half(),),
+                                             dynamic_axes={"input_0": {1: "T"}},
+                                             nnef_variable_naming_scheme="numeric"),
+    "gru_scan_tract_0_22": lambda: t2n.compile(Recurrent("gru").eval(), (torch.randn(1, 7, 6),),
+                                               t2n.TractNNEF("0.22.4"), dynamic_axes={"input_0": {1: "T"}}),
+    "same_io_names": lambda: t2n.compile(PassThrough(), (torch.randn(2, 3),), input_names=["x"],
+                                         output_names=["x", "y"], allow_same_io_names=True),
+    "scenario_assertions": lambda: t2n.compile(_encoder(), (torch.randn(1, 6, 16),),
+                                               dynamic_axes={"input_0": {1: "S"}},
+                                               custom_extensions=["tract_assert S >= 2",
+                                                                  "tract_assert tg: S == 1"]),
 }
 
 

@@ -26,8 +26,14 @@ def _matmul(a: Args) -> list[TensorVal]:
 
 @OPS.op("linear", "input, filter, bias = 0.0")
 def _linear(a: Args) -> list[TensorVal]:
+    """``matmul(input, filter, transposeB = true) + bias`` (the standard fragment; any rank)."""
     x, w = a.tensor("input"), a.tensor("filter")
-    return [tensor(x.dtype, [x.shape[0], w.shape[0]])]
+    types = (x.type, TensorType(x.dtype, w.shape))
+    try:
+        out = OpSet.default().get("matmul").infer(InferContext(types, {"transpose_b": True}, (None, None)))[0]
+    except (IRError, ValueError) as exc:
+        raise a.fail(str(exc)) from None
+    return [TensorVal(out)]
 
 
 def window_dim(size: Dim, k: int, stride: int, dilation: int, pad: tuple[int, int] | None) -> Dim:

@@ -28,7 +28,7 @@ from t2n.backends.nnef.reader.evaluate import Evaluator
 from t2n.backends.nnef.reader.optable import InferenceError, TensorVal
 from t2n.backends.nnef.reader.parser import parse_expression, parse_fragment
 from t2n.backends.nnef.reader.tree import Dim, Expr, Fragment, Literal, fold_sizes, rebuild, to_text, walk
-from t2n.ir import OpSet
+from t2n.ir import Graph, OpSet
 from t2n.ir.schema import InferContext, OpTable, Trait
 from t2n.ir.types import TensorType
 
@@ -115,6 +115,15 @@ def _variable(ctx: InferContext) -> list[TensorType]:
 TABLE.op("nnef_variable", traits=(Trait.PURE, Trait.CONSTANT_LIKE),
          evaluate=lambda xs, a: [np.asarray(a["data"].values()).reshape(tuple(a["shape"]))],
          doc="variable<generic>(shape, label) read from graph.nnef, its tensor in attr data.")(_variable)
+
+
+def document_fragments(graph: Graph) -> dict[str, str]:
+    """The fragments the statements of ``graph`` call, by name (their text)."""
+    out: dict[str, str] = {}
+    for op in graph.ops():
+        for text in op.attrs.get("fragments", ()) if op.kind in STATEMENT_KINDS else ():
+            out.setdefault(fragment(text).name, text)
+    return out
 
 
 @functools.cache
