@@ -36,7 +36,7 @@ class CollapseInputDims(Pass):
             elif d != 1:
                 raise RemodelPlanError(self.key, f"axis {a} of {self.input!r} has size {d}; only size-1 "
                                                  "axes (or a symbol, fixed to 1) can be collapsed")
-        retyped = substitute_symbols(graph, pinned)
+        rewritten = substitute_symbols(graph, pinned)
         v = find_input(graph, self.input, self.key)
         readers = list(v.uses)
         graph.set_input_type(v, v.type.with_shape([d for i, d in enumerate(v.type.shape) if i not in axes]))
@@ -45,4 +45,4 @@ class CollapseInputDims(Pass):
             graph.set_op_input(op, index, full)
         graph.set_outputs([full if o is v else o for o in graph.outputs])
         return PassResult(graph, True, {"collapsed_axes": len(axes), "symbols_fixed": len(pinned),
-                                        "retyped": retyped})
+                                        "rewritten": rewritten})

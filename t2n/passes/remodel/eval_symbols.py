@@ -27,5 +27,5 @@ class EvalSymbols(Pass):
                 raise RemodelPlanError(self.key, f"the graph has no symbol {s} (it has "
                                                  f"{', '.join(sorted(present)) or 'none'})")
         before = graph.edits
-        retyped = substitute_symbols(graph, self.sizes)
-        return PassResult(graph, graph.edits != before, {"symbols_fixed": len(self.sizes), "retyped": retyped})
+        rewritten = substitute_symbols(graph, self.sizes)
+        return PassResult(graph, graph.edits != before, {"symbols_fixed": len(self.sizes), "rewritten": rewritten})

@@ -35,5 +35,5 @@ class RenameSymbols(Pass):
             raise RemodelPlanError(self.key, f"{', '.join(clash)} already names an input or output; "
                                              "a symbol needs a name of its own")
         before = graph.edits
-        retyped = substitute_symbols(graph, {old: Sym(new) for old, new in self.renames.items() if old != new})
-        return PassResult(graph, graph.edits != before, {"renamed": len(self.renames), "retyped": retyped})
+        rewritten = substitute_symbols(graph, {old: Sym(new) for old, new in self.renames.items() if old != new})
+        return PassResult(graph, graph.edits != before, {"renamed": len(self.renames), "rewritten": rewritten})
