@@ -84,22 +84,18 @@ def plan_passes(graph: Graph, plan: GraphPlan) -> list[Pass]:
     checks: list[Pass] = []
     binds: list[Pass] = []
     collapses: list[Pass] = []
+    collapsed: dict[str, list[int]] = {}
     evals: dict[str, int] = {}
     for name, ip in plan.inputs.items():
         v = find_input(graph, name, plan.key("inputs", name))
         shape = tuple(v.type.shape)
         if ip.original_shape is not None:
             checks.append(CheckOriginalShape(name, ip.original_shape, plan.key("inputs", name, "original_shape")))
-        if ip.bind_scalar_to_dim_size is not None:
-            key = plan.key("inputs", name, "bind_scalar_to_dim_size")
-            src_name = r.source(ip.bind_scalar_to_dim_size[0], key)
-            src = find_input(graph, src_name, key)
-            axis = r.axis(tuple(src.type.shape), ip.bind_scalar_to_dim_size[1], f"input {src_name!r}", key)
-            binds.append(BindScalarToDimSize(name, src_name, axis, key))
         if ip.collapse_dims:
             key = plan.key("inputs", name, "collapse_dims")
             axes = tuple(r.axis(shape, a, f"input {name!r}", key) for a in ip.collapse_dims)
             collapses.append(CollapseInputDims(name, axes, key))
+            collapsed[name] = [a % len(shape) if -len(shape) <= a < len(shape) else a for a in axes]
         for sym, size in ip.eval_symbols.items():
             key = plan.key("inputs", name, "eval_symbols", sym)
             s = r.symbol(sym, key)
@@ -108,6 +104,19 @@ def plan_passes(graph: Graph, plan: GraphPlan) -> list[Pass]:
             if evals.get(s, size) != size:
                 raise RemodelPlanError(key, f"{s} is given the sizes {evals[s]} and {size}")
             evals[s] = size
+    for name, ip in plan.inputs.items():
+        if ip.bind_scalar_to_dim_size is not None:
+            # after the collapses: an axis of the source counts without its collapsed ones
+            key = plan.key("inputs", name, "bind_scalar_to_dim_size")
+            src_name = r.source(ip.bind_scalar_to_dim_size[0], key)
+            src = find_input(graph, src_name, key)
+            rank = src.rank
+            axis = r.axis(tuple(src.type.shape), ip.bind_scalar_to_dim_size[1], f"input {src_name!r}", key)
+            axis = axis % rank if -rank <= axis < rank else axis
+            gone = collapsed.get(src_name, [])
+            if axis in gone:
+                raise RemodelPlanError(key, f"axis {axis} of {src_name!r} is collapsed away; bind to another axis")
+            binds.append(BindScalarToDimSize(name, src_name, axis - sum(1 for g in gone if g < axis), key))
     out_passes: list[Pass] = []
     for name, op in plan.outputs.items():
         if op.collapse_dims:
@@ -129,7 +138,7 @@ def plan_passes(graph: Graph, plan: GraphPlan) -> list[Pass]:
         late.append(RenameSymbols(renames, key))
     if plan.extensions:
         late.append(AddExtensions(tuple(plan.extensions), plan.key("extensions")))
-    return checks + binds + collapses + out_passes + late + [PruneAssertions()]
+    return checks + collapses + binds + out_passes + late + [PruneAssertions()]
 
 
 @attrs.frozen

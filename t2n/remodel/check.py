@@ -32,10 +32,12 @@ class IOMap:
         ranks_out = {o.name: len(o.shape) for o in before.outputs}
         bound, cin, cout = {}, {}, {}
         for p in passes:
-            if isinstance(p, BindScalarToDimSize):
-                bound[p.input] = (p.source, p.axis % ranks_in[p.source])
-            elif isinstance(p, CollapseInputDims):
+            if isinstance(p, CollapseInputDims):
                 cin[p.input] = tuple(sorted(a % ranks_in[p.input] for a in p.axes))
+            elif isinstance(p, BindScalarToDimSize):
+                # the pass's axis counts without the source's collapsed axes
+                kept = [a for a in range(ranks_in[p.source]) if a not in cin.get(p.source, ())]
+                bound[p.input] = (p.source, kept[p.axis % len(kept)])
             elif isinstance(p, CollapseOutputDims):
                 cout[p.output] = tuple(sorted(a % ranks_out[p.output] for a in p.axes))
         return cls(before, after, bound, cin, cout)
@@ -52,7 +54,7 @@ class IOMap:
                 out[info.name] = x
         for name, (source, axis) in self.bound.items():
             info = next(i for i in self.before.inputs if i.name == name)
-            shape = tuple(int(d) for d in info.shape)
+            shape = tuple(d if isinstance(d, int) else 1 for d in info.shape)  # one element: symbols are 1
             out[name] = np.full(shape, out[source].shape[axis]).astype(DType(info.dtype).numpy)
         return [out[i.name] for i in self.before.inputs]
 

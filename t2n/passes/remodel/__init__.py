@@ -1,7 +1,7 @@
 """Boundary passes: they reshape a graph's interface for the application that runs it and
 leave its inside as it is. Each is one :class:`~t2n.passes.base.Pass`; a remodel plan
-(:mod:`t2n.remodel`) composes them in this order: check ``original_shape``, bind scalars,
-collapse input axes, collapse output axes, keep outputs, fix ``eval_symbols``, rename
+(:mod:`t2n.remodel`) composes them in this order: check ``original_shape``, collapse input
+axes, bind scalars, collapse output axes, keep outputs, fix ``eval_symbols``, rename
 symbols, add extensions, prune assertions."""
 
 from t2n.passes.remodel.bind_scalar import BindScalarToDimSize

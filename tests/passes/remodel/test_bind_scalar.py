@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+import torch
+
+import t2n
 from t2n.errors import RemodelPlanError
 from t2n.passes.remodel import BindScalarToDimSize
 from t2n.reading import NNEFModel
@@ -50,3 +53,26 @@ def test_bad_binds_name_the_key(plan: dict[str, object], key: str, message: str,
     with pytest.raises(RemodelPlanError, match=message) as err:
         boundary.remodel({"inputs": plan})
     assert err.value.key == key
+
+
+class Encoder(torch.nn.Module):
+    """A NeMo-style encoder boundary: ``audio[B, 4, T]`` and ``length[B]``."""
+
+    def forward(self, audio: torch.Tensor, length: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return audio.mean(1) * length.unsqueeze(1).float(), length * 2
+
+
+def test_a_batched_length_collapsed_then_bound(tmp_path: Path) -> None:
+    """``length[B]``: B collapsed on both inputs (fixed to 1), then length bound to T,
+    as the other exporter's NeMo plans say (axes of the bound source counted after its
+    collapse)."""
+    t2n.compile(Encoder(), (torch.randn(1, 4, 6), torch.tensor([6])), input_names=["audio", "length"],
+                output_names=["encoded", "encoded_len"],
+                dynamic_axes={"audio": {0: "B", 2: "T"}, "length": {0: "B"}}).save(tmp_path / "e")
+    plan = {"inputs": {"audio": {"original_shape": ["B", 4, "T"], "collapse_dims": ["B"]},
+                       "length": {"original_shape": ["B"], "collapse_dims": [0],
+                                  "bind_scalar_to_dim_size": "encoder.audio.2"}},
+            "outputs": {"encoded": {"collapse_dims": [0]}, "encoded_len": {"collapse_dims": [0]}}}
+    model = remodel_and_compare(tmp_path / "e", plan, [{"T": 1}, {"T": 7}])
+    assert [str(i) for i in model.interface().inputs] == ["audio: f32[4, T]"]
+    assert [str(o) for o in model.interface().outputs] == ["encoded: f32[T]", "encoded_len: i64[]"]

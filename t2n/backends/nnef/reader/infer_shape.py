@@ -201,7 +201,8 @@ def _gather(x: TensorVal, idx: TensorVal, axis: int, dtype: DType | None = None)
     dims = list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1:])
     known = None
     if x.known is not None and idx.known is not None:
-        known = np.take(np.asarray(x.known), np.asarray(idx.known).astype(np.int64), axis=axis)
+        taken = np.take(np.asarray(x.known), np.asarray(idx.known).astype(np.int64), axis=axis)
+        known = np.asarray(taken, dtype=np.asarray(x.known).dtype)
     return tensor(dtype or x.dtype, dims, known)
 
 

@@ -94,9 +94,18 @@ def _infer(ctx: InferContext) -> list[TensorType]:
     return [v.type for v in statement_results(ctx.types, ctx.attrs, ctx.known)]
 
 
+def _as_array(k: Any) -> np.ndarray | None:
+    """A known value as an array (numpy gives a bare object for a 0-d object result)."""
+    if k is None or isinstance(k, np.ndarray):
+        return k
+    arr = np.empty((), dtype=object)
+    arr[()] = k
+    return arr
+
+
 def _known(ctx: InferContext) -> list[np.ndarray | None]:
     try:
-        return [v.known for v in statement_results(ctx.types, ctx.attrs, ctx.known)]
+        return [_as_array(v.known) for v in statement_results(ctx.types, ctx.attrs, ctx.known)]
     except InferenceError:
         return [None] * int(ctx.attrs.get("count", 1))
 
