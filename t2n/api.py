@@ -25,7 +25,13 @@ from t2n.driver.early_write import (
     record_export,
 )
 from t2n.driver.reading import read_model
-from t2n.driver.remodel import apply_remodel, plan_axes, remodelled_artifact, remodel_step, resized_args
+from t2n.driver.remodel import (
+    apply_remodel,
+    plan_axes,
+    remodel_step,
+    remodelled_artifact,
+    resized_args,
+)
 from t2n.driver.stages import (
     gc_paused,
     ir_dumper,

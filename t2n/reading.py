@@ -30,7 +30,6 @@ import numpy as np
 
 from t2n.artifact import Artifact
 from t2n.backends.nnef.reader.build import GraphBuilder, ReadFacts
-from t2n.remodel.interface import Interface, graph_interface
 from t2n.backends.nnef.reader.parser import parse_document
 from t2n.backends.nnef.reader.statements import document_fragments
 from t2n.backends.nnef.reader.tensors import ArtifactSource, open_artifact
@@ -39,6 +38,7 @@ from t2n.backends.target import KhronosNNEF, Target, TractNNEF
 from t2n.errors import InvalidArgumentError
 from t2n.ir import Graph
 from t2n.remodel.apply import Remodelled
+from t2n.remodel.interface import Interface, graph_interface
 
 
 @attrs.define(eq=False)

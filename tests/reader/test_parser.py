@@ -10,8 +10,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from t2n.backends.nnef.context import nnef_float
-from t2n.backends.nnef.reader.parser import parse_document, parse_expression, parse_fragment, parse_quant
-from t2n.backends.nnef.reader.tree import Binary, Call, Dim, Ident, Literal, Slot, Tuple, fold_sizes, to_text
+from t2n.backends.nnef.reader.parser import (
+    parse_document,
+    parse_expression,
+    parse_fragment,
+    parse_quant,
+)
+from t2n.backends.nnef.reader.tree import (
+    Binary,
+    Call,
+    Dim,
+    Ident,
+    Literal,
+    Slot,
+    Tuple,
+    fold_sizes,
+    to_text,
+)
 from t2n.errors import NNEFSyntaxError
 from t2n.ir import Sym
 from t2n.ir.dims import parse_dim

@@ -14,9 +14,13 @@ from t2n.passes.base import Pass, PassResult
 from t2n.passes.remodel.symbols import graph_symbols, substitute_symbols
 
 
+def _as_dict(m: Mapping[str, int]) -> dict[str, int]:
+    return dict(m)
+
+
 @attrs.frozen
 class EvalSymbols(Pass):
-    sizes: Mapping[str, int] = attrs.field(converter=dict)
+    sizes: Mapping[str, int] = attrs.field(converter=_as_dict)
     key: str = "eval_symbols"
     name = "eval-symbols"
 

@@ -15,11 +15,15 @@ from t2n.passes.remodel.common import input_names, output_names
 from t2n.passes.remodel.symbols import graph_symbols, substitute_symbols
 
 
+def _as_dict(m: Mapping[str, str]) -> dict[str, str]:
+    return dict(m)
+
+
 @attrs.frozen
 class RenameSymbols(Pass):
     """``renames`` maps each old symbol name to its new name."""
 
-    renames: Mapping[str, str] = attrs.field(converter=dict)
+    renames: Mapping[str, str] = attrs.field(converter=_as_dict)
     key: str = "renamed_symbols"
     name = "renamed-symbols"
 

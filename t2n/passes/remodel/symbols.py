@@ -30,7 +30,7 @@ class SymbolicText(Protocol):
     def symbols(self) -> frozenset[str]: ...
 
 
-def _sub_dim(d: object, bindings: Mapping[str, Dim]) -> object:
+def _sub_dim(d: Dim, bindings: Mapping[str, Dim]) -> Dim:
     return d.substitute(bindings) if isinstance(d, Sym) else d
 
 
@@ -41,16 +41,17 @@ def _sub_value(value: Any, bindings: Mapping[str, Dim]) -> Any:
     if isinstance(value, SymbolicText):
         return value.with_symbols(bindings) if value.symbols() & bindings.keys() else value
     if isinstance(value, ArrayData) and value.is_symbolic:
-        flat = [_sub_dim(d, bindings) for d in value.array.reshape(-1).tolist()]
-        if flat == value.array.reshape(-1).tolist():
+        old = value.array.reshape(-1).tolist()
+        flat = [_sub_dim(d, bindings) for d in old]
+        if flat == old:
             return value
+        arr: np.ndarray
         if all(isinstance(d, int) for d in flat):
-            arr = np.asarray(flat, dtype=np.int64).reshape(value.array.shape).astype(value.dtype.numpy)
+            arr = np.asarray(flat, dtype=np.int64).astype(value.dtype.numpy)
         else:
             arr = np.empty(len(flat), dtype=object)
             arr[:] = flat
-            arr = arr.reshape(value.array.shape)
-        return ArrayData(arr, value.dtype)
+        return ArrayData(arr.reshape(value.array.shape), value.dtype)
     if isinstance(value, TensorData):
         return value
     if isinstance(value, (list, tuple)):
@@ -69,7 +70,7 @@ def substitute_symbols(graph: Graph, bindings: Mapping[str, Dim]) -> int:
         return 0
     changed = 0
     for v in graph.inputs:
-        shape = Shape(_sub_dim(d, bindings) for d in v.type.shape)
+        shape = Shape([_sub_dim(d, bindings) for d in v.type.shape])
         if shape != v.type.shape:
             graph.set_input_type(v, v.type.with_shape(shape))
             changed += 1

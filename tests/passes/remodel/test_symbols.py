@@ -10,7 +10,6 @@ import numpy as np
 import torch
 
 import t2n
-
 from t2n.ir import ArrayData, DType, Graph, Sym, TensorType, verify
 from t2n.passes.remodel.symbols import assertion_symbols, rewrite_assertions, substitute_symbols
 

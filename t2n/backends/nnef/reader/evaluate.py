@@ -58,8 +58,8 @@ def is_stateful(name: str) -> bool:
 class Evaluator:
     """Evaluates expressions with the fragments of one document in reach."""
 
-    def __init__(self, fragments: Mapping[str, Fragment] = (), symbols: Iterable[str] = ()) -> None:
-        self.fragments = dict(fragments)
+    def __init__(self, fragments: Mapping[str, Fragment] | None = None, symbols: Iterable[str] = ()) -> None:
+        self.fragments = dict(fragments or {})
         self.symbols = frozenset(symbols)
         self.ops = builtin_ops()
 
@@ -179,8 +179,12 @@ class Evaluator:
         missing = [p.name for p in frag.params if p.name not in params and p.default is None]
         if missing:
             raise InferenceError(f"{name}: no value for parameter(s) {', '.join(missing)}")
-        scope: dict[str, Value] = {p.name: params.get(p.name) if p.name in params else self.value(p.default, {})
-                                   for p in frag.params if p.name in params or p.default is not None}
+        scope: dict[str, Value] = {}
+        for p in frag.params:
+            if p.name in params:
+                scope[p.name] = params[p.name]
+            elif p.default is not None:
+                scope[p.name] = self.value(p.default, {})
         return self.body(frag, scope)
 
     def body(self, frag: Fragment, scope: dict[str, Value]) -> dict[str, TensorVal]:

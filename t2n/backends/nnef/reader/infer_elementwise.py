@@ -12,7 +12,13 @@ from typing import Any
 import numpy as np
 
 from t2n.backends.nnef.emit.elementwise import SAME_NAME, TRACT_NAMES
-from t2n.backends.nnef.reader.optable import Args, InferenceError, OpTable, TensorVal, literal_tensor
+from t2n.backends.nnef.reader.optable import (
+    Args,
+    InferenceError,
+    OpTable,
+    TensorVal,
+    literal_tensor,
+)
 from t2n.errors import IRError
 from t2n.ir import DType, OpSet, Shape, TensorType
 from t2n.ir.schema import InferContext

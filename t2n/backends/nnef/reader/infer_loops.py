@@ -25,7 +25,7 @@ def _scan(a: Args) -> list[TensorVal]:
     """Scanned inputs reach the body one chunk (``|step|`` long on their axis) per turn,
     full inputs whole, states as their initial value; a ``full`` output stacks the
     body's result of every turn on its axis, a ``last`` one is the last turn's."""
-    body = a.str("body")
+    body = a.text("body")
     params: dict[str, TensorVal] = {}
     turns: Dim | None = None
     for name, x, axis, step in _entries(a, "scan", 4):
@@ -61,7 +61,7 @@ def _scan(a: Args) -> list[TensorVal]:
                               "reset_every_turn = 0, emit_y = 1, projected = 0")
 def _gru_seq(a: Args) -> list[TensorVal]:
     """x is [batch, time, 3·hidden]; y is [batch, time, hidden], the last h [batch, 1, hidden]."""
-    x, h = a.tensor("x"), a.int("hidden")
+    x, h = a.tensor("x"), a.integer("hidden")
     return [tensor(x.dtype, [x.shape[0], x.shape[1], h]), tensor(x.dtype, [x.shape[0], 1, h])]
 
 
@@ -98,7 +98,7 @@ def _sdpa(a: Args) -> list[TensorVal]:
 def _kv_cache(a: Args) -> list[TensorVal]:
     """The cache grows along ``axis``: its past length (a symbol of
     ``past_sequence_shape``) plus the input's."""
-    x, axis = a.tensor("input"), a.int("axis")
+    x, axis = a.tensor("input"), a.integer("axis")
     past = a.dims("past_sequence_shape")
     dims = list(x.shape)
     dims[axis] = (past[axis] if past else Sym("P")) + dims[axis]

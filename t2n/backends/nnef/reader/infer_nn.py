@@ -16,7 +16,7 @@ def _matmul(a: Args) -> list[TensorVal]:
     x, w = a.tensor("A"), a.tensor("B")
     # a block-quantized weight is read with the other operand's float type
     types = (x.type, TensorType(x.dtype, w.shape))
-    attrs = {"transpose_a": a.bool("transposeA"), "transpose_b": a.bool("transposeB")}
+    attrs = {"transpose_a": a.flag("transposeA"), "transpose_b": a.flag("transposeB")}
     try:
         out = OpSet.default().get("matmul").infer(InferContext(types, attrs, (None, None)))[0]
     except (IRError, ValueError) as exc:
@@ -74,7 +74,7 @@ def _conv(a: Args) -> list[TensorVal]:
     ks = _kernel(a, w)
     pads, stride, dilation = _geometry(a, len(ks))
     spatial = [window_dim(x.shape[2 + i], ks[i], stride[i], dilation[i], pads[i]) for i in range(len(ks))]
-    dtype = a.dtype("output_dt") if a.str("output_dt") else x.dtype
+    dtype = a.dtype("output_dt") if a.text("output_dt") else x.dtype
     return [tensor(dtype, [x.shape[0], w.shape[0], *spatial])]
 
 
@@ -161,7 +161,7 @@ def _same(a: Args) -> list[TensorVal]:
 @OPS.op("tract_core_einsum", "inputs, expr, acc = '', output = ''")
 def _einsum(a: Args) -> list[TensorVal]:
     xs = a.tensors("inputs")
-    expr = a.str("expr").replace(" ", "")
+    expr = a.text("expr").replace(" ", "")
     lhs, _, rhs = expr.partition("->")
     sizes: dict[str, Dim] = {}
     for term, x in zip(lhs.split(","), xs):
@@ -170,7 +170,7 @@ def _einsum(a: Args) -> list[TensorVal]:
         for letter, d in zip(term, x.shape):
             if letter not in sizes or sizes[letter] == 1:
                 sizes[letter] = d
-    dtype = a.dtype("output") if a.str("output") else xs[0].dtype
+    dtype = a.dtype("output") if a.text("output") else xs[0].dtype
     return [tensor(dtype, [sizes[c] for c in rhs])]
 
 

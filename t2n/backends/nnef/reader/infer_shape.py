@@ -28,7 +28,7 @@ def _prod(dims: list[Dim]) -> Dim:
 @OPS.op("reshape", "input, shape, axis_start = 0, axis_count = -1")
 def _reshape(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
-    start, count = a.int("axis_start"), a.int("axis_count")
+    start, count = a.integer("axis_start"), a.integer("axis_count")
     dims = list(x.shape)
     end = len(dims) if count == -1 else start + count
     part = dims[start:end]
@@ -69,7 +69,7 @@ def _unsqueeze(a: Args) -> list[TensorVal]:
 @OPS.op("concat", "values, axis")
 def _concat(a: Args) -> list[TensorVal]:
     xs = a.tensors("values")
-    axis = a.int("axis")
+    axis = a.integer("axis")
     dims = list(xs[0].shape)
     dims[axis] = sum_dims([x.shape[axis] for x in xs])
     known = None
@@ -88,7 +88,7 @@ def sum_dims(dims: list[Dim]) -> Dim:
 @OPS.op("stack", "values, axis")
 def _stack(a: Args) -> list[TensorVal]:
     xs = a.tensors("values")
-    axis = a.int("axis")
+    axis = a.integer("axis")
     dims = list(xs[0].shape)
     dims.insert(axis, len(xs))
     return [tensor(xs[0].dtype, dims)]
@@ -97,7 +97,7 @@ def _stack(a: Args) -> list[TensorVal]:
 @OPS.op("unstack", "value, axis")
 def _unstack(a: Args) -> list[TensorVal]:
     x = a.tensor("value")
-    axis = a.int("axis")
+    axis = a.integer("axis")
     n = x.shape[axis]
     if isinstance(n, Sym):
         raise a.fail("unstack needs a static axis")
@@ -108,7 +108,7 @@ def _unstack(a: Args) -> list[TensorVal]:
 @OPS.op("split", "value, axis, ratios")
 def _split(a: Args) -> list[TensorVal]:
     x = a.tensor("value")
-    axis, ratios = a.int("axis"), a.ints("ratios")
+    axis, ratios = a.integer("axis"), a.ints("ratios")
     total = sum(ratios)
     out = []
     for r in ratios:
@@ -184,14 +184,14 @@ def _broadcast(a: Args) -> list[TensorVal]:
 def _dyn_slice(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     dims = list(x.shape)
-    dims[a.int("axis")] = a.dim("len")
+    dims[a.integer("axis")] = a.dim("len")
     return [tensor(x.dtype, dims)]
 
 
 @OPS.op("tract_core_downsample", "input, axis, stride, modulo = 0")
 def _downsample(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
-    axis, stride, modulo = a.int("axis"), abs(a.int("stride")), a.int("modulo")
+    axis, stride, modulo = a.integer("axis"), abs(a.integer("stride")), a.integer("modulo")
     dims = list(x.shape)
     dims[axis] = (dims[axis] - modulo + (stride - 1)) // stride
     return [tensor(x.dtype, dims)]
@@ -208,13 +208,13 @@ def _gather(x: TensorVal, idx: TensorVal, axis: int, dtype: DType | None = None)
 
 @OPS.op("gather", "input, indices, axis = 0")
 def _gather_std(a: Args) -> list[TensorVal]:
-    return [_gather(a.tensor("input"), a.tensor("indices"), a.int("axis"))]
+    return [_gather(a.tensor("input"), a.tensor("indices"), a.integer("axis"))]
 
 
 @OPS.op("tract_core_gather", "input, indices, axis, datum_type = ''")
 def _gather_tract(a: Args) -> list[TensorVal]:
-    dtype = a.dtype("datum_type") if a.str("datum_type") else None
-    return [_gather(a.tensor("input"), a.tensor("indices"), a.int("axis"), dtype)]
+    dtype = a.dtype("datum_type") if a.text("datum_type") else None
+    return [_gather(a.tensor("input"), a.tensor("indices"), a.integer("axis"), dtype)]
 
 
 @OPS.op("tract_core_gather_elements", "input, indices, axis")
@@ -228,7 +228,7 @@ def _gather_nd(a: Args) -> list[TensorVal]:
     depth = idx.shape[-1]
     if isinstance(depth, Sym):
         raise a.fail("the last axis of the indices must be static")
-    b = a.int("batch_dims")
+    b = a.integer("batch_dims")
     return [tensor(x.dtype, list(idx.shape[:-1]) + list(x.shape[b + int(depth):]))]
 
 
@@ -241,7 +241,7 @@ def _scatter(a: Args) -> list[TensorVal]:
 def _one_hot(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     dims = list(x.shape)
-    dims.insert(a.int("axis"), a.int("dim"))
+    dims.insert(a.integer("axis"), a.integer("dim"))
     on = a.raw("value_on")
     dtype = DType.F32 if isinstance(on, float) else (on.dtype if isinstance(on, TensorVal) else DType.I64)
     return [tensor(dtype, dims)]
@@ -254,14 +254,14 @@ _fresh = itertools.count()
 def _range(a: Args) -> list[TensorVal]:
     start, end, step = (a.tensor(n) for n in ("start", "end", "step"))
     dtype = start.dtype
-    values = [None if v.known is None else np.asarray(v.known).reshape(-1).tolist()[0] for v in (start, end, step)]
-    if all(v is not None for v in values) and isinstance(values[2], int) and values[2] != 0:
+    values = [np.asarray(v.known).reshape(-1).tolist()[0] for v in (start, end, step) if v.known is not None]
+    if len(values) == 3 and isinstance(values[2], int) and values[2] != 0:
         b, e, s = values
         length = (e - b + (s - 1)) // s if s > 0 else (b - e + (-s - 1)) // (-s)
         known = None
-        if all(isinstance(v, int) for v in values):
-            known = np.arange(b, e, s, dtype=dtype.numpy if not dtype.is_float else np.float64)
-        return [tensor(dtype, [length], known if not dtype.is_float else None)]
+        if all(isinstance(v, int) for v in values) and not dtype.is_float:
+            known = np.arange(b, e, s, dtype=dtype.numpy)
+        return [tensor(dtype, [length], known)]
     return [tensor(dtype, [Sym(f"range{next(_fresh)}")])]
 
 
@@ -301,7 +301,7 @@ def _trilu(a: Args) -> list[TensorVal]:
 def _topk(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     dims = list(x.shape)
-    dims[a.int("axis")] = a.dim("k")
+    dims[a.integer("axis")] = a.dim("k")
     return [tensor(x.dtype, dims), tensor(DType.I64, dims)]
 
 

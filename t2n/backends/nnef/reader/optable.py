@@ -122,7 +122,7 @@ class Args:
         first = next((x.dtype for x in v if isinstance(x, TensorVal)), None)
         return [x if isinstance(x, TensorVal) else literal_tensor(x, first) for x in v]
 
-    def int(self, name: str) -> int:
+    def integer(self, name: str) -> int:
         v = self.values[name]
         if isinstance(v, TensorVal):
             v = _known_scalar(v)
@@ -136,7 +136,7 @@ class Args:
             v = _known_scalar(v)
         if isinstance(v, Sym):
             return v
-        return self.int(name)
+        return self.integer(name)
 
     def dims(self, name: str) -> list[Dim]:
         v = self.values[name]
@@ -162,13 +162,13 @@ class Args:
             raise self.fail(f"argument {name} must hold integers, got {out}")
         return [int(d) for d in out]
 
-    def float(self, name: str) -> float:
+    def number(self, name: str) -> float:
         v = self.values[name]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.fail(f"argument {name} must be a number, got {v!r}")
         return float(v)
 
-    def bool(self, name: str) -> bool:
+    def flag(self, name: str) -> bool:
         v = self.values[name]
         if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
             return bool(v)
@@ -176,7 +176,7 @@ class Args:
             raise self.fail(f"argument {name} must be true or false, got {v!r}")
         return v
 
-    def str(self, name: str) -> str:
+    def text(self, name: str) -> str:
         v = self.values[name]
         if not isinstance(v, str):
             raise self.fail(f"argument {name} must be a string, got {v!r}")
@@ -189,7 +189,7 @@ class Args:
         return [(int(p[0]), int(p[1])) for p in v]
 
     def dtype(self, name: str) -> DType:
-        return parse_dtype(self.str(name), self.op)
+        return parse_dtype(self.text(name), self.op)
 
 
 def _known_scalar(v: TensorVal) -> Value:
@@ -258,16 +258,14 @@ def _default(e: Expr) -> Value:
 def parse_signature(text: str) -> tuple[tuple[str, Any], ...]:
     """``"input, filter, bias = 0.0, padding = []"`` → parameters with defaults."""
     from t2n.backends.nnef.reader.parser import parse_expression
+    from t2n.backends.nnef.reader.tree import Call, Ident
 
     if not text.strip():
         return ()
     call = parse_expression(f"f({text})")
-    assert hasattr(call, "args")
-    out: list[tuple[str, Any]] = []
-    for a in call.args:
-        if not hasattr(a, "name"):
-            raise ValueError(f"bad signature {text!r}")
-        out.append((a.name, _REQUIRED))
+    if not isinstance(call, Call) or not all(isinstance(a, Ident) for a in call.args):
+        raise ValueError(f"bad signature {text!r}")
+    out: list[tuple[str, Any]] = [(a.name, _REQUIRED) for a in call.args if isinstance(a, Ident)]
     out += [(k, _default(v)) for k, v in call.kwargs]
     return tuple(out)
 

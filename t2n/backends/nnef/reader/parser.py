@@ -297,7 +297,7 @@ class _Parser:
         if tok.text == "(" and tok.kind == "punct":
             self.pos += 1
             items = self.items(")")
-            return items[0] if len(items) == 1 and not self.tokens[self.pos - 2].text == "," else Tuple(items)
+            return items[0] if len(items) == 1 and self.tokens[self.pos - 2].text != "," else Tuple(items)
         if tok.kind in ("ident", "xident"):
             if tok.kind == "ident" and tok.text in ("true", "false"):
                 self.pos += 1

@@ -27,7 +27,16 @@ import numpy as np
 from t2n.backends.nnef.reader.evaluate import Evaluator
 from t2n.backends.nnef.reader.optable import InferenceError, TensorVal
 from t2n.backends.nnef.reader.parser import parse_expression, parse_fragment
-from t2n.backends.nnef.reader.tree import Dim, Expr, Fragment, Literal, fold_sizes, rebuild, to_text, walk
+from t2n.backends.nnef.reader.tree import (
+    Dim,
+    Expr,
+    Fragment,
+    Literal,
+    fold_sizes,
+    rebuild,
+    to_text,
+    walk,
+)
 from t2n.ir import Graph, OpSet
 from t2n.ir.schema import InferContext, OpTable, Trait
 from t2n.ir.types import TensorType

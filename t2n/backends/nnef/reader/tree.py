@@ -11,7 +11,6 @@ symbolic size (``S``, ``2 * S + 1``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Union
 
 import attrs
 
@@ -98,7 +97,7 @@ class Index:
     index: Expr
 
 
-Expr = Union[Literal, Dim, Ident, Slot, Array, Tuple, Call, Binary, Unary, Index]
+Expr = Literal | Dim | Ident | Slot | Array | Tuple | Call | Binary | Unary | Index
 
 BINARY_PRECEDENCE = {"||": 1, "&&": 2, "<": 3, ">": 3, "<=": 3, ">=": 3, "==": 3, "!=": 3,
                      "+": 4, "-": 4, "*": 5, "/": 5, "^": 6}
