@@ -19,6 +19,7 @@ read graph is the built-in one extended with :data:`TABLE`.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -99,8 +100,22 @@ def statement_results(types: Sequence[TensorType], attrs: Mapping[str, Any],
     return ev.results(expression(attrs["expr"]), int(attrs.get("count", 1)), slots)
 
 
+_LAST = threading.local()
+"""The last context evaluated on this thread: the graph asks for the types, then the
+known values, of one op with the same context; a statement is evaluated once for both."""
+
+
+def _results(ctx: InferContext) -> list[TensorVal]:
+    last = getattr(_LAST, "entry", None)
+    if last is not None and last[0] is ctx:
+        return last[1]  # type: ignore[no-any-return]
+    out = statement_results(ctx.types, ctx.attrs, ctx.known)
+    _LAST.entry = (ctx, out)
+    return out
+
+
 def _infer(ctx: InferContext) -> list[TensorType]:
-    return [v.type for v in statement_results(ctx.types, ctx.attrs, ctx.known)]
+    return [v.type for v in _results(ctx)]
 
 
 def _as_array(k: Any) -> np.ndarray | None:
@@ -114,7 +129,7 @@ def _as_array(k: Any) -> np.ndarray | None:
 
 def _known(ctx: InferContext) -> list[np.ndarray | None]:
     try:
-        return [_as_array(v.known) for v in statement_results(ctx.types, ctx.attrs, ctx.known)]
+        return [_as_array(v.known) for v in _results(ctx)]
     except InferenceError:
         return [None] * int(ctx.attrs.get("count", 1))
 
