@@ -4,6 +4,7 @@ lower → passes → render, with PyTorch's reference outputs kept for ``Artifac
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import time
@@ -41,7 +42,6 @@ from t2n.driver.stages import (
     run_passes,
     timed,
 )
-from t2n.dropin.checking import resolve_check
 from t2n.errors import InvalidArgumentError
 from t2n.frontend.export import check_frontend
 from t2n.frontend.extractors import ModuleExtractor
@@ -54,6 +54,7 @@ from t2n.options import (
     check_op_set,
     check_target,
     merge_dynamic_axes,
+    resolve_check,
 )
 from t2n.passes.base import Pass
 from t2n.passes.spec import PipelineSpec
@@ -128,7 +129,7 @@ def compile(
     :mod:`t2n.passes.spec` and :mod:`t2n.passes.pipeline`); ``check_io`` runs the result in the
     target's engine and raises if it differs from PyTorch (``None``: the target's
     ``check_io``, else no; ``tolerance`` ``None``: the target's ``check_io_tolerance``,
-    else ``approximate``; see :mod:`t2n.dropin.checking`); ``verify_ir`` checks the IR
+    else ``approximate``; see :func:`t2n.options.resolve_check`); ``verify_ir`` checks the IR
     after every pass and ``dump_ir`` writes it to a folder after each change.
 
     ``dynamic_axes={"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol ``S``
@@ -252,6 +253,10 @@ def compile(
     return artifact
 
 
+_KEYWORDS = tuple(n for n, p in inspect.signature(compile).parameters.items() if p.kind is p.KEYWORD_ONLY)
+"""The options ``compile`` takes by keyword (those ``export`` passes on)."""
+
+
 def export(
     model: torch.nn.Module,
     args: Any,
@@ -294,7 +299,7 @@ def export(
                    check_io_names_qte_match=check_io_names_qte_match,
                    allow_same_io_names=allow_same_io_names, debug_bundle_path=debug_bundle_path)
     check_io, tolerance = resolve_check(check_target(target), check_io, tolerance, default=False)
-    target = check_export_options(target, tolerance, options, path=path, progress=progress,
+    target = check_export_options(target, tolerance, options, path=path, progress=progress, keywords=_KEYWORDS,
                                   flags=dict(sync=sync, overlap=overlap, check_io=check_io))
     p = Path(path)
     t_start = time.perf_counter()

@@ -18,12 +18,12 @@ import attrs
 
 from t2n.backends.nnef.extensions import check_custom_extensions
 from t2n.backends.nnef.naming import check_naming_scheme
-from t2n.backends.target import Target, TractNNEF
+from t2n.backends.target import Target
+from t2n.backends.tract.target import TractNNEF
 from t2n.check.compare import Tolerance
 from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
 from t2n.frontend.io import check_given_names
 from t2n.ir import OpSet, OpTable
-from t2n.ir.dtypes import bf16_export_dtype
 from t2n.passes.dynamic_axes import dynamic_axes_form
 from t2n.passes.pipeline import check_pass_registry, compile_pipeline
 from t2n.passes.precision import check_forcing_target, forced_pass_names
@@ -66,7 +66,7 @@ def merge_dynamic_axes(
 
 
 def check_target(target: object) -> Target:
-    from t2n.backends.target import TractNNEF
+    from t2n.backends.tract.target import TractNNEF
 
     target = target if target is not None else TractNNEF()
     if not isinstance(target, Target):
@@ -90,7 +90,7 @@ def check_compile_options(
     names = {what: check_given_names(given, what, rules=target.identifier_rules)
              for what, given in (("input", input_names), ("output", output_names)) if given is not None}
     if len(names) == 2:
-        from t2n.backends.target import KhronosNNEF
+        from t2n.backends.khronos.target import KhronosNNEF
         from t2n.frontend.io_match import same_names
 
         same_names(names["input"], names["output"], allow=bool((flags or {}).get("allow_same_io_names")),
@@ -105,6 +105,25 @@ def check_compile_options(
         naming_scheme=check_naming_scheme(naming_scheme),
         debug_bundle_path=check_bundle_path(debug_bundle_path),
     )
+
+
+def resolve_check(target: Target, check_io: object, tolerance: object,
+                  *, default: bool) -> tuple[bool, Tolerance]:
+    """(whether to run the engine, at which tolerance) for a call on ``target``.
+
+    ``check_io`` given to the call (``compile``/``export``) wins; else the target's own
+    ``check_io`` (``TractNNEF(check_io=True)``); else the entry point's ``default``:
+    ``compile`` and ``export`` do not run the engine, ``export_model_to_nnef`` does. The
+    tolerance follows the same order: the call's, else the target's
+    ``check_io_tolerance``, else ``approximate``."""
+    own = getattr(target, "check_io", None)
+    if check_io is None:
+        check_io = own if own is not None else default
+    if not isinstance(check_io, bool):
+        raise InvalidArgumentError(f"check_io must be True or False (or None: the target decides), got {check_io!r}")
+    if tolerance is None:
+        tolerance = getattr(target, "check_io_tolerance", None) or Tolerance.APPROXIMATE
+    return check_io, Tolerance.parse(tolerance)
 
 
 def check_flags(flags: Mapping[str, object]) -> None:
@@ -165,17 +184,12 @@ _FLAGS = ("verify_ir", "strict_dynamic_axes", "auto_harden_jit", "fold_batch_nor
 
 
 def check_export_options(target: object, tolerance: object, options: Mapping[str, Any], *,
-                         path: object, flags: Mapping[str, object], progress: object = None) -> Target:
-    """``export``'s own arguments and the ``compile`` options it passes on, checked
-    before the destination is touched."""
-    import inspect
-
-    from t2n import api
-
-    params = inspect.signature(api.compile).parameters
-    keywords = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
+                         path: object, flags: Mapping[str, object], keywords: Sequence[str],
+                         progress: object = None) -> Target:
+    """``export``'s own arguments and the ``compile`` options it passes on (``keywords``:
+    those ``compile`` takes), checked before the destination is touched."""
     unknown = sorted(set(options) - set(keywords))
-    if unknown and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+    if unknown:
         raise InvalidArgumentError(
             f"export() got unknown option(s) {', '.join(map(repr, unknown))}; the options it "
             f"passes to compile are: {', '.join(keywords)}"
@@ -191,31 +205,6 @@ def check_export_options(target: object, tolerance: object, options: Mapping[str
                           debug_bundle_path=options.get("debug_bundle_path"),
                           **{n: options.get(n, default) for n, default in _CHECKED_DEFAULTS.items()})
     return checked
-
-
-def check_tensor_export_args(
-    tensors: object = None, *, bf16_as: object, progress: object, sync: object, filter_key: object = None,
-) -> None:
-    """The arguments of ``export_tensors_to_nnef`` / ``export_tensors_from_disk_to_nnef``,
-    checked before anything is read or written."""
-    if tensors is not None:
-        if not isinstance(tensors, Mapping):
-            raise InvalidArgumentError(
-                f"name_to_tensor must be a mapping name → tensor (such as model.state_dict()), "
-                f"got {type(tensors).__name__}"
-            )
-        bad = next((k for k in tensors if not isinstance(k, str)), None)
-        if bad is not None:
-            raise InvalidArgumentError(f"name_to_tensor keys must be strings (tensor names), got {bad!r}")
-    bf16_export_dtype(bf16_as)
-    if progress is not None and not isinstance(progress, bool):
-        raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
-    if not isinstance(sync, bool):
-        raise InvalidArgumentError(f"sync must be True or False, got {sync!r}")
-    if filter_key is not None and not callable(filter_key):
-        raise InvalidArgumentError(
-            f"filter_key must be a function of the tensor name returning a bool, got {filter_key!r}"
-        )
 
 
 def confirm_rendered_names(input_ids: Sequence[str], output_ids: Sequence[str],

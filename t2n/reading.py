@@ -29,12 +29,14 @@ import attrs
 import numpy as np
 
 from t2n.artifact import Artifact
+from t2n.backends.khronos.target import KhronosNNEF
 from t2n.backends.nnef.reader.build import GraphBuilder, ReadFacts
 from t2n.backends.nnef.reader.parser import parse_document
 from t2n.backends.nnef.reader.statements import document_fragments
 from t2n.backends.nnef.reader.tensors import ArtifactSource, open_artifact
 from t2n.backends.nnef.renderer import RenderedModel
-from t2n.backends.target import KhronosNNEF, Target, TractNNEF
+from t2n.backends.target import Target
+from t2n.backends.tract.target import TractNNEF
 from t2n.errors import InvalidArgumentError
 from t2n.ir import Graph
 from t2n.remodel.apply import Remodelled

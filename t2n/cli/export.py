@@ -27,7 +27,8 @@ from t2n.errors import DynamicAxesError
 
 
 def _target(target: str, tract_version: str | None, bf16_as: str | None) -> Any:
-    from t2n.backends.target import KhronosNNEF, TractNNEF
+    from t2n.backends.khronos.target import KhronosNNEF
+    from t2n.backends.tract.target import TractNNEF
 
     if target == "khronos":
         if tract_version is not None:
@@ -156,11 +157,11 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
     from t2n.cli.factory import load_source
 
     source = load_source(spec, shapes=shapes, dtypes=dtypes, factory_kwargs=key_values(factory_args, "--factory-arg"))
-    import t2n
+    from t2n.api import export
 
     t0 = time.perf_counter()
     try:
-        artifact = t2n.export(source.model, source.args, output, tgt, kwargs=source.kwargs,
+        artifact = export(source.model, source.args, output, tgt, kwargs=source.kwargs,
                               compression_level=compression_level, overwrite=overwrite, **options)
     except DynamicAxesError as exc:
         if not dynamic_axes:

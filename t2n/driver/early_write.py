@@ -23,7 +23,7 @@ from t2n.quant.model import q4_0_scales, with_q4_0
 from t2n.quant.q4_0 import is_q4_0
 from t2n.serialize.archive import ArtifactWriter
 from t2n.serialize.overlap import EarlyWriter, PlannedTensor
-from t2n.serialize.torch_io import tensor_data
+from t2n.torch_data import tensor_data
 
 
 def parameter_paths(model: torch.nn.Module) -> list[str]:

@@ -16,15 +16,14 @@ import attrs
 import numpy as np
 import torch
 
-import t2n
 from t2n.artifact import Artifact
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.nnef.versions import native_ops
 from t2n.backends.target import Target
+from t2n.backends.tract.passes import tract_form_passes
 from t2n.check.bundle import IRRecorder, recording
 from t2n.driver.early_write import parameter_paths
 from t2n.driver.reading import ReadModel
-from t2n.dropin.reify import tract_form_passes
 from t2n.frontend.export.lower import lower_program
 from t2n.frontend.export.shapes import lowering_shapes
 from t2n.frontend.io_match import pass_through
@@ -38,6 +37,7 @@ from t2n.passes.pipeline import builtin_passes, compile_pipeline
 from t2n.passes.precision import forced_pass_names
 from t2n.passes.spec import PipelineSpec
 from t2n.serialize.overlap import ordered_like
+from t2n.version import __version__
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -87,7 +87,7 @@ def lower_model(read: ReadModel, registry: LoweringRegistry | None, target: Targ
     graph.info.naming_scheme = naming_scheme
     pass_through(graph, read.same, ins, outs)
     graph.info.specializations = read.specialized
-    graph.info.properties = {"t2n_version": t2n.__version__, "torch_version": torch.__version__.split("+")[0]}
+    graph.info.properties = {"t2n_version": __version__, "torch_version": torch.__version__.split("+")[0]}
     return graph
 
 

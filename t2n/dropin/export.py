@@ -5,7 +5,7 @@ the same artifact bytes as ``t2n.compile(...).save(...)``).
 Differences from :func:`t2n.export`: ``args`` as that exporter takes it, the path and
 ``compression_level`` rules of :mod:`t2n.dropin.paths` (default ``0``: an uncompressed
 archive), the artifact's path as the result, and the engine check on by default
-(``inference_target.check_io=False`` turns it off; see :mod:`t2n.dropin.checking`).
+(``inference_target.check_io=False`` turns it off; see :func:`t2n.options.resolve_check`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from typing import Any
 
 from t2n.api import export
 from t2n.backends.target import Target
-from t2n.dropin.checking import resolve_check
 from t2n.dropin.paths import destination
 from t2n.errors import InvalidArgumentError
-from t2n.options import check_target
+from t2n.options import check_target, resolve_check
 
 
 def export_model_to_nnef(

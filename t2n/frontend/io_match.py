@@ -177,7 +177,7 @@ def checked_io_names(input_names: Sequence[str] | None, output_names: Sequence[s
     """The names of the graph's inputs and outputs (see :func:`t2n.frontend.io.io_names`),
     after holding the given ones against the traced tensors, and the output names that
     are also input names (allowed pass-throughs)."""
-    from t2n.backends.target import KhronosNNEF
+    from t2n.backends.khronos.target import KhronosNNEF
     from t2n.frontend.io import flatten
 
     input_spec = flatten((args, dict(kwargs or {})))[2] if traced.input_paths else None

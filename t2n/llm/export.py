@@ -103,7 +103,7 @@ def extension_lines(config: Any) -> list[str]:
 
 
 def _target(tract_version: str | None, force: dict[str, bool], tolerance: str | None) -> Any:
-    from t2n.backends.target import TractNNEF
+    from t2n.backends.tract.target import TractNNEF
 
     options: dict[str, Any] = dict(force)
     if tolerance is not None:

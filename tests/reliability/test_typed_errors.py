@@ -22,7 +22,8 @@ import torch
 
 import t2n
 from t2n.backends.nnef.context import DuplicateEmitterError, EmitterTable
-from t2n.backends.nnef.renderer import TractRenderer, emitter_table
+from t2n.backends.nnef.renderer import emitter_table
+from t2n.backends.tract.renderer import TractRenderer
 from t2n.errors import EmissionError, IRError, IRLookupError, T2NError
 from t2n.frontend.registry import DuplicateRuleError, LoweringRegistry, RuleSet
 from t2n.ir import (

@@ -16,7 +16,7 @@ from t2n.backends.nnef.context import nnef_float
 from t2n.backends.nnef.versions import TRACT_REQUIREMENTS, target_has, version_table_rows
 from t2n.backends.target import parse_version
 from t2n.errors import NotExpressibleError
-from t2n.frontend.coverage import tract_version_section
+from tools.operator_table import tract_version_section
 
 
 class _Fused(nn.Module):

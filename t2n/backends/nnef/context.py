@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -12,10 +12,25 @@ import numpy as np
 from t2n.backends.nnef.naming import Namer
 from t2n.errors import OpProblem, T2NError
 from t2n.ir import ArrayData, DType, Graph, Op, Sym, TensorData, Trait, Value
-from t2n.ir.identifiers import free_name
+from t2n.ir.identifiers import IdentifierRules, free_name
 
-if TYPE_CHECKING:
-    from t2n.backends.target import Target
+
+class RenderTarget(Protocol):
+    """What rendering reads of a target (:class:`t2n.backends.target.Target`): emitters
+    ask ``ctx.target.at_least("0.23.0")`` or ``ctx.target.bf16_as``."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def bf16_as(self) -> DType: ...
+
+    @property
+    def identifier_rules(self) -> IdentifierRules: ...
+
+    def at_least(self, version: str) -> bool: ...
+
+    def fragment_text(self, name: str) -> str: ...
 
 
 @attrs.frozen
@@ -86,7 +101,7 @@ class EmitContext:
     """What an emitter works with. Emitters call :meth:`arg` for operands and
     :meth:`assign` / :meth:`call` to write lines."""
 
-    def __init__(self, target: Target, graph: Graph) -> None:
+    def __init__(self, target: RenderTarget, graph: Graph) -> None:
         self.target = target
         self.graph = graph
         self.lines: list[str] = []

@@ -3,7 +3,7 @@
 Emitters ask :func:`tract_has` before writing an operation that not every supported tract
 version knows, and write the decomposed form (standard operations) otherwise, so that an
 artifact made for ``TractNNEF(version)`` loads in that version. ``docs/operators.md``
-shows this table (``t2n.frontend.coverage``).
+shows this table (``tools.operator_table``).
 
 The bounds were found by loading one-operation graphs and whole models in the tract
 Python wheels (0.20.22; 0.21.0, .5, .6, .7, .8, .10, .19; 0.22.4; 0.23.0, .1, .3, .5 to .9):
@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
-    from t2n.backends.nnef.context import EmitContext
-    from t2n.backends.target import Target
+    from t2n.backends.nnef.context import EmitContext, RenderTarget
     from t2n.errors import OpProblem
 
 
@@ -87,7 +86,7 @@ NATIVE_OPS: Mapping[str, str] = MappingProxyType({"cumsum": "tract_core_cumsum"}
 decomposition) → the tract operation that runs them."""
 
 
-def native_ops(target: Target) -> frozenset[str]:
+def native_ops(target: RenderTarget) -> frozenset[str]:
     """The IR ops of :data:`NATIVE_OPS` that ``target`` runs natively (none for Khronos)."""
     if getattr(target, "name", None) != "tract":
         return frozenset()
@@ -100,7 +99,7 @@ def min_tract_version(name: str) -> str | None:
     return req.since if req is not None else None
 
 
-def target_has(target: Target, name: str) -> bool:
+def target_has(target: RenderTarget, name: str) -> bool:
     """Whether ``target``'s engine loads operation ``name`` (a target that is not a tract
     target, or has no version, is taken to have everything)."""
     since = min_tract_version(name)
@@ -151,7 +150,7 @@ def operand_text(line: str) -> str:
     return _ATTRIBUTES.sub("", line)
 
 
-def symbol_use_problems(target: Target, graph_nnef: str, symbols: list[str]) -> list[OpProblem]:
+def symbol_use_problems(target: RenderTarget, graph_nnef: str, symbols: list[str]) -> list[OpProblem]:
     """Where the graph body passes a symbol as an operand (a range to ``S``, a cast of
     ``S``) for a tract that resolves symbols only in shapes and attributes: one problem
     per symbol, naming the first such line."""

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import t2n
-from t2n.dropin.reify import DeboxUpsample, ReifySdpa
+from t2n.backends.tract.passes import DeboxUpsample, ReifySdpa
 from t2n.ir import Graph
 
 Q = torch.randn(1, 2, 5, 8)

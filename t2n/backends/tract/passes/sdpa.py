@@ -1,20 +1,13 @@
-"""Passes that give a ``TractNNEF`` its own forms of two computations, found in the IR
-by pattern (whatever module or function wrote them):
+"""Scaled dot-product attention as tract's own op, for a ``TractNNEF`` that asks for it
+(``reify_sdpa_operator``, tract 0.22+), found in the IR by pattern (whatever module or
+function wrote it).
 
-- :class:`ReifySdpa` (``reify_sdpa_operator``, tract 0.22+): the scaled dot-product
-  attention the frontend writes as ``matmul(softmax(matmul(q · c, kᵀ) [masked]), v)``
-  becomes one ``tract_sdpa`` op (``tract_transformers_sdpa``), its bool and additive
-  masks merged into one additive mask. A row that masks every key still gives zeros,
-  as in PyTorch: the select that makes them is kept, on the output.
-- :class:`DeboxUpsample` (``upsample_with_debox``, tract 0.23+): nearest upsampling by
-  integer factors along spatial axes (``reshape(tile(unsqueeze(x)))`` per axis) becomes
-  one ``tract_debox`` op (``debox``: a transposed convolution with a kernel of ones, whose
-  windows do not overlap, so every output is one input times one: exact).
-
-Matches are rewritten only where every intermediate value has no other reader; what
-does not match keeps its decomposed form. A nearest upsampling of a convolution or
-matrix product (directly or through element-wise ops) keeps its form too: see
-``_FUSED_BY_TRACT``.
+The attention the frontend writes as ``matmul(softmax(matmul(q · c, kᵀ) [masked]), v)``
+becomes one ``tract_sdpa`` op (``tract_transformers_sdpa``), its bool and additive masks
+merged into one additive mask. A row that masks every key still gives zeros, as in
+PyTorch: the select that makes them is kept, on the output. Matches are rewritten only
+where every intermediate value has no other reader; what does not match keeps its
+decomposed form.
 """
 
 from __future__ import annotations
@@ -24,12 +17,11 @@ from typing import Any
 import attrs
 import numpy as np
 
-from t2n.dropin.ops import with_tract_forms
-from t2n.ir import DType, Graph, Op, Trait, Value
+from t2n.backends.tract.ops import with_tract_forms
+from t2n.ir import DType, Graph, Op, Value
 from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
 from t2n.passes.matching import first_match, only_reader, producer_of, take_place
-from t2n.passes.tile_upsampling import tile_step
 
 _FLOATS = (DType.F16, DType.F32)
 
@@ -192,68 +184,3 @@ class ReifySdpa(Pass):
             if op in graph:  # still read: never match it again
                 break
         return PassResult(graph, count > 0, {"attentions": count} if count else {})
-
-
-def match_nearest(graph: Graph, reshape: Op) -> tuple[Value, tuple[int, ...]] | None:
-    """(x, factors by axis) when ``reshape`` ends the frontend's nearest upsampling by an
-    integer factor: reshape(tile(unsqueeze(x, axes=[axis + 1]), reps)), reps all one
-    but the factor at axis + 1, along a spatial axis (2 or later) of a float tensor.
-    An ``x`` that is itself a ``tract_debox`` read only here is merged into one op."""
-    step = tile_step(graph, reshape)
-    if step is None or step.x.type.dtype not in _FLOATS:
-        return None
-    x, axis, factor, unsq = step.x, step.axis, step.factor, step.unsqueeze
-    factors = [factor if i == axis else 1 for i in range(x.rank)]
-    inner = producer_of(x, "tract_debox")
-    if inner is not None and only_reader(graph, x, unsq):
-        factors = [a * b for a, b in zip(factors, inner.attrs["factors"])]
-        x = inner.inputs[0]
-    if _after_a_layer(x):
-        return None
-    return x, tuple(factors)
-
-
-def _after_a_layer(x: Value) -> bool:
-    """``x`` is a convolution or matrix product, possibly through element-wise ops
-    (which tract fuses into the layer, with the debox after them) and the tile form of
-    an upsampling of another axis."""
-    p = x.producer
-    while p is not None and (p.has(Trait.ELEMENTWISE) or p.kind in _NEAREST_STEPS):
-        computed = [v for v in p.inputs if v.producer is None or not v.producer.has(Trait.CONSTANT_LIKE)]
-        if len(computed) != 1:
-            return False
-        p = computed[0].producer
-    return p is not None and p.kind in _FUSED_BY_TRACT
-
-
-@attrs.frozen
-class DeboxUpsample(Pass):
-    """Nearest upsampling by an integer factor as ``tract_debox`` ops."""
-
-    name = "debox-upsample"
-
-    def run(self, graph: Graph) -> PassResult:
-        count = 0
-        while (found := first_match(graph, match_nearest)) is not None:  # one at a time: axes chain
-            graph.opset = with_tract_forms(graph.opset)
-            op, (x, factors) = found
-            out = graph.create_op("tract_debox", [x], {"factors": factors}, loc=op.loc, names=["debox"]).output
-            take_place(graph, op.output, out)
-            count += 1
-            if op in graph:
-                break
-        return PassResult(graph, count > 0, {"upsamplings": count} if count else {})
-
-
-def tract_form_passes(target: Any) -> list[Pass]:
-    """The passes a ``TractNNEF``'s options ask for, where its version has the op."""
-    out: list[Pass] = []
-    if getattr(target, "reify_sdpa_operator", False) and target.at_least("0.22.0"):
-        out.append(ReifySdpa())
-    if getattr(target, "upsample_with_debox", False) and target.at_least("0.23.0"):
-        out.append(DeboxUpsample())
-    if getattr(target, "name", None) == "tract" and target.at_least("0.23.0"):
-        from t2n.passes.nearest_deconv import NearestAsDeconv
-
-        out.append(NearestAsDeconv())
-    return out

@@ -5,7 +5,7 @@ older tract), so it imports nothing of t2n: only numpy, tract and the standard l
 It works with the Python APIs of tract 0.19 to 0.23 (``model_for_path`` /
 ``concretize_symbols`` / ``into_optimized`` before 0.22.1, ``load`` / ``SetSymbols`` after).
 
-Usage: ``python tract_child.py JOBS.json``. JOBS.json is a list of runs, each
+Usage: ``python child.py JOBS.json``. JOBS.json is a list of runs, each
 ``{"path", "inputs" (.npz), "outputs" (.npz to write), "registries", "symbols"}``.
 For every run it prints JSON lines on stdout: ``{"run": i, "phase": step}`` before each
 step, then ``{"run": i, "ok": true}`` or ``{"run": i, "ok": false, "error": text}``.

@@ -4,7 +4,7 @@ refused (and why), or without a meaning in an inference graph (and why).
 Every function listed as exported has a case in ``tests/frontend/test_functional_breadth.py``
 that runs it in tract and in the Khronos interpreter; a test there also fails when
 PyTorch adds a function that this module does not classify. The section is rendered
-into ``docs/operators.md`` by :func:`t2n.frontend.coverage.functional_section`.
+into ``docs/operators.md`` by :func:`tools.operator_table.functional_section`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""tract emitters of the ops of :mod:`t2n.dropin.ops`."""
+"""tract emitters of tract's own IR ops (:mod:`t2n.backends.tract.ops`)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import t2n
+from t2n.backends.tract.passes import NearestAsDeconv
 from t2n.ir import Graph
-from t2n.passes.nearest_deconv import NearestAsDeconv
 
 
 class Up(nn.Module):

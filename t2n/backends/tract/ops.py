@@ -1,5 +1,5 @@
 """IR ops for tract's own forms of two computations, made only by the passes of
-:mod:`t2n.dropin.reify` for a ``TractNNEF`` that asks for them.
+:mod:`t2n.backends.tract.passes` for a ``TractNNEF`` that asks for them.
 
 ``tract_sdpa(q, k, v[, mask]) {scale}``: softmax(q kᵀ · scale + mask) v, one
 ``tract_transformers_sdpa`` in graph.nnef (``mask`` additive, broadcast like the scores).

@@ -4,7 +4,7 @@ Each tract version gets its own virtual environment, made on first use under a c
 folder (``$T2N_TRACT_CACHE``, else ``~/.cache/t2n``) as ``tract-<version>`` with
 ``python -m venv`` and ``pip install tract==<version>`` plus a numpy that wheel works
 with. The version installed in this process's environment runs here, with no venv.
-Artifacts are run by :mod:`t2n.check.tract_child` in a child process that reads its
+Artifacts are run by :mod:`t2n.backends.tract.child` in a child process that reads its
 inputs from ``.npz`` files and writes its outputs to ``.npz`` files, several artifacts
 per child; a tract that aborts takes down only the child.
 
@@ -36,7 +36,7 @@ from t2n.errors import EngineCrashedError, EngineError, InvalidArgumentError, Tr
 CACHE_VARIABLE = "T2N_TRACT_CACHE"
 SWITCH_VARIABLE = "T2N_TRACT_ENVIRONMENTS"
 READY_MARK = ".t2n-ready"
-CHILD = Path(__file__).with_name("tract_child.py")
+CHILD = Path(__file__).with_name("child.py")
 INSTALL_TIMEOUT = 900.0
 
 
@@ -87,7 +87,7 @@ def tract_python(version: str, *, cache: Path | None = None, create: bool = True
     if not create:
         raise TractEnvironmentError(
             f"no environment with tract {wanted} in {env}; create it with "
-            f"t2n.check.tract_versions.tract_python({wanted!r}) (needs the package registry)")
+            f"t2n.backends.tract.environments.tract_python({wanted!r}) (needs the package registry)")
     try:
         with _locked(env.with_name(env.name + ".lock")):
             if not (env / READY_MARK).exists():
