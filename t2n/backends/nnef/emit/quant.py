@@ -107,7 +107,8 @@ def qlinear(ctx: EmitContext, op: Op) -> None:
 def graph_quant_text(ctx: EmitContext, graph: Graph) -> str | None:
     """graph.quant: one ``zero_point_linear_quantize`` line per i8 weight quantized per
     tensor (tract reads those weights as QI8; per-channel scales have no graph.quant form
-    and are written on the ops). ``None`` when there is none."""
+    and are written on the ops), then the entries emitters added to ``ctx.quant_entries``
+    (those of a graph read back). ``None`` when there is none."""
     lines: dict[str, str] = {}
     for op in graph.ops():
         if op.kind not in ("qconv", "qlinear") or len(op.attrs["w_scales"]) != 1:

@@ -93,17 +93,23 @@ for _name, _kind in _UNARY_ALIASES.items():
     OPS.op(_name, "x")(_unary(_kind))
 
 
-@OPS.op(["rsqr", "softabs", "elu", "selu", "gelu", "tract_core_gelu_approx",
-         "tract_transformers_gelu_approx", "tract_core_pow_const", "leaky_relu"],
-        "x, alpha = 1.0, epsilon = 0.0, lambda = 1.0, fast_impl = false, exponent = 1.0")
+@OPS.op(["rsqr", "softabs", "elu", "selu", "gelu", "leaky_relu"],
+        "x, alpha = 1.0, epsilon = 0.0, lambda = 1.0")
 def _same_shape(a: Args) -> list[TensorVal]:
-    """Activations written as fragments or tract operations: the input's type."""
+    """Activations of the standard library: the input's type."""
     return [a.tensor("x")]
 
 
-@OPS.op("tract_core_is_inf", "x, detect_positive = true, detect_negative = true")
+@OPS.op(["tract_core_gelu_approx", "tract_transformers_gelu_approx", "tract_core_pow_const"],
+        "input, fast_impl = false, exponent = 1.0")
+def _same_shape_tract(a: Args) -> list[TensorVal]:
+    """tract's activations: the input's type."""
+    return [a.tensor("input")]
+
+
+@OPS.op("tract_core_is_inf", "input, detect_positive = true, detect_negative = true")
 def _is_inf(a: Args) -> list[TensorVal]:
-    return [via_ir("is_inf", [a.tensor("x")])]
+    return [via_ir("is_inf", [a.tensor("input")])]
 
 
 @OPS.op(["tract_shl", "tract_shr"], "x, y")
