@@ -40,15 +40,25 @@ def test_read_then_save_gives_the_same_bytes(case: str, tmp_path: Path) -> None:
 
 
 def test_the_corpus_holds_what_it_is_meant_to(tmp_path: Path) -> None:
-    """graph.quant, Q4_0 blocks, scans, assertions: the round trip above covers them."""
-    q = CASES["quantized_graph_quant"]()
-    q.save(tmp_path / "q")
+    """graph.quant, Q4_0 blocks, scans, assertions: the round trip above covers them, and
+    the reader keeps them for what they are (quantization entries on their variables,
+    Q4_0 tensors as blocks, scan bodies as fragments)."""
+    from t2n.quant.q4_0 import Q40Blocks
+
+    CASES["quantized_graph_quant"]().save(tmp_path / "q")
     assert "zero_point_linear_quantize" in (tmp_path / "q" / "graph.quant").read_text()
-    llama = CASES["llama_q4_0"]()
-    llama.save(tmp_path / "l")
+    quantized = [op for op in t2n.read(tmp_path / "q").graph.ops() if op.attrs.get("quant")]
+    assert quantized and all(op.kind == "nnef_variable" for op in quantized)
+    CASES["llama_q4_0"]().save(tmp_path / "l")
     items = [struct.unpack_from("<II", p.read_bytes()[:128], 44) for p in (tmp_path / "l").rglob("*.dat")]
     assert (0xFFFFFFFF, 0x54523040) in items
-    assert "tract_core_scan" in CASES["lstm_scan"]().graph_nnef
+    assert any(isinstance(op.attrs.get("data"), Q40Blocks) for op in t2n.read(tmp_path / "l").graph.ops())
+    lstm = CASES["lstm_scan"]()
+    lstm.save(tmp_path / "s")
+    assert "tract_core_scan" in lstm.graph_nnef
+    scans = [op for op in t2n.read(tmp_path / "s").graph.ops() if "tract_core_scan" in op.attrs.get("expr", "")]
+    assert len(scans) == 4  # two layers, two directions
+    assert len(scans[0].outputs) == 3 and scans[0].attrs["fragments"][0].startswith("fragment t2n_lstm_body_0(")
     assert "tract_core_gru_seq" in CASES["gru_seq"]().graph_nnef
     assert "tract_assert S <= 512" in CASES["encoder_assertions"]().graph_nnef
     assert "tract_transformers_sdpa" in CASES["llama_sdpa"]().graph_nnef
