@@ -8,11 +8,10 @@ import struct
 from pathlib import Path
 
 import pytest
+from reader.corpus import CASES
 
 import t2n
 from t2n.remodel.check import compare_runs
-
-from reader.corpus import CASES
 
 
 def _q4_0_count(folder: Path) -> int:
@@ -40,6 +39,7 @@ def test_a_q4_0_llama_remodelled(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_an_llm_with_an_explicit_cache_keeps_its_cache_symbol(tmp_path: Path) -> None:
     from llm.tiny_models import tiny_model
+
     from t2n.llm.export import export_llm
 
     path = export_llm(tiny_model("llama"), tmp_path / "out", kv_cache="explicit", verify=False)
