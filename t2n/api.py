@@ -4,10 +4,7 @@ lower → passes → render, with PyTorch's reference outputs kept for ``Artifac
 
 from __future__ import annotations
 
-import inspect
-import logging
 import os
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,59 +13,21 @@ import torch
 
 from t2n.artifact import Artifact
 from t2n.backends.target import Target
-from t2n.check.bundle import IRRecorder
 from t2n.check.compare import Tolerance
-from t2n.driver.early_write import (
-    one_core_left,
-    parameter_paths,
-    plan,
-    planned_tensors,
-    record_export,
-)
-from t2n.driver.reading import read_model
-from t2n.driver.remodel import (
-    apply_remodel,
-    plan_axes,
-    remodel_step,
-    remodelled_artifact,
-    resized_args,
-)
-from t2n.driver.stages import (
-    gc_paused,
-    ir_dumper,
-    lower_model,
-    make_artifact,
-    render,
-    run_passes,
-    timed,
-)
-from t2n.errors import InvalidArgumentError
-from t2n.frontend.export import check_frontend
+from t2n.driver.compile import compile_model
+from t2n.driver.early_write import parameter_paths, planned_tensors
+from t2n.driver.export import export_model
+from t2n.frontend.base import Frontend
 from t2n.frontend.extractors import ModuleExtractor
-from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.registry import LoweringRegistry
-from t2n.ir import OpSet, verify
-from t2n.options import (
-    check_compile_options,
-    check_export_options,
-    check_op_set,
-    check_target,
-    merge_dynamic_axes,
-    resolve_check,
-)
+from t2n.ir import OpSet
+from t2n.options import compile_options, compile_options_from, merge_dynamic_axes, write_options
 from t2n.passes.base import Pass
 from t2n.passes.spec import PipelineSpec
-from t2n.serialize.archive import open_writer
-from t2n.serialize.dat import dat_size
-from t2n.serialize.overlap import EarlyWriter, PlannedTensor
-from t2n.serialize.progress import Progress
-
-log = logging.getLogger("t2n")
 
 __all__ = ["compile", "export", "merge_dynamic_axes", "parameter_paths", "planned_tensors"]
 
 
-@gc_paused
 def compile(
     model: torch.nn.Module,
     args: Any,
@@ -99,7 +58,7 @@ def compile(
     check_io_names_qte_match: bool = True,
     allow_same_io_names: bool = False,
     debug_bundle_path: str | os.PathLike[str] | None = None,
-    frontend: str = "jit",
+    frontend: str | Frontend = "jit",
     dynamic_shapes: Any = None,
     remodel: Any = None,
 ) -> Artifact:
@@ -140,9 +99,9 @@ def compile(
     adds ``extension`` lines such as ``"tract_assert S + P <= 4096"`` (one line each,
     without ``;``, ``#`` or line breaks). Sizes baked into the trace that should follow
     a symbol give a ``t2n.BakedSizeWarning`` naming the op and module path, or a
-    ``DynamicAxesError`` with ``strict_dynamic_axes=True``. Every option is checked
-    before the model is traced (:mod:`t2n.options`): a typo in ``tolerance`` does not
-    wait for the trace or the engine.
+    ``DynamicAxesError`` with ``strict_dynamic_axes=True``. Every option is checked, once,
+    before the model is traced, into one :class:`t2n.options.CompileOptions` that the
+    stages share: a typo in ``tolerance`` does not wait for the trace or the engine.
 
     A ``torch.jit.ScriptModule`` (scripted, or loaded with ``torch.jit.load``) is hardened
     for the example inputs first (``auto_harden_jit``; see ``t2n.harden_jit_for_export``),
@@ -193,68 +152,25 @@ def compile(
     see :mod:`t2n.frontend.export`. Its dynamic sizes are ``dynamic_axes`` as above, or
     ``dynamic_shapes`` in torch.export's form (one of the two; see
     :mod:`t2n.frontend.export.shapes`); what torch.export refuses is an ``ExportFrontendError``.
+    ``frontend`` may also be a :class:`t2n.frontend.base.Frontend` object of your own.
 
-    ``remodel`` (a plan mapping, ``t2n.remodel.RemodelPlan`` or the path of a YAML/JSON
-    file) reshapes the artifact's interface after the passes: collapse size-1 axes, bind
-    a scalar input to an axis size, rename symbols, keep some outputs (see
-    ``docs/remodeler.md`` and :mod:`t2n.driver.remodel`); its ``original_shape`` symbols
-    are dynamic axes and its ``eval_symbols`` the example inputs' sizes. ``check`` then
-    compares the remodelled artifact with PyTorch on the inputs reshaped to match.
+    ``remodel`` (a plan mapping, ``t2n.RemodelPlan`` or the path of a YAML/JSON file)
+    reshapes the artifact's interface after the passes: collapse size-1 axes, bind a
+    scalar input to an axis size, fix or rename symbols, keep some outputs (see
+    ``docs/remodeler.md``); its ``original_shape`` symbols are dynamic axes and its
+    ``eval_symbols`` the example inputs' sizes. ``check`` then compares the remodelled
+    artifact with PyTorch on the inputs reshaped to match.
     """
-    frontend = check_frontend(frontend, model, extractors)
-    target = check_target(target)
-    check_io, tolerance = resolve_check(target, check_io, tolerance, default=False)
-    op_set = check_op_set(op_set)
-    opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
-                                 pass_registry=pass_registry,
-                                 tolerance=tolerance, log_level=log_level, dynamic_axes=dynamic_axes,
-                                 custom_extensions=custom_extensions, kwargs=kwargs, flags=dict(
-                                     check_io=check_io, verify_ir=verify_ir, fold_batch_norm=fold_batch_norm,
-                                     strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit,
-                                     strict=strict, check_io_names_qte_match=check_io_names_qte_match,
-                                     allow_same_io_names=allow_same_io_names),
-                                 naming_scheme=nnef_variable_naming_scheme, debug_bundle_path=debug_bundle_path)
-    if opts.log_level is not None:
-        logging.getLogger("t2n").setLevel(opts.log_level)
-    step = remodel_step(remodel)
-    axes = plan_axes(step, remodel, opts.dynamic_axes, target)
-    args = resized_args(step, remodel, args, input_names, axes)
-    if frontend == "jit" and not isinstance(model, (torch.nn.Module, HardenedGraph)):
-        raise InvalidArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    timings: dict[str, float] = {}
-    with timed(timings, "trace"):
-        read = read_model(model, args, target, frontend=frontend, kwargs=kwargs, input_names=input_names,
-                          output_names=output_names, dynamic_axes=axes, dynamic_shapes=dynamic_shapes,
-                          extractors=extractors, weights_from=weights_from, harden=auto_harden_jit,
-                          diagnostics=jit_diagnostics, strict=strict, check_names=check_io_names_qte_match,
-                          allow_same=allow_same_io_names)
-    with timed(timings, "lowering"):
-        graph = lower_model(read, registry, target, op_set=op_set, naming_scheme=opts.naming_scheme,
-                            strict_dynamic_axes=strict_dynamic_axes)
-    if verify_ir:
-        verify(graph)
-    recorder = IRRecorder() if opts.debug_bundle_path is not None else None
-    with timed(timings, "passes"):
-        result = run_passes(graph, read, target, passes, pass_registry, fold_batch_norm=fold_batch_norm,
-                            strict_dynamic_axes=strict_dynamic_axes, verify_ir=verify_ir,
-                            dump=ir_dumper(dump_ir, recorder))
-    graph = result.graph
-    graph.info.custom_extensions += opts.custom_extensions
-    io = apply_remodel(step, graph, read, verify_ir) if step is not None else None
-    with timed(timings, "emission"):
-        rendered = render(target, graph, model, read.traced, io.input_names if io else read.input_names,
-                          io.output_names if io else read.output_names)
-    artifact = make_artifact(read, graph, target, rendered, debug_bundle_path=opts.debug_bundle_path,
-                             recorder=recorder, timings=timings, pass_stats=result.stats)
-    if io is not None:
-        remodelled_artifact(artifact, io)
-    if check_io:
-        artifact.check(opts.tolerance)
-    return artifact
-
-
-_KEYWORDS = tuple(n for n, p in inspect.signature(compile).parameters.items() if p.kind is p.KEYWORD_ONLY)
-"""The options ``compile`` takes by keyword (those ``export`` passes on)."""
+    options = compile_options(
+        target, kwargs=kwargs, input_names=input_names, output_names=output_names, passes=passes,
+        pass_registry=pass_registry, registry=registry, op_set=op_set, extractors=extractors, check_io=check_io,
+        tolerance=tolerance, log_level=log_level, verify_ir=verify_ir, dump_ir=dump_ir, dynamic_axes=dynamic_axes,
+        custom_extensions=custom_extensions, strict_dynamic_axes=strict_dynamic_axes,
+        auto_harden_jit=auto_harden_jit, jit_diagnostics=jit_diagnostics, fold_batch_norm=fold_batch_norm,
+        weights_from=weights_from, strict=strict, nnef_variable_naming_scheme=nnef_variable_naming_scheme,
+        check_io_names_qte_match=check_io_names_qte_match, allow_same_io_names=allow_same_io_names,
+        debug_bundle_path=debug_bundle_path, frontend=frontend, dynamic_shapes=dynamic_shapes, remodel=remodel)
+    return compile_model(model, args, options)
 
 
 def export(
@@ -295,46 +211,11 @@ def export(
     and debug-bundle options are those of :func:`compile`; a failed ``check_io`` writes
     the bundle to ``debug_bundle_path``.
     """
-    options.update(nnef_variable_naming_scheme=nnef_variable_naming_scheme,
-                   check_io_names_qte_match=check_io_names_qte_match,
-                   allow_same_io_names=allow_same_io_names, debug_bundle_path=debug_bundle_path)
-    check_io, tolerance = resolve_check(check_target(target), check_io, tolerance, default=False)
-    target = check_export_options(target, tolerance, options, path=path, progress=progress, keywords=_KEYWORDS,
-                                  flags=dict(sync=sync, overlap=overlap, check_io=check_io))
-    p = Path(path)
-    t_start = time.perf_counter()
-    writer = open_writer(p, compression_level, sync=sync, overwrite=overwrite)
-    early: EarlyWriter | None = None
-    try:
-        planned: list[PlannedTensor] = []
-        if overlap and writer.can_rollback and isinstance(model, torch.nn.Module) and \
-                not isinstance(model, torch.jit.ScriptModule):
-            planned = plan(model, target, options)
-        with Progress(sum(dat_size(t.data, t.dtype) for t in planned), f"writing {p.name}",
-                      bar=progress) as bar:
-            early = EarlyWriter(writer, planned, bar, order=parameter_paths(model)).start() if planned else None
-            try:
-                with one_core_left(early is not None):
-                    artifact = compile(model, args, target, check_io=False, **options)
-            except BaseException:
-                if early is not None:
-                    early.cancel()
-                raise
-            t_compiled = time.perf_counter()
-            tensors = list(artifact.rendered.tensors)
-            rest = early.finish(tensors) if early is not None else tensors
-            members = list(artifact.members(rest))
-            bar.set_total(bar.done + sum(size for _, size, _ in members))
-            for name, size, chunks in members:
-                writer.add_stream(name, size, bar.track(chunks))
-            writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-    artifact.saved_path = p
-    record_export(artifact, writer, planned, early, t_start, t_compiled)
-    log.info("exported %s (%d bytes of members; %s written while compiling)", p, writer.bytes_written,
-             artifact.stats["overlap"]["kept_bytes"])
-    if check_io:
-        artifact.check(tolerance)
-    return artifact
+    write = write_options(path, compression_level=compression_level, sync=sync, progress=progress,
+                          overlap=overlap, overwrite=overwrite)
+    checked = compile_options_from(target, {
+        **options, "check_io": check_io, "tolerance": tolerance,
+        "nnef_variable_naming_scheme": nnef_variable_naming_scheme,
+        "check_io_names_qte_match": check_io_names_qte_match, "allow_same_io_names": allow_same_io_names,
+        "debug_bundle_path": debug_bundle_path}, entry="export()")
+    return export_model(model, args, write, checked)

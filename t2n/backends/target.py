@@ -16,9 +16,11 @@ import attrs
 import numpy as np
 
 from t2n.backends.additions import checked_emitters, checked_fragments, emitter_map, fragment_map
+from t2n.check.compare import Tolerance
 from t2n.errors import InvalidArgumentError
 from t2n.ir import DType
 from t2n.ir.identifiers import STANDARD_IDENTIFIERS, IdentifierRules
+from t2n.passes.base import Pass
 
 if TYPE_CHECKING:
     from t2n.backends.nnef.context import Emitter
@@ -87,6 +89,14 @@ class Target:
     """Emitters added to (or replacing) the built-in ones, by IR op kind."""
     fragments: Mapping[str, str] = MappingProxyType({})
     """NNEF fragment texts added to the built-in ones, by fragment name."""
+    dynamic_axes: Mapping[str, Mapping[int, str]] | None = None
+    """Dynamic axes of every compile for this target (merged with the call's)."""
+    custom_extensions: Sequence[str] = ()
+    """``extension`` lines of every artifact for this target."""
+    check_io: bool | None = None
+    """Run the artifact in this target's engine after export (``None``: the entry point decides)."""
+    check_io_tolerance: Tolerance | None = None
+    """The tolerance of that check (``None``: the entry point's)."""
 
     name: ClassVar[str] = ""
     supports_symbols: ClassVar[bool] = False
@@ -97,6 +107,10 @@ class Target:
     identifier_rules: ClassVar[IdentifierRules] = STANDARD_IDENTIFIERS
     """Which names this target's engine reads as identifiers (input/output names,
     and the names emitters make up)."""
+    allows_same_io_names: ClassVar[bool] = True
+    """graph.nnef may list one tensor as both input and output (``allow_same_io_names``)."""
+    casts_set_precision: ClassVar[bool] = False
+    """A cast to f32 makes the engine compute in f32 (the f32-forcing passes may run)."""
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -124,6 +138,21 @@ class Target:
     def builtin_emitters(self) -> Mapping[str, Emitter]:
         """The emitters t2n ships for this target (none for a bare ``Target``)."""
         return {}
+
+    def native_ops(self) -> frozenset[str]:
+        """IR ops the frontend writes as one op because this target's engine runs them
+        natively (else their decomposition): none by default."""
+        return frozenset()
+
+    def passes(self) -> list[Pass]:
+        """The passes that write this target's own forms (tract's SDPA, debox...), run at
+        the end of the compile pipeline, before its last cleanup: none by default."""
+        return []
+
+    def forced_f32_passes(self) -> list[str]:
+        """The names of the f32-forcing passes this target's options ask for (added to
+        the pipeline unless its spec places them): none by default."""
+        return []
 
     def extra_properties(self) -> Mapping[str, str]:
         """Properties this target adds to the artifact's metadata (none by default)."""

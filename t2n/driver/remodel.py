@@ -1,14 +1,11 @@
-"""``compile(..., remodel=plan)``: the plan's parts that act before the trace, and the
-boundary passes after the pipeline, with the example inputs and PyTorch's outputs
-reshaped to the new interface so that ``check`` compares like with like.
-
-Before the trace: ``original_shape`` symbol names become dynamic axes (beside
-``dynamic_axes``, which must agree), and ``eval_symbols`` sizes are the example inputs'
-sizes along those axes (each input cut or zero-padded to it; the axis is then traced at
-that size, not made dynamic). After the passes: the plan's boundary passes
-(:mod:`t2n.remodel.apply`); bound inputs leave the example inputs (their value must be
-the size they are bound to), collapsed axes are squeezed out of the example inputs and
-reference outputs, and only the kept outputs remain, in the plan's order.
+"""``compile(..., remodel=plan)`` in the driver: the example inputs sized by the plan's
+``eval_symbols`` before the trace (its checks and dynamic axes are made with the
+options, :mod:`t2n.remodel.export`), and the boundary passes after the pipeline
+(:mod:`t2n.remodel.apply`), with the example inputs and PyTorch's outputs reshaped to
+the new interface so that ``check`` compares like with like: bound inputs leave the
+example inputs (their value must be the size they are bound to), collapsed axes are
+squeezed out of the example inputs and reference outputs, and only the kept outputs
+remain, in the plan's order.
 """
 
 from __future__ import annotations
@@ -20,80 +17,24 @@ import attrs
 import torch
 
 from t2n.artifact import Artifact
-from t2n.backends.target import Target
-from t2n.driver.reading import ReadModel
 from t2n.driver.stages import to_numpy
 from t2n.errors import RemodelPlanError
+from t2n.frontend.base import ReadModel
 from t2n.ir import Graph
 from t2n.passes.base import PassResult
 from t2n.passes.manager import PassManager
 from t2n.passes.remodel import BindScalarToDimSize, CollapseInputDims, CollapseOutputDims
 from t2n.passes.remodel.common import norm_axes
 from t2n.remodel.apply import plan_passes
-from t2n.remodel.plan import GraphPlan, as_plan
+from t2n.remodel.export import RemodelStep
 
 
-@attrs.frozen
-class RemodelStep:
-    plan: GraphPlan
-    """The plan, its ``eval_symbols`` taken out (they act on the example inputs)."""
-    sizes: Mapping[str, int]
-    """``eval_symbols``: symbol → size."""
-
-
-def remodel_step(remodel: Any) -> RemodelStep | None:
-    """The checked plan of ``compile(remodel=...)`` (None when there is none)."""
-    if remodel is None:
-        return None
-    plan = as_plan(remodel)
-    gp = plan.graph(None) if len(plan.graphs) == 1 else None
-    if gp is None:
-        raise RemodelPlanError("", f"compile takes the plan of one graph; this plan is for "
-                                   f"{', '.join(plan.names)}: pass remodel=plan['{plan.names[0]}']")
-    sizes = gp.eval_symbols
-    inputs = {}
-    for name, ip in gp.inputs.items():
-        shape = None if ip.original_shape is None else \
-            tuple(sizes.get(d, d) if isinstance(d, str) else d for d in ip.original_shape)
-        inputs[name] = attrs.evolve(ip, original_shape=shape, eval_symbols={})
-    return RemodelStep(attrs.evolve(gp, inputs=inputs), sizes)
-
-
-def plan_axes(step: RemodelStep | None, remodel: Any, axes: Mapping[str, Mapping[int, str]],
-              target: Target) -> dict[str, dict[int, str]]:
-    """``axes`` with the symbol axes of each ``original_shape`` (not those ``eval_symbols`` fixes)."""
-    merged = {k: dict(v) for k, v in axes.items()}
-    if step is None:
-        return merged
-    original = as_plan(remodel).graph(None)
-    for name, ip in original.inputs.items():
-        if ip.original_shape is None:
-            continue
-        key = original.key("inputs", name, "original_shape")
-        for i, d in enumerate(ip.original_shape):
-            if not isinstance(d, str) or d in step.sizes:
-                continue
-            prev = merged.setdefault(name, {}).get(i)
-            if prev is not None and prev != d:
-                raise RemodelPlanError(f"{key}[{i}]", f"axis {i} of {name!r} is {d} here but {prev} in dynamic_axes")
-            merged[name][i] = d
-        for d in ip.eval_symbols:
-            for i, s in list(merged.get(name, {}).items()):
-                if s == d:
-                    del merged[name][i]
-    out = {k: v for k, v in merged.items() if v}
-    if out and not target.supports_symbols:
-        raise RemodelPlanError(original.key("inputs"), f"original_shape names symbols, and {target} has no "
-                                                       "symbolic dimensions; export to TractNNEF")
-    return out
-
-
-def resized_args(step: RemodelStep | None, remodel: Any, args: Any, input_names: Sequence[str] | None,
+def resized_args(step: RemodelStep | None, args: Any, input_names: Sequence[str] | None,
                  axes: Mapping[str, Mapping[int, str]]) -> Any:
     """``args`` with each axis an ``eval_symbols`` symbol names cut or zero-padded to its size."""
     if step is None or not step.sizes:
         return args
-    original = as_plan(remodel).graph(None)
+    original = step.original
     pos = [args] if isinstance(args, torch.Tensor) else list(args)
     names = list(input_names) if input_names is not None else [f"input_{i}" for i in range(len(pos))]
     for name, ip in original.inputs.items():
@@ -133,6 +74,10 @@ class RemodelledIO:
     example_inputs: list[torch.Tensor]
     reference_outputs: list[torch.Tensor]
     result: PassResult
+
+    def names_of(self, read: ReadModel) -> ReadModel:
+        """``read`` with the remodelled interface's names (those graph.nnef gives it)."""
+        return attrs.evolve(read, input_names=self.input_names, output_names=self.output_names)
 
 
 def apply_remodel(step: RemodelStep, graph: Graph, read: ReadModel, verify_each: bool) -> RemodelledIO:

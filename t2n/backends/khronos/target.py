@@ -47,6 +47,8 @@ class KhronosNNEF(Target):
     fragments: Mapping[str, str] = fragment_field()
 
     name: ClassVar[str] = "khronos"
+    allows_same_io_names: ClassVar[bool] = False
+    """The Khronos parser refuses a graph whose result is also a parameter."""
 
     def __attrs_post_init__(self) -> None:
         if parse_version(self.version, "KhronosNNEF version") not in KHRONOS_VERSIONS:

@@ -86,13 +86,6 @@ NATIVE_OPS: Mapping[str, str] = MappingProxyType({"cumsum": "tract_core_cumsum"}
 decomposition) → the tract operation that runs them."""
 
 
-def native_ops(target: RenderTarget) -> frozenset[str]:
-    """The IR ops of :data:`NATIVE_OPS` that ``target`` runs natively (none for Khronos)."""
-    if getattr(target, "name", None) != "tract":
-        return frozenset()
-    return frozenset(op for op, tract_op in NATIVE_OPS.items() if target_has(target, tract_op))
-
-
 def min_tract_version(name: str) -> str | None:
     """The oldest tract that loads operation ``name``; None when every version does."""
     req = TRACT_REQUIREMENTS.get(name)

@@ -12,6 +12,7 @@ import numpy as np
 from t2n.backends.nnef.context import Emitter
 from t2n.backends.nnef.extensions import check_custom_extensions
 from t2n.backends.nnef.renderer import emitter_table
+from t2n.backends.nnef.versions import NATIVE_OPS, target_has
 from t2n.backends.target import (
     Target,
     check_io_flag,
@@ -22,6 +23,7 @@ from t2n.backends.target import (
 )
 from t2n.backends.tract.emit.forms import tract_form_emitters
 from t2n.backends.tract.environments import run_in_tract_version, uses_environment
+from t2n.backends.tract.passes import DeboxUpsample, NearestAsDeconv, ReifySdpa
 from t2n.backends.tract.properties import checked_properties, identity_properties
 from t2n.backends.tract.renderer import TractRenderer
 from t2n.check.compare import Tolerance
@@ -30,7 +32,13 @@ from t2n.errors import InvalidArgumentError
 from t2n.ir import DType
 from t2n.ir.dtypes import bf16_export_dtype
 from t2n.ir.identifiers import TRACT_IDENTIFIERS, IdentifierRules
+from t2n.passes.base import Pass
 from t2n.passes.dynamic_axes import dynamic_axes_form
+from t2n.passes.precision import (
+    ForceAttentionInnerInF32,
+    ForceLinearAccumulationInF32,
+    ForceNormInF32,
+)
 
 
 def _axes(value: object) -> Mapping[str, Mapping[int, str]] | None:
@@ -128,6 +136,7 @@ class TractNNEF(Target):
     supports_symbols: ClassVar[bool] = True
     accepts_extension_lines: ClassVar[bool] = True
     reads_archives: ClassVar[bool] = True
+    casts_set_precision: ClassVar[bool] = True
     identifier_rules: ClassVar[IdentifierRules] = TRACT_IDENTIFIERS
 
     def __attrs_post_init__(self) -> None:
@@ -147,6 +156,30 @@ class TractNNEF(Target):
 
     def builtin_emitters(self) -> Mapping[str, Emitter]:
         return {**emitter_table("tract"), **tract_form_emitters()}
+
+    def native_ops(self) -> frozenset[str]:
+        """``cumsum`` as ``tract_core_cumsum`` where this version has it (:data:`NATIVE_OPS`)."""
+        return frozenset(op for op, tract_op in NATIVE_OPS.items() if target_has(self, tract_op))
+
+    def passes(self) -> list[Pass]:
+        """tract's own forms this target's options ask for, where its version has the op:
+        reified SDPA (0.22+), debox upsampling (0.23+), and nearest upsampling as a
+        ones-kernel deconv (0.23+, always)."""
+        out: list[Pass] = []
+        if self.reify_sdpa_operator and self.at_least("0.22.0"):
+            out.append(ReifySdpa())
+        if self.upsample_with_debox and self.at_least("0.23.0"):
+            out.append(DeboxUpsample())
+        if self.at_least("0.23.0"):
+            out.append(NearestAsDeconv())
+        return out
+
+    def forced_f32_passes(self) -> list[str]:
+        """The ``force_*_in_f32`` options that are on, as pass names (:mod:`t2n.passes.precision`)."""
+        asked = {ForceAttentionInnerInF32.name: self.force_attention_inner_in_f32,
+                 ForceLinearAccumulationInF32.name: self.force_linear_accumulation_in_f32,
+                 ForceNormInF32.name: self.force_norm_in_f32}
+        return [name for name, on in asked.items() if on]
 
     def renderer(self) -> TractRenderer:
         return TractRenderer(self, self.emitter_table())
