@@ -351,3 +351,25 @@ class RemodelPlanError(InvalidArgumentError):
     def __init__(self, key: str, message: str) -> None:
         self.key = key
         super().__init__(f"remodel plan, {key}: {message}" if key else f"remodel plan: {message}")
+
+
+# -- NeMo speech recognizers (t2n.nemo)
+
+
+class NemoUnavailableError(T2NError, ImportError):
+    """NeMo (``nemo-toolkit[asr]``) is not installed: ``pip install 't2n[nemo]'``."""
+
+
+class NemoExportError(InvalidArgumentError):
+    """A NeMo model, or a part of it, that t2n.nemo does not export as it is; ``part``
+    names the sub-network (``preprocessor``, ``encoder``, ``ctc_decoder``, ``decoder``,
+    ``joint``) or ``model``, and the message what to do."""
+
+    def __init__(self, part: str, message: str) -> None:
+        self.part = part
+        super().__init__(f"NeMo {part}: {message}")
+
+
+class NemoManifestError(SerializationError, ValueError):
+    """A folder that is not a NeMo export t2n wrote: no ``manifest.json``, another format
+    or version, or an artifact it lists is missing."""

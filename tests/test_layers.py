@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("t2n.options", "t2n.reading"),
     ("t2n.driver",),
     ("t2n.api",),
-    ("t2n.dropin", "t2n.llm", "t2n.testing"),
+    ("t2n.dropin", "t2n.llm", "t2n.nemo", "t2n.testing"),
     ("t2n.cli",),
     ("t2n",),
 )
