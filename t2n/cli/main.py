@@ -49,6 +49,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                       "Export a transformers causal LM folder to tract with a KV cache."),
     "peft": Subcommand("t2n.cli.llm:peft_command",
                        "Write a LoRA/DoRA adapter's tensors as NNEF .dat files (.nnef.tgz)."),
+    "nemo-asr": Subcommand("t2n.cli.nemo:nemo_asr_command",
+                           "Export a NeMo speech recognizer (.nemo or config) as artifacts + manifest."),
+    "nemo-transcribe": Subcommand("t2n.cli.nemo:nemo_transcribe_command",
+                                  "Transcribe audio greedily with a nemo-asr export, in tract."),
 }
 """The subcommands of ``t2n``, by name."""
 

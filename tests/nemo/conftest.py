@@ -1,0 +1,14 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from nemo_models import nemo_or_skip
+
+
+@pytest.fixture(autouse=True, scope="session")
+def nemo_asr():
+    """Every test here needs NeMo (skipped without it, except under CI)."""
+    return nemo_or_skip()
