@@ -35,6 +35,7 @@ from t2n.remodel.interface import graph_interface
 from t2n.remodel.plan import GraphPlan, RemodelPlan, as_plan
 from t2n.serialize.destination import check_name_length
 from t2n.serialize.staging import install, new_temp_dir, remove_path, remove_stale_temps
+from t2n.torch_data import ir_dtype
 from t2n.version import __version__
 
 log = logging.getLogger("t2n")
@@ -232,7 +233,7 @@ def _entry(sn: Subnet, art: Artifact, path: str, plan: GraphPlan | None,
     interface = graph_interface(art.ir).as_dict()
     nemo_inputs = []
     for name, x in zip(sn.input_names, sn.example(0)):
-        nemo_inputs.append({"name": name, "dtype": str(x.dtype).removeprefix("torch."),
+        nemo_inputs.append({"name": name, "dtype": ir_dtype(x.dtype).value,
                             "shape": sn.original_shape(name, x.dim())})
     return {"path": path, "role": sn.role, **interface,
             "nemo_interface": {"inputs": nemo_inputs, "outputs": list(sn.output_names)},
