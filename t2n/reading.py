@@ -12,7 +12,8 @@ outs = model.run([x])                          # in the target's engine (tract)
 Reading is the inverse of rendering: a t2n artifact read and saved again gives the same
 ``graph.nnef`` text, ``graph.quant`` and tensor files, byte for byte. Other writers'
 tract-dialect and Khronos NNEF is read when every operation it calls is one t2n knows
-(an error lists those it does not). Tensors stay on disk (memory-mapped, see
+(the standard ones and tract's, ``t2n.backends.tract.reader``; an error lists those it
+does not). Tensors stay on disk (memory-mapped, see
 :mod:`t2n.backends.nnef.reader.tensors`) until they are read or copied into a new
 artifact.
 """
@@ -36,6 +37,7 @@ from t2n.backends.nnef.reader.statements import document_fragments
 from t2n.backends.nnef.reader.tensors import ArtifactSource, open_artifact
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.target import Target
+from t2n.backends.tract.reader import tract_read_ops
 from t2n.backends.tract.target import TractNNEF
 from t2n.errors import InvalidArgumentError
 from t2n.ir import Graph
@@ -124,7 +126,7 @@ def read(path: str | os.PathLike[str], target: Target | None = None) -> NNEFMode
         raise InvalidArgumentError(f"target must be a t2n Target (TractNNEF(), KhronosNNEF()), got {target!r}")
     source = open_artifact(path)
     doc = parse_document(source.graph_nnef, f"{source.path}: graph.nnef")
-    builder = GraphBuilder(doc, _tensor_lookup(source), source.graph_quant, str(source.path))
+    builder = GraphBuilder(doc, tract_read_ops(), _tensor_lookup(source), source.graph_quant, str(source.path))
     graph = builder.build()
     if target is None:
         target = TractNNEF() if builder.facts.dialect == "tract" else KhronosNNEF()

@@ -20,6 +20,7 @@ PACKAGE = ROOT / "t2n"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("t2n.errors", "t2n.version"),
+    ("t2n.registry",),
     ("t2n.ir",),
     ("t2n.torch_data",),
     ("t2n.quant",),

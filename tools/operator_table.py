@@ -143,8 +143,8 @@ def build_table(registry: LoweringRegistry, evidence: Mapping[str, Any], core: s
 
 def tract_version_section() -> str:
     """The section listing the oldest tract release that loads each operation t2n may
-    write (t2n.backends.nnef.versions), and what older targets get instead."""
-    from t2n.backends.nnef.versions import SYMBOLIC_RESHAPE_BROKEN, version_table_rows
+    write (t2n.backends.tract.versions), and what older targets get instead."""
+    from t2n.backends.tract.versions import SYMBOLIC_RESHAPE_BROKEN, version_table_rows
 
     lines = [
         "", "## Minimum tract version per emitted operation", "",

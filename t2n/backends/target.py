@@ -139,6 +139,11 @@ class Target:
         """The emitters t2n ships for this target (none for a bare ``Target``)."""
         return {}
 
+    def refusals(self) -> Mapping[str, str]:
+        """IR op → why this target has no form for it (said when it refuses a graph):
+        every IR op has an emitter or a line here (``tests/backends/test_refusal_table.py``)."""
+        return {}
+
     def native_ops(self) -> frozenset[str]:
         """IR ops the frontend writes as one op because this target's engine runs them
         natively (else their decomposition): none by default."""

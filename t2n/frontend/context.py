@@ -16,7 +16,7 @@ import torch
 from t2n.frontend.dtypes import promote, to_ir
 from t2n.frontend.unsupported import NotConstantError as NotConstantError
 from t2n.frontend.unsupported import UnsupportedHere as UnsupportedHere
-from t2n.ir import ArrayData, Builder, Dim, DType, Graph, SourceLoc, Trait, Value
+from t2n.ir import ArrayData, Builder, DType, Graph, SourceLoc, Trait, Value
 from t2n.ir.dims import has_sym
 from t2n.ir.graph_info import BakedConstant
 from t2n.ir.infer_utils import InferError
@@ -305,12 +305,6 @@ def norm_axis(axis: int, rank: int) -> int:
     except InferError:
         raise UnsupportedHere(f"axis {axis} is out of range for a tensor of rank {rank}") from None
 
-
-
-def known_dims_of(v: Value) -> list[Dim] | None:
-    if v.known is None:
-        return None
-    return list(np.asarray(v.known).reshape(-1).tolist())
 
 
 def array_data(t: torch.Tensor, name: str = "") -> ArrayData:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -9,9 +10,10 @@ from typing import Any, ClassVar, Self
 import attrs
 import numpy as np
 
+from t2n.backends.khronos.refusals import REFUSALS
 from t2n.backends.khronos.renderer import KhronosRenderer
-from t2n.backends.nnef.context import Emitter
-from t2n.backends.nnef.renderer import emitter_table
+from t2n.backends.nnef.context import Emitter, EmitterSet
+from t2n.backends.nnef.renderer import common_emitters
 from t2n.backends.target import (
     Target,
     check_io_flag,
@@ -29,6 +31,12 @@ from t2n.ir.dtypes import bf16_export_dtype
 def _version(value: object) -> str:
     return version_text(value, "KhronosNNEF version")
 
+
+@functools.cache
+def khronos_emitters() -> dict[str, Emitter]:
+    """Khronos NNEF's own emitters: the ``KHRONOS`` table of every module of
+    ``t2n.backends.khronos.emit``."""
+    return EmitterSet.collected("t2n.backends.khronos.emit", "KHRONOS")
 
 KHRONOS_VERSIONS = ((1, 0, 5),)
 """The NNEF versions KhronosNNEF emits: t2n uses 1.0.5's operations."""
@@ -63,10 +71,13 @@ class KhronosNNEF(Target):
         return cls("1.0.5", **options)
 
     def builtin_emitters(self) -> Mapping[str, Emitter]:
-        return emitter_table("khronos")
+        return {**common_emitters(), **khronos_emitters()}
+
+    def refusals(self) -> Mapping[str, str]:
+        return REFUSALS
 
     def renderer(self) -> KhronosRenderer:
-        return KhronosRenderer(self, self.emitter_table())
+        return KhronosRenderer(self, self.emitter_table(), self.refusals())
 
     def run(self, path: Path, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
             symbols: Mapping[str, int] | None = None) -> list[np.ndarray]:

@@ -3,25 +3,24 @@
 One base renderer walks the graph; each target's renderer (``t2n.backends.tract``,
 ``t2n.backends.khronos``) overrides a few hooks (inputs, header, properties) and gives
 its emission context's literal rules. They differ by their emitter tables (the
-target's :meth:`~t2n.backends.target.Target.emitter_table`: the ``COMMON``/``TRACT``/
-``KHRONOS`` tables of every module in ``t2n.backends.nnef.emit``, then the user's).
+target's :meth:`~t2n.backends.target.Target.emitter_table`: the ``COMMON`` tables of
+``t2n.backends.nnef.emit``, then the target's own ``TRACT``/``KHRONOS`` tables of
+``t2n.backends.<target>.emit``, then the user's).
 Everything is rendered in memory first: an export that cannot be expressed fails
 before a byte is written.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import functools
 from collections.abc import Mapping
 
 import attrs
 
 from t2n.backends.nnef.context import (
-    DuplicateEmitterError,
     EmitContext,
     Emitter,
-    EmitterTable,
+    EmitterSet,
     Raw,
     RenderTarget,
     TensorFile,
@@ -45,23 +44,6 @@ class RenderedModel:
     output_ids: tuple[str, ...]
 
 
-def _tables(flavour: str) -> dict[str, Emitter]:
-    import t2n.backends.nnef.emit as pkg
-
-    common: dict[str, Emitter] = {}
-    special: dict[str, Emitter] = {}
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        for attr, dest in (("COMMON", common), (flavour.upper(), special)):
-            table = getattr(mod, attr, None)
-            if isinstance(table, EmitterTable):
-                for k, fn in table.emitters.items():
-                    if k in dest:
-                        raise DuplicateEmitterError(f"two {attr} emitters for {k!r} (second in {info.name})")
-                    dest[k] = fn
-    return {**common, **special}
-
-
 class NNEFRenderer:
     """Base renderer. Subclasses override the hooks below and supply a table."""
 
@@ -69,9 +51,12 @@ class NNEFRenderer:
     context_type: type[EmitContext] = EmitContext
     """The emission context, whose literal rules follow the target's engine."""
 
-    def __init__(self, target: RenderTarget, emitters: Mapping[str, Emitter]) -> None:
+    def __init__(self, target: RenderTarget, emitters: Mapping[str, Emitter],
+                 refusals: Mapping[str, str] | None = None) -> None:
         self.target = target
         self.emitters = dict(emitters)
+        self.refusals = dict(refusals or {})
+        """IR op → why the target has no form for it (said when a graph holds one)."""
 
     def supports(self, kind: str) -> bool:
         return kind == "const" or kind in self.emitters
@@ -142,7 +127,8 @@ class NNEFRenderer:
         """Every op the target has no form for, listed at once before anything is emitted."""
         problems = [
             OpProblem(op.loc.aten or op.kind, op.loc.module, op.loc.source,
-                      f"IR op '{op.kind}' has no {self.flavour} form")
+                      f"IR op '{op.kind}' has no {self.flavour} form"
+                      + (f": {self.refusals[op.kind]}" if op.kind in self.refusals else ""))
             for op in graph.ops()
             if not self.supports(op.kind)
         ]
@@ -206,10 +192,12 @@ class NNEFRenderer:
         return "\n".join(lines) + "\n"
 
 
-_TABLE_CACHE: dict[str, dict[str, Emitter]] = {}
+def common_emitters() -> dict[str, Emitter]:
+    """The emitters every NNEF target shares: the ``COMMON`` table of every module of
+    ``t2n.backends.nnef.emit``. A target's own tables add to (and replace) them."""
+    return dict(_common())
 
 
-def emitter_table(flavour: str) -> dict[str, Emitter]:
-    if flavour not in _TABLE_CACHE:
-        _TABLE_CACHE[flavour] = _tables(flavour)
-    return _TABLE_CACHE[flavour]
+@functools.cache
+def _common() -> dict[str, Emitter]:
+    return EmitterSet.collected("t2n.backends.nnef.emit", "COMMON")

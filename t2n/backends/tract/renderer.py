@@ -11,7 +11,7 @@ import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, Raw, RenderTarget, literal
 from t2n.backends.nnef.renderer import NNEFRenderer, RenderedModel
-from t2n.backends.nnef.versions import TRACT_ASSERT, symbol_use_problems, target_has, tract_has
+from t2n.backends.tract.versions import TRACT_ASSERT, symbol_use_problems, target_has, tract_has
 from t2n.errors import NotExpressibleError
 from t2n.ir import DType, Graph, Value
 

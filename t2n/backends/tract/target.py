@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -9,10 +10,9 @@ from typing import Any, ClassVar, Self
 import attrs
 import numpy as np
 
-from t2n.backends.nnef.context import Emitter
+from t2n.backends.nnef.context import Emitter, EmitterSet
 from t2n.backends.nnef.extensions import check_custom_extensions
-from t2n.backends.nnef.renderer import emitter_table
-from t2n.backends.nnef.versions import NATIVE_OPS, target_has
+from t2n.backends.nnef.renderer import common_emitters
 from t2n.backends.target import (
     Target,
     check_io_flag,
@@ -21,11 +21,11 @@ from t2n.backends.target import (
     parse_version,
     version_text,
 )
-from t2n.backends.tract.emit.forms import tract_form_emitters
 from t2n.backends.tract.environments import run_in_tract_version, uses_environment
 from t2n.backends.tract.passes import DeboxUpsample, NearestAsDeconv, ReifySdpa
 from t2n.backends.tract.properties import checked_properties, identity_properties
 from t2n.backends.tract.renderer import TractRenderer
+from t2n.backends.tract.versions import NATIVE_OPS, target_has
 from t2n.check.compare import Tolerance
 from t2n.check.engines import run_tract
 from t2n.errors import InvalidArgumentError
@@ -82,6 +82,11 @@ def _feature_flags(value: object) -> frozenset[str]:
         )
     return frozenset(str(n) for n in names)
 
+
+@functools.cache
+def tract_emitters() -> dict[str, Emitter]:
+    """tract's own emitters: the ``TRACT`` table of every module of ``t2n.backends.tract.emit``."""
+    return EmitterSet.collected("t2n.backends.tract.emit", "TRACT")
 
 TRACT_LATEST = "0.23.9"
 """The newest tract version t2n emits for and tests against (``TractNNEF.latest()``)."""
@@ -155,7 +160,7 @@ class TractNNEF(Target):
         return {**identity_properties(), **self.specific_properties}
 
     def builtin_emitters(self) -> Mapping[str, Emitter]:
-        return {**emitter_table("tract"), **tract_form_emitters()}
+        return {**common_emitters(), **tract_emitters()}
 
     def native_ops(self) -> frozenset[str]:
         """``cumsum`` as ``tract_core_cumsum`` where this version has it (:data:`NATIVE_OPS`)."""
@@ -182,7 +187,7 @@ class TractNNEF(Target):
         return [name for name, on in asked.items() if on]
 
     def renderer(self) -> TractRenderer:
-        return TractRenderer(self, self.emitter_table())
+        return TractRenderer(self, self.emitter_table(), self.refusals())
 
     def run(self, path: Path, inputs: Sequence[np.ndarray], *, registries: Sequence[str] = (),
             symbols: Mapping[str, int] | None = None) -> list[np.ndarray]:

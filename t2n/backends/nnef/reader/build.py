@@ -18,8 +18,8 @@ from typing import Any
 
 import attrs
 
-from t2n.backends.nnef.reader.evaluate import PROPERTIES_FRAGMENT, Evaluator, is_stateful
-from t2n.backends.nnef.reader.optable import InferenceError, parse_dtype
+from t2n.backends.nnef.reader.evaluate import PROPERTIES_FRAGMENT, Evaluator
+from t2n.backends.nnef.reader.optable import InferenceError, ReadOps, parse_dtype
 from t2n.backends.nnef.reader.parser import parse_quant
 from t2n.backends.nnef.reader.statements import NNEFExpr, read_op_set
 from t2n.backends.nnef.reader.tree import (
@@ -101,8 +101,8 @@ def _literal_value(e: Expr) -> Any:
 class GraphBuilder:
     """Builds the IR graph of one document (see the module docstring)."""
 
-    def __init__(self, doc: Document, tensor: Callable[[str], TensorData], quant_text: str | None,
-                 source: str) -> None:
+    def __init__(self, doc: Document, ops: ReadOps, tensor: Callable[[str], TensorData],
+                 quant_text: str | None, source: str) -> None:
         self.doc = doc
         self.tensor = tensor
         self.source = source
@@ -115,7 +115,7 @@ class GraphBuilder:
                                tuple(asserts), tuple(other))
         self.quant = {k: to_text(v) for k, v in parse_quant(quant_text, f"{source}/graph.quant").items()} \
             if quant_text else {}
-        self.evaluator = Evaluator(self.fragments, self.symbols)
+        self.evaluator = Evaluator(ops, self.fragments, self.symbols)
         self.values: dict[str, Value] = {}
         self.problems: list[str] = []
 
@@ -133,7 +133,7 @@ class GraphBuilder:
     def build(self) -> Graph:
         self._check_operations()
         g = self.doc.graph
-        graph = Graph(g.name, read_op_set())
+        graph = Graph(g.name, read_op_set(self.evaluator.ops))
         for stmt in g.body:
             try:
                 self._statement(graph, stmt)
@@ -191,7 +191,7 @@ class GraphBuilder:
         quant = tuple(self.quant.get(t, "") for t in stmt.targets)
         if any(quant):
             attrs_["quant"] = quant
-        kind = "nnef_stateful" if any(is_stateful(c.name) for c in names) else "nnef"
+        kind = "nnef_stateful" if any(self.evaluator.is_stateful(c.name) for c in names) else "nnef"
         op = graph.create_op(kind, operands, attrs_, names=list(stmt.targets))
         for t, v in zip(stmt.targets, op.outputs):
             self.values[t] = v

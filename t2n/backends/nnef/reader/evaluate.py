@@ -9,12 +9,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from t2n.backends.nnef.reader import infer_elementwise, infer_loops, infer_nn, infer_shape
 from t2n.backends.nnef.reader.infer_elementwise import binary_value, via_ir
 from t2n.backends.nnef.reader.optable import (
     InferenceError,
     OpDef,
-    OpTable,
+    ReadOps,
+    ReadOpTable,
     TensorVal,
     Value,
     literal_tensor,
@@ -35,33 +35,33 @@ from t2n.backends.nnef.reader.tree import (
     Unary,
 )
 from t2n.ir import Sym
+from t2n.registry import collect
 
 PROPERTIES_FRAGMENT = "tract_core_properties"
 """tract's metadata fragment: not an operation."""
 
 
 @functools.cache
-def builtin_ops() -> OpTable:
-    """Every NNEF operation the reader knows, from its family modules."""
-    table = OpTable()
-    for module in (infer_elementwise, infer_shape, infer_nn, infer_loops):
-        for op in module.OPS.ops.values():
-            table.add(op)
-    return table
-
-
-def is_stateful(name: str) -> bool:
-    op = builtin_ops().get(name)
-    return op is not None and op.stateful
+def common_read_ops() -> ReadOps:
+    """The operations of standard NNEF the reader knows: the ``COMMON`` table of every
+    module of ``t2n.backends.nnef.reader`` (a target adds its dialect's, as
+    ``t2n.backends.tract.reader.tract_read_ops`` does)."""
+    return ReadOps.of(collect("t2n.backends.nnef.reader", "COMMON", ReadOpTable))
 
 
 class Evaluator:
-    """Evaluates expressions with the fragments of one document in reach."""
+    """Evaluates expressions with the operations ``ops`` and the fragments of one
+    document in reach."""
 
-    def __init__(self, fragments: Mapping[str, Fragment] | None = None, symbols: Iterable[str] = ()) -> None:
+    def __init__(self, ops: ReadOps, fragments: Mapping[str, Fragment] | None = None,
+                 symbols: Iterable[str] = ()) -> None:
+        self.ops = ops
         self.fragments = dict(fragments or {})
         self.symbols = frozenset(symbols)
-        self.ops = builtin_ops()
+
+    def is_stateful(self, name: str) -> bool:
+        op = self.ops.get(name)
+        return op is not None and op.stateful
 
     def known_op(self, name: str) -> bool:
         frag = self.fragments.get(name)

@@ -1,8 +1,9 @@
-"""Element-wise NNEF operations. The names come from the emitters' own tables (an IR op
-written under the same name, or as the tract operation ``TRACT_NAMES`` gives it) and
-the result types from that IR op's inference and evaluator: the renderer and the reader
-agree by construction. Broadcasting is NNEF's: a lower-rank operand is aligned from the
-left (trailing unit axes), and a literal operand takes the other operand's dtype."""
+"""Element-wise operations of standard NNEF. The names come from the shared emitters'
+table (an IR op written under the same name; tract's own names are read by
+:mod:`t2n.backends.tract.reader.elementwise`) and the result types from that IR op's
+inference and evaluator: the renderer and the reader agree by construction.
+Broadcasting is NNEF's: a lower-rank operand is aligned from the left (trailing unit
+axes), and a literal operand takes the other operand's dtype."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from t2n.backends.nnef.emit.elementwise import SAME_NAME, TRACT_NAMES
+from t2n.backends.nnef.emit.elementwise import SAME_NAME
 from t2n.backends.nnef.reader.optable import (
     Args,
+    Infer,
     InferenceError,
-    OpTable,
+    ReadOpTable,
     TensorVal,
     literal_tensor,
 )
@@ -23,10 +25,10 @@ from t2n.errors import IRError
 from t2n.ir import DType, OpSet, Shape, TensorType
 from t2n.ir.schema import InferContext
 
-OPS = OpTable()
+COMMON = ReadOpTable("elementwise")
 
-_BINARY_IR = frozenset(["add", "sub", "mul", "div", "pow", "min", "max", "lt", "gt", "le", "ge", "eq", "ne",
-                        "and", "or", "xor", "bitand", "bitor", "bitxor"])
+BINARY_IR = frozenset(["add", "sub", "mul", "div", "pow", "min", "max", "lt", "gt", "le", "ge", "eq", "ne",
+                       "and", "or", "xor", "bitand", "bitor", "bitxor"])
 
 
 def via_ir(kind: str, operands: Sequence[TensorVal], attrs: Mapping[str, Any] | None = None) -> TensorVal:
@@ -58,80 +60,65 @@ def operands(a: Args, *names: str) -> list[TensorVal]:
     return [a.tensor(n, like) for n in names]
 
 
-def _unary(kind: str):  # type: ignore[no-untyped-def]
+def unary(kind: str) -> Infer:
+    """The inference of a one-operand operation written from IR op ``kind``."""
+
     def infer(a: Args) -> list[TensorVal]:
         return [via_ir(kind, operands(a, "x"))]
 
     return infer
 
 
-def _binary(kind: str):  # type: ignore[no-untyped-def]
+def binary(kind: str) -> Infer:
+    """The inference of a two-operand operation written from IR op ``kind``."""
+
     def infer(a: Args) -> list[TensorVal]:
         return [via_ir(kind, operands(a, "x", "y"))]
 
     return infer
 
 
+def add_ir_op(table: ReadOpTable, name: str, kind: str) -> None:
+    """``name`` in ``table``, read as IR op ``kind`` (``x, y`` if it is binary, else ``x``)."""
+    if kind in BINARY_IR:
+        table.op(name, "x, y")(binary(kind))
+    else:
+        table.op(name, "x")(unary(kind))
+
+
 _UNARY_ALIASES = {
     "copy": "identity", "rcp": "rcp", "recip": "rcp", "sqr": "square", "square": "square",
-    "round": "round", "silu": "silu", "tract_transformers_silu": "silu", "softplus": "softplus",
-    "tract_core_hard_swish": "hard_swish", "tract_core_silu": "silu", "tract_core_is_nan": "is_nan",
+    "round": "round", "silu": "silu", "softplus": "softplus",
 }
-"""NNEF names of IR element-wise ops beyond the emitters' tables (aliases, fragments)."""
+"""NNEF names of IR element-wise ops beyond the emitters' table (aliases, fragments)."""
 
 for _name in SAME_NAME:
-    if _name in _BINARY_IR:
-        OPS.op(_name, "x, y")(_binary(_name))
-    else:
-        OPS.op(_name, "x")(_unary(_name))
-for _kind, _name in TRACT_NAMES.items():
-    if _kind in _BINARY_IR:
-        OPS.op(_name, "x, y")(_binary(_kind))
-    else:
-        OPS.op(_name, "x")(_unary(_kind))
+    add_ir_op(COMMON, _name, _name)
 for _name, _kind in _UNARY_ALIASES.items():
-    OPS.op(_name, "x")(_unary(_kind))
+    COMMON.op(_name, "x")(unary(_kind))
 
 
-@OPS.op(["rsqr", "softabs", "elu", "selu", "gelu", "leaky_relu"],
-        "x, alpha = 1.0, epsilon = 0.0, lambda = 1.0")
+@COMMON.op(["rsqr", "softabs", "elu", "selu", "gelu", "leaky_relu"],
+           "x, alpha = 1.0, epsilon = 0.0, lambda = 1.0")
 def _same_shape(a: Args) -> list[TensorVal]:
     """Activations of the standard library: the input's type."""
     return [a.tensor("x")]
 
 
-@OPS.op(["tract_core_gelu_approx", "tract_transformers_gelu_approx", "tract_core_pow_const"],
-        "input, fast_impl = false, exponent = 1.0")
-def _same_shape_tract(a: Args) -> list[TensorVal]:
-    """tract's activations: the input's type."""
-    return [a.tensor("input")]
-
-
-@OPS.op("tract_core_is_inf", "input, detect_positive = true, detect_negative = true")
-def _is_inf(a: Args) -> list[TensorVal]:
-    return [via_ir("is_inf", [a.tensor("input")])]
-
-
-@OPS.op(["tract_shl", "tract_shr"], "x, y")
-def _shift(a: Args) -> list[TensorVal]:
-    x, y = operands(a, "x", "y")
-    return [TensorVal(via_ir("add", [x, y]).type)]
-
-
-@OPS.op("prelu", "x, alpha")
+@COMMON.op("prelu", "x, alpha")
 def _prelu(a: Args) -> list[TensorVal]:
     x, alpha = operands(a, "x", "alpha")
     return [TensorVal(via_ir("mul", [x, alpha]).type)]
 
 
-@OPS.op("select", "condition, true_value, false_value")
+@COMMON.op("select", "condition, true_value, false_value")
 def _select(a: Args) -> list[TensorVal]:
     cond = a.tensor("condition", DType.BOOL)
     t, f = operands(a, "true_value", "false_value")
     return [via_ir("select", [cond, t, f])]
 
 
-@OPS.op("clamp", "x, a, b")
+@COMMON.op("clamp", "x, a, b")
 def _clamp(a: Args) -> list[TensorVal]:
     x, lo, hi = operands(a, "x", "a", "b")
     return [TensorVal(via_ir("min", [via_ir("max", [x, lo]), hi]).type)]

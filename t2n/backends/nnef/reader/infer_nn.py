@@ -1,17 +1,18 @@
-"""Matrix products, convolutions, pooling, resampling, softmax and normalizations."""
+"""Matrix products, convolutions, pooling, resampling, softmax and normalizations of
+standard NNEF (tract's are in :mod:`t2n.backends.tract.reader.nn`)."""
 
 from __future__ import annotations
 
-from t2n.backends.nnef.reader.optable import Args, OpTable, TensorVal, tensor
+from t2n.backends.nnef.reader.optable import Args, ReadOpTable, TensorVal, tensor
 from t2n.errors import IRError
 from t2n.ir import OpSet, Sym, TensorType
 from t2n.ir.dims import Dim
 from t2n.ir.schema import InferContext
 
-OPS = OpTable()
+COMMON = ReadOpTable("nn")
 
 
-@OPS.op("matmul", "A, B, transposeA = false, transposeB = false")
+@COMMON.op("matmul", "A, B, transposeA = false, transposeB = false")
 def _matmul(a: Args) -> list[TensorVal]:
     x, w = a.tensor("A"), a.tensor("B")
     # a block-quantized weight is read with the other operand's float type
@@ -24,7 +25,7 @@ def _matmul(a: Args) -> list[TensorVal]:
     return [TensorVal(out)]
 
 
-@OPS.op("linear", "input, filter, bias = 0.0")
+@COMMON.op("linear", "input, filter, bias = 0.0")
 def _linear(a: Args) -> list[TensorVal]:
     """``matmul(input, filter, transposeB = true) + bias`` (the standard fragment; any rank)."""
     x, w = a.tensor("input"), a.tensor("filter")
@@ -65,11 +66,14 @@ def _kernel(a: Args, w: TensorVal) -> list[int]:
     return [int(k) for k in ks]
 
 
-@OPS.op(["conv", "tract_core_qconv"],
-        "input, filter, bias = 0.0, border = 'constant', padding = [], stride = [], dilation = [], "
-        "groups = 1, group = 1, a0 = 0, a_scale = 1.0, b0 = 0, b_scale = 1.0, c0 = 0, c_scale = 1.0, "
-        "output_dt = ''")
-def _conv(a: Args) -> list[TensorVal]:
+CONV_SIGNATURE = ("input, filter, bias = 0.0, border = 'constant', padding = [], stride = [], dilation = [], "
+                  "groups = 1, group = 1, a0 = 0, a_scale = 1.0, b0 = 0, b_scale = 1.0, c0 = 0, c_scale = 1.0, "
+                  "output_dt = ''")
+"""``conv``'s parameters, with those of tract's quantized form (which reads the same)."""
+
+
+@COMMON.op("conv", CONV_SIGNATURE)
+def conv_result(a: Args) -> list[TensorVal]:
     x, w = a.tensor("input"), a.tensor("filter")
     ks = _kernel(a, w)
     pads, stride, dilation = _geometry(a, len(ks))
@@ -78,7 +82,7 @@ def _conv(a: Args) -> list[TensorVal]:
     return [tensor(dtype, [x.shape[0], w.shape[0], *spatial])]
 
 
-@OPS.op("deconv", "input, filter, bias = 0.0, border = 'constant', padding = [], stride = [], "
+@COMMON.op("deconv", "input, filter, bias = 0.0, border = 'constant', padding = [], stride = [], "
                   "dilation = [], output_shape = [], groups = 1")
 def _deconv(a: Args) -> list[TensorVal]:
     x, w = a.tensor("input"), a.tensor("filter")
@@ -98,14 +102,14 @@ def _pool_dims(a: Args, x: TensorVal) -> list[Dim]:
     return [window_dim(x.shape[i], size[i], stride[i], dilation[i], pads[i]) for i in range(len(size))]
 
 
-@OPS.op(["max_pool", "avg_pool", "rms_pool", "box"],
+@COMMON.op(["max_pool", "avg_pool", "rms_pool", "box"],
         "input, size, border = 'constant', padding = [], stride = [], dilation = [], normalize = false")
 def _pool(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     return [tensor(x.dtype, _pool_dims(a, x))]
 
 
-@OPS.op(["max_pool_with_index"], "input, size, border = 'constant', padding = [], stride = [], dilation = []")
+@COMMON.op(["max_pool_with_index"], "input, size, border = 'constant', padding = [], stride = [], dilation = []")
 def _pool_index(a: Args) -> list[TensorVal]:
     from t2n.ir import DType
 
@@ -114,7 +118,7 @@ def _pool_index(a: Args) -> list[TensorVal]:
     return [tensor(x.dtype, dims), tensor(DType.I64, dims)]
 
 
-@OPS.op("debox", "input, size, border = 'constant', padding = [], stride = [], dilation = [], "
+@COMMON.op("debox", "input, size, border = 'constant', padding = [], stride = [], dilation = [], "
                  "output_shape = [], normalize = false")
 def _debox(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
@@ -139,42 +143,26 @@ def _resample(up: bool):  # type: ignore[no-untyped-def]
     return infer
 
 
-OPS.op(["nearest_upsample"], "input, factor")(_resample(True))
-OPS.op(["multilinear_upsample"], "input, factor, method = 'symmetric', border = 'replicate'")(_resample(True))
-OPS.op(["nearest_downsample", "area_downsample"], "input, factor")(_resample(False))
+COMMON.op(["nearest_upsample"], "input, factor")(_resample(True))
+COMMON.op(["multilinear_upsample"], "input, factor, method = 'symmetric', border = 'replicate'")(_resample(True))
+COMMON.op(["nearest_downsample", "area_downsample"], "input, factor")(_resample(False))
 
 
-@OPS.op(["softmax", "tract_core_softmax", "tract_core_log_softmax"], "x, axes = [1], exp = ''")
-def _softmax(a: Args) -> list[TensorVal]:
+SOFTMAX_SIGNATURE = "x, axes = [1], exp = ''"
+
+
+@COMMON.op("softmax", SOFTMAX_SIGNATURE)
+def softmax_result(a: Args) -> list[TensorVal]:
     return [TensorVal(a.tensor("x").type)]
 
 
-@OPS.op(["l1_normalization", "l2_normalization", "local_response_normalization",
-         "local_mean_normalization", "local_variance_normalization", "local_contrast_normalization",
-         "tract_core_rms_norm", "tract_transformers_rms_norm", "batch_normalization"],
-        "input, axes = [], size = [], bias = 0.0, epsilon = 0.0, alpha = 1.0, beta = 0.5, "
-        "axis = 0, eps = 0.0, mean = 0.0, variance = 1.0, offset = 0.0, scale = 1.0")
-def _same(a: Args) -> list[TensorVal]:
+NORM_SIGNATURE = ("input, axes = [], size = [], bias = 0.0, epsilon = 0.0, alpha = 1.0, beta = 0.5, "
+                  "axis = 0, eps = 0.0, mean = 0.0, variance = 1.0, offset = 0.0, scale = 1.0")
+"""The parameters of the normalizations (standard and tract's), which keep their input's type."""
+
+
+@COMMON.op(["l1_normalization", "l2_normalization", "local_response_normalization",
+            "local_mean_normalization", "local_variance_normalization", "local_contrast_normalization",
+            "batch_normalization"], NORM_SIGNATURE)
+def same_type(a: Args) -> list[TensorVal]:
     return [TensorVal(a.tensor("input").type)]
-
-
-@OPS.op("tract_core_einsum", "inputs, expr, acc = '', output = ''")
-def _einsum(a: Args) -> list[TensorVal]:
-    xs = a.tensors("inputs")
-    expr = a.text("expr").replace(" ", "")
-    lhs, _, rhs = expr.partition("->")
-    sizes: dict[str, Dim] = {}
-    for term, x in zip(lhs.split(","), xs):
-        if len(term) != x.rank:
-            raise a.fail(f"term {term!r} does not match an input of rank {x.rank}")
-        for letter, d in zip(term, x.shape):
-            if letter not in sizes or sizes[letter] == 1:
-                sizes[letter] = d
-    dtype = a.dtype("output") if a.text("output") else xs[0].dtype
-    return [tensor(dtype, [sizes[c] for c in rhs])]
-
-
-@OPS.op("tract_core_grid_sample", "input, grid, mode = 'bilinear', padding_mode = 'zeros', align_corners = false")
-def _grid_sample(a: Args) -> list[TensorVal]:
-    x, g = a.tensor("input"), a.tensor("grid")
-    return [tensor(x.dtype, [x.shape[0], x.shape[1], *g.shape[1:-1]])]

@@ -1,21 +1,19 @@
-"""Shape and data-movement NNEF operations, reductions, casts and tract's indexing ops,
-with NNEF's conventions (reductions keep their axes, ``reshape``'s 0 and -1, ``slice``
+"""Shape and data-movement operations of standard NNEF, reductions and casts (tract's
+are in :mod:`t2n.backends.tract.reader.shape`), with NNEF's conventions (reductions keep their axes, ``reshape``'s 0 and -1, ``slice``
 bounds counted from the end when negative)."""
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
 from t2n.backends.nnef.reader.infer_elementwise import via_ir
-from t2n.backends.nnef.reader.optable import Args, OpTable, TensorVal, tensor
+from t2n.backends.nnef.reader.optable import Args, Infer, ReadOpTable, TensorVal, tensor
 from t2n.ir import DType, Sym
 from t2n.ir.dims import Dim
-from t2n.ir.infer_utils import broadcast_shapes
 
-OPS = OpTable()
+COMMON = ReadOpTable("shape")
 
 
 def _prod(dims: list[Dim]) -> Dim:
@@ -25,7 +23,7 @@ def _prod(dims: list[Dim]) -> Dim:
     return out
 
 
-@OPS.op("reshape", "input, shape, axis_start = 0, axis_count = -1")
+@COMMON.op("reshape", "input, shape, axis_start = 0, axis_count = -1")
 def _reshape(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     start, count = a.integer("axis_start"), a.integer("axis_count")
@@ -46,7 +44,7 @@ def _reshape(a: Args) -> list[TensorVal]:
     return [out]
 
 
-@OPS.op("transpose", "input, axes")
+@COMMON.op("transpose", "input, axes")
 def _transpose(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     axes = a.ints("axes")
@@ -54,19 +52,19 @@ def _transpose(a: Args) -> list[TensorVal]:
     return [tensor(x.dtype, [x.shape[p] for p in perm])]
 
 
-@OPS.op("squeeze", "input, axes")
+@COMMON.op("squeeze", "input, axes")
 def _squeeze(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     return [via_ir("squeeze", [x], {"axes": tuple(a.ints("axes"))})]
 
 
-@OPS.op("unsqueeze", "input, axes")
+@COMMON.op("unsqueeze", "input, axes")
 def _unsqueeze(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     return [via_ir("unsqueeze", [x], {"axes": tuple(a.ints("axes"))})]
 
 
-@OPS.op("concat", "values, axis")
+@COMMON.op("concat", "values, axis")
 def _concat(a: Args) -> list[TensorVal]:
     xs = a.tensors("values")
     axis = a.integer("axis")
@@ -85,7 +83,7 @@ def sum_dims(dims: list[Dim]) -> Dim:
     return out
 
 
-@OPS.op("stack", "values, axis")
+@COMMON.op("stack", "values, axis")
 def _stack(a: Args) -> list[TensorVal]:
     xs = a.tensors("values")
     axis = a.integer("axis")
@@ -94,7 +92,7 @@ def _stack(a: Args) -> list[TensorVal]:
     return [tensor(xs[0].dtype, dims)]
 
 
-@OPS.op("unstack", "value, axis")
+@COMMON.op("unstack", "value, axis")
 def _unstack(a: Args) -> list[TensorVal]:
     x = a.tensor("value")
     axis = a.integer("axis")
@@ -105,7 +103,7 @@ def _unstack(a: Args) -> list[TensorVal]:
     return [tensor(x.dtype, dims) for _ in range(int(n))]
 
 
-@OPS.op("split", "value, axis, ratios")
+@COMMON.op("split", "value, axis, ratios")
 def _split(a: Args) -> list[TensorVal]:
     x = a.tensor("value")
     axis, ratios = a.integer("axis"), a.ints("ratios")
@@ -138,7 +136,7 @@ def slice_bounds(dim: Dim, begin: Dim, end: Dim, stride: int) -> Dim:
     return max(length, 0) if isinstance(length, int) else length
 
 
-@OPS.op("slice", "input, axes, begin, end, stride = []")
+@COMMON.op("slice", "input, axes, begin, end, stride = []")
 def _slice(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     axes, begins, ends = a.ints("axes"), a.dims("begin"), a.dims("end")
@@ -161,43 +159,20 @@ def _slice(a: Args) -> list[TensorVal]:
     return [tensor(x.dtype, dims, known)]
 
 
-@OPS.op("tile", "input, repeats")
+@COMMON.op("tile", "input, repeats")
 def _tile(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     return [tensor(x.dtype, [d * r for d, r in zip(x.shape, a.dims("repeats"))])]
 
 
-@OPS.op("pad", "input, padding, border = 'constant', value = 0.0")
+@COMMON.op("pad", "input, padding, border = 'constant', value = 0.0")
 def _pad(a: Args) -> list[TensorVal]:
     x = a.tensor("input")
     pads = a.pairs("padding")
     return [tensor(x.dtype, [d + p + q for d, (p, q) in zip(x.shape, pads)])]
 
 
-@OPS.op("tract_core_broadcast", "input, shape")
-def _broadcast(a: Args) -> list[TensorVal]:
-    x = a.tensor("input")
-    return [tensor(x.dtype, broadcast_shapes(x.shape, a.dims("shape")))]
-
-
-@OPS.op("tract_core_dyn_slice", "input, start, end, axis, len")
-def _dyn_slice(a: Args) -> list[TensorVal]:
-    x = a.tensor("input")
-    dims = list(x.shape)
-    dims[a.integer("axis")] = a.dim("len")
-    return [tensor(x.dtype, dims)]
-
-
-@OPS.op("tract_core_downsample", "input, axis, stride, modulo = 0")
-def _downsample(a: Args) -> list[TensorVal]:
-    x = a.tensor("input")
-    axis, stride, modulo = a.integer("axis"), abs(a.integer("stride")), a.integer("modulo")
-    dims = list(x.shape)
-    dims[axis] = (dims[axis] - modulo + (stride - 1)) // stride
-    return [tensor(x.dtype, dims)]
-
-
-def _gather(x: TensorVal, idx: TensorVal, axis: int, dtype: DType | None = None) -> TensorVal:
+def gather_result(x: TensorVal, idx: TensorVal, axis: int, dtype: DType | None = None) -> TensorVal:
     dims = list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1:])
     known = None
     if x.known is not None and idx.known is not None:
@@ -206,85 +181,12 @@ def _gather(x: TensorVal, idx: TensorVal, axis: int, dtype: DType | None = None)
     return tensor(dtype or x.dtype, dims, known)
 
 
-@OPS.op("gather", "input, indices, axis = 0")
+@COMMON.op("gather", "input, indices, axis = 0")
 def _gather_std(a: Args) -> list[TensorVal]:
-    return [_gather(a.tensor("input"), a.tensor("indices"), a.integer("axis"))]
+    return [gather_result(a.tensor("input"), a.tensor("indices"), a.integer("axis"))]
 
 
-@OPS.op("tract_core_gather", "input, indices, axis, datum_type = ''")
-def _gather_tract(a: Args) -> list[TensorVal]:
-    dtype = a.dtype("datum_type") if a.text("datum_type") else None
-    return [_gather(a.tensor("input"), a.tensor("indices"), a.integer("axis"), dtype)]
-
-
-@OPS.op("tract_core_gather_elements", "input, indices, axis")
-def _gather_elements(a: Args) -> list[TensorVal]:
-    return [tensor(a.tensor("input").dtype, a.tensor("indices").shape)]
-
-
-@OPS.op("tract_core_gather_nd", "input, indices, batch_dims = 0")
-def _gather_nd(a: Args) -> list[TensorVal]:
-    x, idx = a.tensor("input"), a.tensor("indices")
-    depth = idx.shape[-1]
-    if isinstance(depth, Sym):
-        raise a.fail("the last axis of the indices must be static")
-    b = a.integer("batch_dims")
-    return [tensor(x.dtype, list(idx.shape[:-1]) + list(x.shape[b + int(depth):]))]
-
-
-@OPS.op(["tract_core_scatter_elements", "tract_core_scatter_nd"], "input, indices, updates, axis = 0, reduction = 'none'")
-def _scatter(a: Args) -> list[TensorVal]:
-    return [TensorVal(a.tensor("input").type)]
-
-
-@OPS.op("tract_core_one_hot", "input, axis, dim, value_off = 0.0, value_on = 1.0")
-def _one_hot(a: Args) -> list[TensorVal]:
-    x = a.tensor("input")
-    dims = list(x.shape)
-    dims.insert(a.integer("axis"), a.integer("dim"))
-    on = a.raw("value_on")
-    dtype = DType.F32 if isinstance(on, float) else (on.dtype if isinstance(on, TensorVal) else DType.I64)
-    return [tensor(dtype, dims)]
-
-
-_fresh = itertools.count()
-
-
-@OPS.op("tract_core_range", "start, end, step")
-def _range(a: Args) -> list[TensorVal]:
-    start, end, step = (a.tensor(n) for n in ("start", "end", "step"))
-    dtype = start.dtype
-    values = [np.asarray(v.known).reshape(-1).tolist()[0] for v in (start, end, step) if v.known is not None]
-    if len(values) == 3 and isinstance(values[2], int) and values[2] != 0:
-        b, e, s = values
-        length = (e - b + (s - 1)) // s if s > 0 else (b - e + (-s - 1)) // (-s)
-        known = None
-        if all(isinstance(v, int) for v in values) and not dtype.is_float:
-            known = np.arange(b, e, s, dtype=dtype.numpy)
-        return [tensor(dtype, [length], known)]
-    return [tensor(dtype, [Sym(f"range{next(_fresh)}")])]
-
-
-@OPS.op("tract_core_shape_of", "input")
-def _shape_of(a: Args) -> list[TensorVal]:
-    x = a.tensor("input")
-    known = np.empty(x.rank, dtype=object)
-    known[:] = list(x.shape)
-    return [tensor(DType.I64, [x.rank], known)]
-
-
-@OPS.op("tract_core_cast", "input, to")
-def _cast(a: Args) -> list[TensorVal]:
-    to = a.dtype("to")
-    x = a.tensor("input", None if not to.is_float else to)
-    known = None
-    if x.known is not None and not to.is_float:
-        k = np.asarray(x.known)
-        known = k if k.dtype == object else k.astype(to.numpy)
-    return [tensor(to, x.shape, known)]
-
-
-@OPS.op("cast", "input")
+@COMMON.op("cast", "input")
 def _cast_generic(a: Args) -> list[TensorVal]:
     """Khronos's ``cast<scalar>`` / ``cast<integer>`` / ``cast<logical>``."""
     x = a.tensor("input")
@@ -292,25 +194,10 @@ def _cast_generic(a: Args) -> list[TensorVal]:
     return [tensor(to, x.shape)]
 
 
-@OPS.op(["tract_core_trilu"], "input, k, upper = true")
-def _trilu(a: Args) -> list[TensorVal]:
-    return [TensorVal(a.tensor("input").type)]
+def reduce_infer(dtype: DType | None) -> Infer:
+    """A reduction's inference: the input's type with the reduced axes kept as 1
+    (``dtype`` for an arg-reduction)."""
 
-
-@OPS.op("tract_core_topk", "input, k, axis, largest = true")
-def _topk(a: Args) -> list[TensorVal]:
-    x = a.tensor("input")
-    dims = list(x.shape)
-    dims[a.integer("axis")] = a.dim("k")
-    return [tensor(x.dtype, dims), tensor(DType.I64, dims)]
-
-
-@OPS.op("tract_core_cumsum", "input, axis, exclusive = false, reverse = false")
-def _cumsum(a: Args) -> list[TensorVal]:
-    return [TensorVal(a.tensor("input").type)]
-
-
-def _reduce(dtype: DType | None):  # type: ignore[no-untyped-def]
     def infer(a: Args) -> list[TensorVal]:
         x = a.tensor("input")
         axes = set(a.ints("axes"))
@@ -319,16 +206,14 @@ def _reduce(dtype: DType | None):  # type: ignore[no-untyped-def]
     return infer
 
 
-OPS.op(["sum_reduce", "mean_reduce"], "input, axes, normalize = false")(_reduce(None))
-OPS.op(["max_reduce", "min_reduce", "any_reduce", "all_reduce", "tract_core_product_reduce"],
-       "input, axes")(_reduce(None))
-OPS.op(["argmax_reduce", "argmin_reduce", "tract_core_argmax_reduce_last", "tract_core_argmin_reduce_last"],
-       "input, axes")(_reduce(DType.I64))
+COMMON.op(["sum_reduce", "mean_reduce"], "input, axes, normalize = false")(reduce_infer(None))
+COMMON.op(["max_reduce", "min_reduce", "any_reduce", "all_reduce"], "input, axes")(reduce_infer(None))
+COMMON.op(["argmax_reduce", "argmin_reduce"], "input, axes")(reduce_infer(DType.I64))
 
 
-@OPS.op("moments", "input, axes")
+@COMMON.op("moments", "input, axes")
 def _moments(a: Args) -> list[TensorVal]:
-    (m,) = _reduce(None)(a)
+    (m,) = reduce_infer(None)(a)
     return [m, m]
 
 

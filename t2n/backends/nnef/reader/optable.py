@@ -10,8 +10,8 @@ and the renderer share the IR's op table and the emitters' name tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
@@ -20,6 +20,7 @@ from t2n.backends.nnef.reader.tree import Array, Expr, Literal, Tuple
 from t2n.errors import NNEFReadError
 from t2n.ir import DType, Shape, Sym, TensorType
 from t2n.ir.dims import Dim
+from t2n.registry import Registry, Table, entries_of
 
 
 @attrs.frozen
@@ -270,32 +271,33 @@ def parse_signature(text: str) -> tuple[tuple[str, Any], ...]:
     return tuple(out)
 
 
-class OpTable:
-    """NNEF operation name → :class:`OpDef` (a name defined twice raises)."""
+class ReadOpTable(Table[OpDef]):
+    """One family's NNEF operations (a name defined twice raises), filled by
+    :meth:`op`: the standard ones in a ``COMMON`` table of each module of
+    ``t2n.backends.nnef.reader``, tract's in a ``TRACT`` table of each module of
+    ``t2n.backends.tract.reader``."""
 
-    def __init__(self) -> None:
-        self.ops: dict[str, OpDef] = {}
-
-    def add(self, op: OpDef) -> None:
-        if op.name in self.ops:
-            raise ValueError(f"NNEF operation {op.name!r} defined twice")
-        self.ops[op.name] = op
+    entry: ClassVar[str] = "NNEF operation"
 
     def op(self, names: str | Sequence[str], signature: str, *, stateful: bool = False) -> Callable[[Infer], Infer]:
         params = parse_signature(signature)
 
         def deco(fn: Infer) -> Infer:
             for n in [names] if isinstance(names, str) else names:
-                self.add(OpDef(n, params, fn, stateful))
+                self.register(n, OpDef(n, params, fn, stateful))
             return fn
 
         return deco
 
-    def get(self, name: str) -> OpDef | None:
-        return self.ops.get(name)
 
-    def __contains__(self, name: str) -> bool:
-        return name in self.ops
+class ReadOps(Registry[OpDef]):
+    """The NNEF operations one read knows, by name (immutable; see :mod:`t2n.registry`)."""
+
+    entry: ClassVar[str] = "NNEF operation"
+
+    @classmethod
+    def of(cls, tables: Iterable[ReadOpTable]) -> ReadOps:
+        return cls().merged(entries_of(tables))
 
 
 def tensor(dtype: DType, shape: Sequence[object], known: np.ndarray | None = None) -> TensorVal:

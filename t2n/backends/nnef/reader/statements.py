@@ -13,7 +13,8 @@
   in ``data``.
 
 Their emitters are in :mod:`t2n.backends.nnef.emit.nnef_statement`. The op set of a
-read graph is the built-in one extended with :data:`TABLE`.
+read graph is the built-in one extended with these three, whose inference knows the
+NNEF operations the graph was read with (:func:`read_op_set`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from t2n.backends.nnef.reader.evaluate import Evaluator
-from t2n.backends.nnef.reader.optable import InferenceError, TensorVal
+from t2n.backends.nnef.reader.optable import InferenceError, ReadOps, TensorVal
 from t2n.backends.nnef.reader.parser import parse_expression, parse_fragment
 from t2n.backends.nnef.reader.tree import (
     Dim,
@@ -41,8 +42,6 @@ from t2n.backends.nnef.reader.tree import (
 from t2n.ir import Graph, OpSet
 from t2n.ir.schema import InferContext, OpTable, Trait
 from t2n.ir.types import TensorType
-
-TABLE = OpTable("nnef")
 
 STATEMENT_KINDS = ("nnef", "nnef_stateful")
 
@@ -93,29 +92,16 @@ def fragments_of(attrs: Mapping[str, Any]) -> dict[str, Fragment]:
     return out
 
 
-def statement_results(types: Sequence[TensorType], attrs: Mapping[str, Any],
+def statement_results(ops: ReadOps, types: Sequence[TensorType], attrs: Mapping[str, Any],
                       known: Sequence[np.ndarray | None]) -> list[TensorVal]:
     slots = [TensorVal(t, k) for t, k in zip(types, known)]
-    ev = Evaluator(fragments_of(attrs))
+    ev = Evaluator(ops, fragments_of(attrs))
     return ev.results(expression(attrs["expr"]), int(attrs.get("count", 1)), slots)
 
 
 _LAST = threading.local()
 """The last context evaluated on this thread: the graph asks for the types, then the
 known values, of one op with the same context; a statement is evaluated once for both."""
-
-
-def _results(ctx: InferContext) -> list[TensorVal]:
-    last = getattr(_LAST, "entry", None)
-    if last is not None and last[0] is ctx:
-        return last[1]  # type: ignore[no-any-return]
-    out = statement_results(ctx.types, ctx.attrs, ctx.known)
-    _LAST.entry = (ctx, out)
-    return out
-
-
-def _infer(ctx: InferContext) -> list[TensorType]:
-    return [v.type for v in _results(ctx)]
 
 
 def _as_array(k: Any) -> np.ndarray | None:
@@ -127,27 +113,40 @@ def _as_array(k: Any) -> np.ndarray | None:
     return arr
 
 
-def _known(ctx: InferContext) -> list[np.ndarray | None]:
-    try:
-        return [_as_array(v.known) for v in _results(ctx)]
-    except InferenceError:
-        return [None] * int(ctx.attrs.get("count", 1))
-
-
-TABLE.op("nnef", known=_known, doc="An NNEF assignment read from graph.nnef (attrs expr, count, form, "
-                                  "fragments, quant).")(_infer)
-TABLE.op("nnef_stateful", traits=(Trait.STATEFUL,), known=_known,
-         doc="An NNEF assignment calling a stateful operation.")(_infer)
-
-
 def _variable(ctx: InferContext) -> list[TensorType]:
     data = ctx.attrs["data"]
     return [TensorType(data.dtype, tuple(ctx.attrs["shape"]))]
 
 
-TABLE.op("nnef_variable", traits=(Trait.PURE, Trait.CONSTANT_LIKE),
-         evaluate=lambda xs, a: [np.asarray(a["data"].values()).reshape(tuple(a["shape"]))],
-         doc="variable<generic>(shape, label) read from graph.nnef, its tensor in attr data.")(_variable)
+def statement_table(ops: ReadOps) -> OpTable:
+    """The IR ops of a graph read with the NNEF operations ``ops``."""
+    table = OpTable("nnef")
+
+    def results(ctx: InferContext) -> list[TensorVal]:
+        last = getattr(_LAST, "entry", None)
+        if last is not None and last[0] is ctx:
+            return last[1]  # type: ignore[no-any-return]
+        out = statement_results(ops, ctx.types, ctx.attrs, ctx.known)
+        _LAST.entry = (ctx, out)
+        return out
+
+    def infer(ctx: InferContext) -> list[TensorType]:
+        return [v.type for v in results(ctx)]
+
+    def known(ctx: InferContext) -> list[np.ndarray | None]:
+        try:
+            return [_as_array(v.known) for v in results(ctx)]
+        except InferenceError:
+            return [None] * int(ctx.attrs.get("count", 1))
+
+    table.op("nnef", known=known, doc="An NNEF assignment read from graph.nnef (attrs expr, count, form, "
+                                      "fragments, quant).")(infer)
+    table.op("nnef_stateful", traits=(Trait.STATEFUL,), known=known,
+             doc="An NNEF assignment calling a stateful operation.")(infer)
+    table.op("nnef_variable", traits=(Trait.PURE, Trait.CONSTANT_LIKE),
+             evaluate=lambda xs, a: [np.asarray(a["data"].values()).reshape(tuple(a["shape"]))],
+             doc="variable<generic>(shape, label) read from graph.nnef, its tensor in attr data.")(_variable)
+    return table
 
 
 def document_fragments(graph: Graph) -> dict[str, str]:
@@ -160,6 +159,6 @@ def document_fragments(graph: Graph) -> dict[str, str]:
 
 
 @functools.cache
-def read_op_set() -> OpSet:
-    """The op set of a graph read from NNEF."""
-    return OpSet.default().extended(TABLE)
+def read_op_set(ops: ReadOps) -> OpSet:
+    """The op set of a graph read with the NNEF operations ``ops``."""
+    return OpSet.default().extended(statement_table(ops))

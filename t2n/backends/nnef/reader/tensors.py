@@ -19,6 +19,7 @@ or copied file to file when the artifact is written again. Path components start
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -27,6 +28,7 @@ import tarfile
 import tempfile
 import weakref
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -160,12 +162,13 @@ def _texts(p: Path, texts: dict[str, bytes], members: dict[str, Member], others:
     return ArtifactSource(p, form, graph, quant, members, others, tmp)
 
 
-def _sort(name: str, size: int, read: object, texts: dict[str, bytes], others: list[str]) -> bool:
-    """True when ``name`` is a ``.dat`` member; texts are kept, other names listed."""
+def _sort(name: str, read: Callable[[], bytes], texts: dict[str, bytes], others: list[str]) -> bool:
+    """True when ``name`` is a ``.dat`` member; texts are kept (``read`` gives them),
+    other names listed."""
     if name.endswith(".dat"):
         return True
     if name in ("graph.nnef", "graph.quant"):
-        texts[name] = read() if callable(read) else b""
+        texts[name] = read()
     else:
         others.append(name)
     return False
@@ -184,7 +187,7 @@ def _open_dir(p: Path) -> ArtifactSource:
         if not f.is_file():
             continue
         st = f.stat()
-        if _sort(name, st.st_size, f.read_bytes, texts, others):
+        if _sort(name, f.read_bytes, texts, others):
             members[name[:-4]] = Member(f, 0, st.st_size, FileStamp(st))
     return _texts(p, texts, members, others, "folder")
 
@@ -201,7 +204,7 @@ def _open_tar(p: Path) -> ArtifactSource:
                 continue
             if m.offset_data + m.size > st.st_size:
                 raise CorruptArchiveError(f"{p}: member {m.name!r} is truncated")
-            if _sort(name, m.size, lambda m=m: _read_member(tar, m, p), texts, others):
+            if _sort(name, functools.partial(_read_member, tar, m, p), texts, others):
                 members[name[:-4]] = Member(p, m.offset_data, m.size, stamp)
     return _texts(p, texts, members, others, ".tar")
 
@@ -225,7 +228,7 @@ def _open_tgz(p: Path) -> ArtifactSource:
             for name, m in checked_members(tar, p):
                 if _hidden(name):
                     continue
-                if not _sort(name, m.size, lambda m=m: _read_member(tar, m, p), texts, others):
+                if not _sort(name, functools.partial(_read_member, tar, m, p), texts, others):
                     continue
                 out = Path(tmp) / name
                 out.parent.mkdir(parents=True, exist_ok=True)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from t2n.backends.nnef.context import EmitContext, Emitter
+from t2n.backends.nnef.context import EmitContext, EmitterTable
 from t2n.ir import Op
 
+TRACT = EmitterTable("forms/tract")
 
+
+@TRACT.emitter("tract_sdpa")
 def emit_sdpa(ctx: EmitContext, op: Op) -> None:
     """``tract_transformers_sdpa`` (tract's transformers registry), accumulating in the
     inputs' type; the scale is always written (the frontend knows it)."""
@@ -17,6 +18,7 @@ def emit_sdpa(ctx: EmitContext, op: Op) -> None:
              is_causal=False, scale=float(op.attrs["scale"]))
 
 
+@TRACT.emitter("tract_debox")
 def emit_debox(ctx: EmitContext, op: Op) -> None:
     """``debox`` with a window and stride of the factor of each axis (the form of NNEF's
     ``nearest_upsample``)."""
@@ -24,7 +26,3 @@ def emit_debox(ctx: EmitContext, op: Op) -> None:
     window = [int(f) for f in op.attrs["factors"]]
     ctx.emit(op.output, "debox", op.inputs[0], size=window, stride=window, padding=[(0, 0)] * rank,
              border="constant")
-
-
-def tract_form_emitters() -> Mapping[str, Emitter]:
-    return {"tract_sdpa": emit_sdpa, "tract_debox": emit_debox}

@@ -11,12 +11,13 @@ product (directly or through element-wise ops) keeps its form: see ``_FUSED_BY_T
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from t2n.backends.tract.ops import with_tract_forms
 from t2n.ir import DType, Graph, Op, Trait, Value
-from t2n.passes.base import Pass, PassResult
-from t2n.passes.matching import first_match, only_reader, producer_of, take_place
+from t2n.passes.rewrite import Pattern, PatternPass, only_reader, producer_of
 from t2n.passes.tile_upsampling import tile_step
 
 _FLOATS = (DType.F16, DType.F32)
@@ -61,20 +62,17 @@ def _after_a_layer(x: Value) -> bool:
     return p is not None and p.kind in _FUSED_BY_TRACT
 
 
+def _debox(graph: Graph, op: Op, found: tuple[Value, tuple[int, ...]]) -> Value:
+    x, factors = found
+    graph.opset = with_tract_forms(graph.opset)
+    return graph.create_op("tract_debox", [x], {"factors": factors}, loc=op.loc, names=["debox"]).output
+
+
 @attrs.frozen
-class DeboxUpsample(Pass):
+class DeboxUpsample(PatternPass):
     """Nearest upsampling by an integer factor as ``tract_debox`` ops."""
 
     name = "debox-upsample"
 
-    def run(self, graph: Graph) -> PassResult:
-        count = 0
-        while (found := first_match(graph, match_nearest)) is not None:  # one at a time: axes chain
-            graph.opset = with_tract_forms(graph.opset)
-            op, (x, factors) = found
-            out = graph.create_op("tract_debox", [x], {"factors": factors}, loc=op.loc, names=["debox"]).output
-            take_place(graph, op.output, out)
-            count += 1
-            if op in graph:
-                break
-        return PassResult(graph, count > 0, {"upsamplings": count} if count else {})
+    def patterns(self) -> list[Pattern[Any]]:
+        return [Pattern("upsamplings", match_nearest, _debox)]

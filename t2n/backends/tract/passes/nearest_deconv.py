@@ -18,13 +18,14 @@ kernel into the layer's product with the wrong shape), so those keep the tile fo
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
 from t2n.ir import Builder, DType, Graph, Op, Trait, Value
 from t2n.ir.graph import constant_data
-from t2n.passes.base import Pass, PassResult
-from t2n.passes.matching import first_match, only_reader, take_place
+from t2n.passes.rewrite import Pattern, PatternPass, only_reader
 from t2n.passes.tile_upsampling import tile_step as find_tile_step
 
 _FLOATS = frozenset({DType.F16, DType.F32, DType.F64})
@@ -90,24 +91,34 @@ def _upsampling(graph: Graph, x: Value, factors: list[int], reshape: Op) -> Valu
                 padding=((0, 0),) * n, output_padding=(0,) * n, groups=channels)
 
 
+def match_upsampling(graph: Graph, reshape: Op) -> tuple[Value, list[int]] | None:
+    """(x, factor of each spatial axis) when ``reshape`` ends a nearest upsampling step
+    (:func:`tile_step`); a step whose input is itself a ones-kernel deconv read only here
+    is merged with it into one op."""
+    step = tile_step(graph, reshape)
+    if step is None:
+        return None
+    x, axis, factor = step
+    factors = [1] * (x.rank - 2)
+    inner = x.producer
+    merged = ones_upsampling(inner)
+    if merged is not None and inner is not None and only_reader(graph, x, x.uses[0][0]):
+        x, factors = inner.inputs[0], merged
+    factors[axis - 2] *= factor
+    return x, factors
+
+
+def _upsampled(graph: Graph, reshape: Op, found: tuple[Value, list[int]]) -> Value:
+    x, factors = found
+    return _upsampling(graph, x, factors, reshape)
+
+
 @attrs.frozen
-class NearestAsDeconv(Pass):
+class NearestAsDeconv(PatternPass):
     """Nearest upsamplings by integer factors (the tile form) as ones-kernel deconvs,
     consecutive axes merged into one op."""
 
     name = "nearest-as-deconv"
 
-    def run(self, graph: Graph) -> PassResult:
-        count = 0
-        while (found := first_match(graph, tile_step)) is not None:
-            reshape, (x, axis, factor) = found
-            factors = [1] * (x.rank - 2)
-            inner = x.producer
-            merged = ones_upsampling(inner)
-            if merged is not None and inner is not None and only_reader(graph, x, x.uses[0][0]):
-                x, factors = inner.inputs[0], merged
-            factors[axis - 2] *= factor
-            take_place(graph, reshape.output, _upsampling(graph, x, factors, reshape))
-            count += 1
-        return PassResult(graph, count > 0, {"upsamplings": count} if count else {})
-
+    def patterns(self) -> list[Pattern[Any]]:
+        return [Pattern("upsamplings", match_upsampling, _upsampled)]

@@ -20,8 +20,7 @@ import numpy as np
 from t2n.backends.tract.ops import with_tract_forms
 from t2n.ir import DType, Graph, Op, Value
 from t2n.ir.graph import constant_data
-from t2n.passes.base import Pass, PassResult
-from t2n.passes.matching import first_match, only_reader, producer_of, take_place
+from t2n.passes.rewrite import Pattern, PatternPass, only_reader, producer_of
 
 _FLOATS = (DType.F16, DType.F32)
 
@@ -168,19 +167,16 @@ def _rewrite_attention(graph: Graph, out_op: Op, att: _Attention) -> Value:
     return out
 
 
+def _reified(graph: Graph, op: Op, att: _Attention) -> Value:
+    graph.opset = with_tract_forms(graph.opset)
+    return _rewrite_attention(graph, op, att)
+
+
 @attrs.frozen
-class ReifySdpa(Pass):
+class ReifySdpa(PatternPass):
     """Scaled dot-product attention as one ``tract_sdpa`` op."""
 
     name = "reify-sdpa"
 
-    def run(self, graph: Graph) -> PassResult:
-        count = 0
-        while (found := first_match(graph, match_attention)) is not None:  # one at a time: a match may read another's output
-            graph.opset = with_tract_forms(graph.opset)
-            op, att = found
-            take_place(graph, op.output, _rewrite_attention(graph, op, att))
-            count += 1
-            if op in graph:  # still read: never match it again
-                break
-        return PassResult(graph, count > 0, {"attentions": count} if count else {})
+    def patterns(self) -> list[Pattern[Any]]:
+        return [Pattern("attentions", match_attention, _reified)]

@@ -1,13 +1,10 @@
-"""Running sums: ``cumsum`` as tract's native ``tract_core_cumsum`` (one linear pass);
-``cumsum_scan`` as a ``tract_core_scan`` loop adding one slice per step
-(linear in the length, which may be symbolic). The frontend writes this op only for
-exports with dynamic axes, which are tract's alone: standard NNEF has no loop, and static
-exports use triangular matmuls."""
+"""tract's emitters of the scan family (cumulative sums): standard NNEF has no form for these
+ops, so Khronos NNEF refuses them."""
 
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
-from t2n.backends.nnef.versions import NATIVE_OPS, require
+from t2n.backends.tract.versions import NATIVE_OPS, require
 from t2n.ir import Op
 
 TRACT = EmitterTable("scan/tract")
@@ -34,3 +31,4 @@ def cumsum_tract(ctx: EmitContext, op: Op) -> None:
         axis = int(op.attrs["axis"])
         ctx.assign(ctx.id(op.output),
                    f"{name}({ctx.arg(op.inputs[0])}, axis = {axis}, exclusive = false, reverse = false)")
+

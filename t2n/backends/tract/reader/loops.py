@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from t2n.backends.nnef.reader.optable import Args, OpTable, TensorVal, tensor
+from t2n.backends.nnef.reader.optable import Args, ReadOpTable, TensorVal, tensor
 from t2n.ir import Sym
 from t2n.ir.dims import Dim
 
-OPS = OpTable()
+TRACT = ReadOpTable("loops/tract")
 
 
 def _entries(a: Args, name: str, size: int) -> list[tuple[Any, ...]]:
@@ -20,7 +20,7 @@ def _entries(a: Args, name: str, size: int) -> list[tuple[Any, ...]]:
     return list(v)
 
 
-@OPS.op("tract_core_scan", "body, scan, full, state, output, skip = 0, reset_every_turn = 0, external_state = 0")
+@TRACT.op("tract_core_scan", "body, scan, full, state, output, skip = 0, reset_every_turn = 0, external_state = 0")
 def _scan(a: Args) -> list[TensorVal]:
     """Scanned inputs reach the body one chunk (``|step|`` long on their axis) per turn,
     full inputs whole, states as their initial value; a ``full`` output stacks the
@@ -57,7 +57,7 @@ def _scan(a: Args) -> list[TensorVal]:
     return out
 
 
-@OPS.op("tract_core_gru_seq", "x, r = 0.0, b = 0.0, initial_h = 0.0, hidden = 0, chunk = 1, has_bias = 0, "
+@TRACT.op("tract_core_gru_seq", "x, r = 0.0, b = 0.0, initial_h = 0.0, hidden = 0, chunk = 1, has_bias = 0, "
                               "reset_every_turn = 0, emit_y = 1, projected = 0")
 def _gru_seq(a: Args) -> list[TensorVal]:
     """x is [batch, time, 3·hidden]; y is [batch, time, hidden], the last h [batch, 1, hidden]."""
@@ -65,35 +65,35 @@ def _gru_seq(a: Args) -> list[TensorVal]:
     return [tensor(x.dtype, [x.shape[0], x.shape[1], h]), tensor(x.dtype, [x.shape[0], 1, h])]
 
 
-@OPS.op("tract_core_lstm_epilogue", "preact, c_prev, hidden")
+@TRACT.op("tract_core_lstm_epilogue", "preact, c_prev, hidden")
 def _lstm_epilogue(a: Args) -> list[TensorVal]:
     c = a.tensor("c_prev")
     return [TensorVal(c.type), TensorVal(c.type)]
 
 
-@OPS.op("tract_core_gru_epilogue", "xh, rh, h_prev, hidden")
+@TRACT.op("tract_core_gru_epilogue", "xh, rh, h_prev, hidden")
 def _gru_epilogue(a: Args) -> list[TensorVal]:
     return [TensorVal(a.tensor("h_prev").type)]
 
 
-@OPS.op(["tract_transformers_apply_rope"], "input, cos, sin")
+@TRACT.op(["tract_transformers_apply_rope"], "input, cos, sin")
 def _rope(a: Args) -> list[TensorVal]:
     return [TensorVal(a.tensor("input").type)]
 
 
-@OPS.op("tract_transformers_scaled_masked_softmax", "input, mask, scale = 1.0, post_softmax_mask = false")
+@TRACT.op("tract_transformers_scaled_masked_softmax", "input, mask, scale = 1.0, post_softmax_mask = false")
 def _masked_softmax(a: Args) -> list[TensorVal]:
     return [TensorVal(a.tensor("input").type)]
 
 
-@OPS.op("tract_transformers_sdpa", "q, k, v, mask = false, scale = 0.0, datum_type = '', acc_datum_type = '', "
+@TRACT.op("tract_transformers_sdpa", "q, k, v, mask = false, scale = 0.0, datum_type = '', acc_datum_type = '', "
                                    "is_causal = false")
 def _sdpa(a: Args) -> list[TensorVal]:
     q, v = a.tensor("q"), a.tensor("v")
     return [tensor(q.dtype, [*q.shape[:-1], v.shape[-1]])]
 
 
-@OPS.op("tract_transformers_dyn_kv_cache", "input, name, axis, datum_type = '', past_sequence_shape = [], "
+@TRACT.op("tract_transformers_dyn_kv_cache", "input, name, axis, datum_type = '', past_sequence_shape = [], "
                                           "input_sequence_shape = []", stateful=True)
 def _kv_cache(a: Args) -> list[TensorVal]:
     """The cache grows along ``axis``: its past length (a symbol of
@@ -105,7 +105,7 @@ def _kv_cache(a: Args) -> list[TensorVal]:
     return [tensor(x.dtype, dims)]
 
 
-@OPS.op(["tract_extra_exp_unit_norm", "tract_extra_exp_mean_norm"],
+@TRACT.op(["tract_extra_exp_unit_norm", "tract_extra_exp_mean_norm"],
         "input, state = 0.0, axis = 0, alpha = 0.0, skip = 0, stateless = false, complex = false, "
         "epsilon = 0.0, scaling_factor = 1.0")
 def _extra_norm(a: Args) -> list[TensorVal]:

@@ -1,13 +1,14 @@
-"""Emitters for element-wise gathers and scatters: tract has them; standard NNEF does
-not (no emitter: Khronos exports that need them are refused, naming the op)."""
+"""tract's emitters of the index family (gather and scatter by index, grid sampling): standard NNEF has no form for these
+ops, so Khronos NNEF refuses them."""
 
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
-from t2n.backends.nnef.versions import SCATTER_REDUCTION, require
+from t2n.backends.tract.versions import SCATTER_REDUCTION, require
 from t2n.ir import Op
 
 TRACT = EmitterTable("index/tract")
+
 
 _TRACT_REDUCTION = {"none": "none", "add": "add", "mul": "mul", "max": "max", "min": "min"}
 
@@ -42,3 +43,4 @@ def grid_sample(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, "tract_core_grid_sample", op.inputs[0], op.inputs[1],
              mode=op.attrs["mode"], padding_mode=op.attrs["padding_mode"],
              align_corners=bool(op.attrs["align_corners"]))
+

@@ -1,9 +1,10 @@
-"""Top-k on tract; standard NNEF has no sort (Khronos exports that need it are refused)."""
+"""tract's emitters of the sort family (topk): standard NNEF has no form for these
+ops, so Khronos NNEF refuses them."""
 
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
-from t2n.backends.nnef.versions import require
+from t2n.backends.tract.versions import require
 from t2n.ir import Op
 
 TRACT = EmitterTable("sort/tract")
@@ -18,3 +19,4 @@ def topk(ctx: EmitContext, op: Op) -> None:
     ctx.assign([ctx.id(values), ctx.id(indices)],
                ctx.call("tract_core_topk", op.inputs[0], Raw(k), axis=int(op.attrs["axis"]),
                         largest=bool(op.attrs["largest"])))
+

@@ -16,14 +16,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 import attrs
 
-if TYPE_CHECKING:
-    from t2n.backends.nnef.context import EmitContext, RenderTarget
-    from t2n.errors import OpProblem
-
+from t2n.backends.nnef.context import EmitContext, RenderTarget
+from t2n.backends.target import parse_version
+from t2n.errors import OpProblem
 
 AVG_POOL_CONSTANT_BORDER = "avg_pool with border = 'constant' (padding in the divisor)"
 F64_ABS = "abs on f64 tensors"
@@ -93,13 +91,9 @@ def min_tract_version(name: str) -> str | None:
 
 
 def target_has(target: RenderTarget, name: str) -> bool:
-    """Whether ``target``'s engine loads operation ``name`` (a target that is not a tract
-    target, or has no version, is taken to have everything)."""
+    """Whether ``target`` (a tract version) loads operation ``name``."""
     since = min_tract_version(name)
-    if since is None or getattr(target, "name", "tract") != "tract":
-        return True
-    at_least = getattr(target, "at_least", None)
-    return bool(at_least(since)) if callable(at_least) else True
+    return since is None or target.at_least(since)
 
 
 def tract_has(ctx: EmitContext, name: str) -> bool:
@@ -147,10 +141,7 @@ def symbol_use_problems(target: RenderTarget, graph_nnef: str, symbols: list[str
     """Where the graph body passes a symbol as an operand (a range to ``S``, a cast of
     ``S``) for a tract that resolves symbols only in shapes and attributes: one problem
     per symbol, naming the first such line."""
-    from t2n.errors import OpProblem
-
-    version = getattr(target, "version_tuple", None)
-    if symbols and version in SYMBOLIC_RESHAPE_BROKEN:
+    if symbols and parse_version(target.version) in SYMBOLIC_RESHAPE_BROKEN:
         return [OpProblem(
             "dynamic axis", "", "",
             f"tract {target.version} cannot load a reshape to a symbolic shape (sizes "
