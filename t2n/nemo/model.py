@@ -97,8 +97,8 @@ def _from_config(config: Any, seed: int) -> Any:
     import_nemo_asr()
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.create(OmegaConf.to_container(config, resolve=True) if not isinstance(config, Mapping)
-                           else dict(config))
+    cfg: Any = OmegaConf.create(OmegaConf.to_container(config, resolve=True) if not isinstance(config, Mapping)
+                                else dict(config))
     if "model" in cfg and "encoder" not in cfg:
         cfg = cfg.model
     target = cfg.get("target") or _guess_class(cfg)
