@@ -8,7 +8,12 @@ import json
 import numpy as np
 import pytest
 import torch
-from nemo_models import (
+
+import t2n.nemo
+from t2n.errors import NemoExportError, NemoManifestError, OverwriteRefusedError
+from t2n.frontend.registry import LoweringRegistry
+
+from .nemo_models import (
     D_MODEL,
     FEATURES,
     LABELS,
@@ -19,10 +24,6 @@ from nemo_models import (
     nemo_text,
     synthetic_audio,
 )
-
-import t2n.nemo
-from t2n.errors import NemoExportError, NemoManifestError, OverwriteRefusedError
-from t2n.frontend.registry import LoweringRegistry
 
 HAS_STFT = "aten::stft" in LoweringRegistry.default()
 """Whether this t2n exports torch.stft (NeMo's preprocessor): then the artifacts start from

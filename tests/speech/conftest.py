@@ -1,11 +1,6 @@
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from nemo_models import nemo_or_skip
+from .nemo_models import nemo_or_skip
 
 
 @pytest.fixture(autouse=True, scope="session")
