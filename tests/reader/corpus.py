@@ -64,6 +64,19 @@ class Indexing(nn.Module):
         return v.cumsum(1), i, mask.any(-1), picked, torch.where(mask, x, -x).flip(1)
 
 
+class Spectrogram(nn.Module):
+    """A log-power spectrogram (tract's STFT with its window, then complex arithmetic) and
+    the spectrum of the first 16 samples (tract's FFT)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("window", torch.hann_window(16))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        z = torch.stft(x, 16, hop_length=4, window=self.window, return_complex=True)
+        return torch.log(z.abs().pow(2) + 1e-6), torch.fft.rfft(x[:, :16]).abs()
+
+
 def _encoder() -> nn.Module:
     torch.manual_seed(0)
     return nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True).eval()
@@ -160,6 +173,8 @@ CASES: dict[str, Case] = {
                                              nnef_variable_naming_scheme="numeric"),
     "gru_scan_tract_0_22": lambda: t2n.compile(Recurrent("gru").eval(), (torch.randn(1, 7, 6),),
                                                t2n.TractNNEF("0.22.4"), dynamic_axes={"input_0": {1: "T"}}),
+    "stft_spectrogram": lambda: t2n.compile(Spectrogram(), (torch.randn(1, 80),),
+                                            dynamic_axes={"input_0": {1: "T"}}),
     "same_io_names": lambda: t2n.compile(PassThrough(), (torch.randn(2, 3),), input_names=["x"],
                                          output_names=["x", "y"], allow_same_io_names=True),
     "scenario_assertions": lambda: t2n.compile(_encoder(), (torch.randn(1, 6, 16),),

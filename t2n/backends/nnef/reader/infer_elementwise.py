@@ -31,9 +31,11 @@ BINARY_IR = frozenset(["add", "sub", "mul", "div", "pow", "min", "max", "lt", "g
                        "and", "or", "xor", "bitand", "bitor", "bitxor"])
 
 
-def via_ir(kind: str, operands: Sequence[TensorVal], attrs: Mapping[str, Any] | None = None) -> TensorVal:
-    """The result of IR op ``kind`` on ``operands`` (ranks aligned NNEF-style first)."""
-    rank = max((t.rank for t in operands), default=0)
+def via_ir(kind: str, operands: Sequence[TensorVal], attrs: Mapping[str, Any] | None = None, *,
+           align: bool = True) -> TensorVal:
+    """The result of IR op ``kind`` on ``operands`` (ranks aligned NNEF-style first, unless
+    not ``align``: an op whose operands are not broadcast)."""
+    rank = max((t.rank for t in operands), default=0) if align else 0
     types = tuple(TensorType(t.dtype, Shape(list(t.shape) + [1] * (rank - t.rank)), t.type.quant)
                   for t in operands)
     known = tuple(None if t.known is None else np.asarray(t.known).reshape(types[i].shape)
