@@ -11,7 +11,6 @@ import torch
 
 import t2n.nemo
 from t2n.errors import NemoExportError, NemoManifestError, OverwriteRefusedError
-from t2n.frontend.registry import LoweringRegistry
 
 from .nemo_models import (
     D_MODEL,
@@ -25,16 +24,11 @@ from .nemo_models import (
     synthetic_audio,
 )
 
-HAS_STFT = "aten::stft" in LoweringRegistry.default()
-"""Whether this t2n exports torch.stft (NeMo's preprocessor): then the artifacts start from
-the audio samples, else from NeMo's features."""
-
 UTTERANCES = [(16000, 0), (20500, 1), (9000, 2)]
 
 
 def transcribe_both(model, asr, audio, *, ctc=False):
-    ours = asr.transcribe(audio.numpy(), decoder="ctc" if ctc else None) if HAS_STFT else \
-        asr.transcribe(features=nemo_features(model, audio).numpy(), decoder="ctc" if ctc else None)
+    ours = asr.transcribe(audio.numpy(), decoder="ctc" if ctc else None)
     return ours, nemo_greedy(model, audio, ctc=ctc)
 
 
@@ -53,7 +47,7 @@ def compare_utterances(model, asr, *, ctc=False):
 @pytest.mark.parametrize("name", ["fastconformer_ctc", "conformer_ctc", "fastconformer_rnnt", "fastconformer_tdt"])
 def test_transcribes_as_nemo(tmp_path, name):
     model = build(name)
-    done = t2n.nemo.export_asr(model, tmp_path / "out", preprocessor=HAS_STFT)
+    done = t2n.nemo.export_asr(model, tmp_path / "out")
     asr = t2n.nemo.load(done.path)
     compare_utterances(model, asr)
     if name.endswith("ctc"):  # char CTC text: NeMo's transcribe (with its batching) gives the same text
@@ -61,14 +55,14 @@ def test_transcribes_as_nemo(tmp_path, name):
         assert asr.text(transcribe_both(model, asr, audio)[0]) == nemo_text(model, audio)
     manifest = json.loads((done.path / "manifest.json").read_text())
     want = {"ctc": {"encoder", "ctc_decoder"}, "rnnt": {"encoder", "decoder", "joint"},
-            "tdt": {"encoder", "decoder", "joint"}}[name.split("_")[1]] | ({"preprocessor"} if HAS_STFT else set())
+            "tdt": {"encoder", "decoder", "joint"}}[name.split("_")[1]] | {"preprocessor"}
     assert set(manifest["artifacts"]) == want
     assert sorted(p.name for p in done.path.iterdir()) == sorted(["manifest.json", *(f"{n}.nnef.tgz" for n in want)])
 
 
 def test_hybrid_model_decodes_with_either_head(tmp_path):
     model = build("fastconformer_hybrid")
-    done = t2n.nemo.export_asr(model, tmp_path / "out", preprocessor=HAS_STFT)
+    done = t2n.nemo.export_asr(model, tmp_path / "out")
     assert done.manifest.kind == "hybrid_rnnt_ctc"
     asr = t2n.nemo.load(done.path)
     compare_utterances(model, asr)
@@ -79,7 +73,7 @@ def test_default_plans_give_one_utterance_interfaces(tmp_path):
     """Batch axes collapsed, lengths bound to the sizes they measure, lengths outputs
     dropped; NeMo's interface and what each remodel pass did are in the manifest."""
     model = build("fastconformer_rnnt")
-    done = t2n.nemo.export_asr(model, tmp_path / "out", preprocessor=HAS_STFT)
+    done = t2n.nemo.export_asr(model, tmp_path / "out")
     arts = done.manifest.data["artifacts"]
 
     def io(name, side):
@@ -102,8 +96,7 @@ def test_default_plans_give_one_utterance_interfaces(tmp_path):
     assert arts["decoder"]["remodel"]["collapse-input-dims.collapsed_axes"] == 4
     for entry in arts.values():  # checked in tract at two sizes
         assert len(entry["checks"]) == 2 and entry["checks"][0]["input_shapes"] != entry["checks"][1]["input_shapes"]
-    if HAS_STFT:
-        assert io("preprocessor", "inputs") == {"input_signal": ["samples"]}
+    assert io("preprocessor", "inputs") == {"input_signal": ["samples"]}
     dec = done.manifest.decoding
     assert dec["greedy"] == "rnnt" and dec["blank_id"] == len(LABELS) and dec["max_symbols_per_step"] == 5
     assert dec["vocabulary"] == LABELS and dec["decoder_state"]["shape"] == [1, D_MODEL]
@@ -113,7 +106,7 @@ def test_batched_interface_transcribes_alike(tmp_path):
     """remodel=False keeps NeMo's batched interfaces (lengths as inputs); the greedy loop
     runs them with a batch of one and gives the same labels."""
     model = build("fastconformer_tdt")
-    done = t2n.nemo.export_asr(model, tmp_path / "batched", preprocessor=HAS_STFT, remodel=False)
+    done = t2n.nemo.export_asr(model, tmp_path / "batched", remodel=False)
     arts = done.manifest.data["artifacts"]
     assert [i["name"] for i in arts["encoder"]["inputs"]] == ["audio_signal", "length"]
     assert arts["decoder"]["inputs"][0]["shape"] == ["B", "U"] and arts["encoder"]["plan"] is None
@@ -157,14 +150,10 @@ def test_cli_exports_a_nemo_file_and_transcribes_a_wav(tmp_path):
     model = build("fastconformer_rnnt")
     model.save_to(str(tmp_path / "tiny.nemo"))
     out = tmp_path / "out"
-    text = t2n_cli("nemo-asr", tmp_path / "tiny.nemo", "-o", out, *([] if HAS_STFT else ["--no-preprocessor"]))
+    text = t2n_cli("nemo-asr", tmp_path / "tiny.nemo", "-o", out)
     assert "encoder.nnef.tgz: (audio_signal: f32[16, frames]) -> (outputs:" in text
     assert "remodel: " in text and "checked in tract" in text
     audio = synthetic_audio(*UTTERANCES[1])
-    expected = nemo_greedy(t2n.nemo.load_model(tmp_path / "tiny.nemo"), audio)
-    if not HAS_STFT:
-        assert t2n.nemo.load(out).transcribe(features=nemo_features(model, audio).numpy()) == expected
-        return
     pcm = np.clip(np.round(audio.numpy() * 32768), -32768, 32767).astype("<i2")
     with wave.open(str(tmp_path / "a.wav"), "wb") as w:
         w.setnchannels(1)
@@ -206,12 +195,6 @@ def test_refusals_leave_nothing_behind(tmp_path):
         t2n.nemo.load(foreign)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign"]
 
-
-@pytest.mark.skipif(HAS_STFT, reason="this t2n exports torch.stft")
-def test_preprocessor_without_stft_is_refused_by_name(tmp_path):
-    with pytest.raises(NemoExportError, match=r"(?s)aten::stft.*preprocessor=False"):
-        t2n.nemo.export_asr(build("fastconformer_ctc"), tmp_path / "out")
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_existing_export_is_replaced(tmp_path):
