@@ -24,6 +24,10 @@ from .nemo_models import (
     synthetic_audio,
 )
 
+pytestmark = pytest.mark.slow
+"""Each case exports and runs tiny NeMo models (5-25 s), after NeMo's import (15-30 s):
+CI's second step runs them (``-m slow``)."""
+
 UTTERANCES = [(16000, 0), (20500, 1), (9000, 2)]
 
 

@@ -149,6 +149,8 @@ class Args:
             v = [v]
         out: list[Dim] = []
         for d in v:
+            if isinstance(d, TensorVal):  # a size computed in the expression: min(16, T)
+                d = _known_scalar(d)
             if isinstance(d, Sym):
                 out.append(d)
             elif isinstance(d, (int, np.integer)) and not isinstance(d, bool):
