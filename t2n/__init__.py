@@ -52,6 +52,10 @@ _LAZY = {
     "gguf_tensors": "t2n.quant.gguf_io",
     # tract version matrix
     "run_in_tract_version": "t2n.backends.tract.environments",
+    # reading artifacts back; remodelling their interface
+    "read": "t2n.reading",
+    "NNEFModel": "t2n.reading",
+    "RemodelPlan": "t2n.remodel.plan",
 }
 
 if TYPE_CHECKING:
@@ -77,6 +81,8 @@ if TYPE_CHECKING:
     from t2n.quant.gguf_io import gguf_tensors
     from t2n.quant.model import quantize, quantize_tensor, quantized_state
     from t2n.quant.recipes import Q40Recipe
+    from t2n.reading import NNEFModel, read
+    from t2n.remodel.plan import RemodelPlan
     from t2n.serialize.finite import NonFiniteWeightWarning
     from t2n.serialize.torch_io import (
         export_tensors_from_disk_to_nnef,
@@ -104,5 +110,5 @@ __all__ = [
     "iter_torch_tensors_from_disk", "harden_jit_for_export", "VariableNamingScheme",
     "export_model_to_nnef", "SemanticVersion", "TractCheckTolerance", "TractFeatureFlag",
     "Q40Recipe", "gguf_tensors", "quantize", "quantize_tensor", "quantized_state",
-    "run_in_tract_version",
+    "run_in_tract_version", "read", "NNEFModel", "RemodelPlan",
 ]

@@ -60,6 +60,7 @@ def compile(
     debug_bundle_path: str | os.PathLike[str] | None = None,
     frontend: str | Frontend = "jit",
     dynamic_shapes: Any = None,
+    remodel: Any = None,
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
@@ -170,6 +171,13 @@ def compile(
             :class:`t2n.frontend.base.Frontend` object of your own.
         dynamic_shapes: with ``frontend="export"``, dynamic sizes in torch.export's form
             (``torch.export.Dim("S", max=4096)``), instead of ``dynamic_axes``.
+        remodel: a remodel plan (a mapping, ``t2n.RemodelPlan`` or the path of a
+            YAML/JSON file) that reshapes the artifact's interface after the passes:
+            collapse size-1 axes, bind a scalar input to an axis size, fix or rename
+            symbols, keep some outputs (see ``docs/remodeler.md``). Its ``original_shape``
+            symbols are dynamic axes and its ``eval_symbols`` the example inputs' sizes;
+            ``check_io`` compares the remodelled artifact with PyTorch on the inputs
+            reshaped to match. A plan that does not fit raises ``RemodelPlanError``.
 
     Returns:
         The :class:`t2n.Artifact`: ``save(path)``, ``check()``, ``ir``, ``input_names``,
@@ -189,7 +197,7 @@ def compile(
         auto_harden_jit=auto_harden_jit, jit_diagnostics=jit_diagnostics, fold_batch_norm=fold_batch_norm,
         weights_from=weights_from, strict=strict, nnef_variable_naming_scheme=nnef_variable_naming_scheme,
         check_io_names_qte_match=check_io_names_qte_match, allow_same_io_names=allow_same_io_names,
-        debug_bundle_path=debug_bundle_path, frontend=frontend, dynamic_shapes=dynamic_shapes)
+        debug_bundle_path=debug_bundle_path, frontend=frontend, dynamic_shapes=dynamic_shapes, remodel=remodel)
     return compile_model(model, args, options)
 
 

@@ -370,3 +370,53 @@ class HardeningMismatchError(TraceError):
     def __init__(self, message: str, outputs: Sequence[str] = ()) -> None:
         self.outputs = list(outputs)
         super().__init__(message)
+
+
+# -- reading NNEF back, and remodelling an artifact's interface
+
+
+class NNEFReadError(SerializationError):
+    """An NNEF document or artifact cannot be read into the IR: its text does not parse,
+    a variable's tensor file is missing or disagrees with it, or it calls operations t2n
+    does not know (``problems`` lists every one of them)."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        self.problems = list(problems)
+        if problems:
+            message += "\n" + "\n".join(f"  - {p}" for p in problems)
+        super().__init__(message)
+
+
+class NNEFSyntaxError(NNEFReadError, ValueError):
+    """graph.nnef (or graph.quant) text that is not NNEF; the message names the line."""
+
+
+class RemodelPlanError(InvalidArgumentError):
+    """A remodel plan is malformed or does not fit the graph it is applied to; ``key``
+    is where in the plan (``encoder.inputs.audio.collapse_dims``)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(f"remodel plan, {key}: {message}" if key else f"remodel plan: {message}")
+
+
+# -- NeMo speech recognizers (t2n.nemo)
+
+
+class NemoUnavailableError(T2NError, ImportError):
+    """NeMo (``nemo-toolkit[asr]``) is not installed: ``pip install 't2n[nemo]'``."""
+
+
+class NemoExportError(InvalidArgumentError):
+    """A NeMo model, or a part of it, that t2n.nemo does not export as it is; ``part``
+    names the sub-network (``preprocessor``, ``encoder``, ``ctc_decoder``, ``decoder``,
+    ``joint``) or ``model``, and the message what to do."""
+
+    def __init__(self, part: str, message: str) -> None:
+        self.part = part
+        super().__init__(f"NeMo {part}: {message}")
+
+
+class NemoManifestError(SerializationError, ValueError):
+    """A folder that is not a NeMo export t2n wrote: no ``manifest.json``, another format
+    or version, or an artifact it lists is missing."""

@@ -44,6 +44,7 @@ from t2n.passes.dynamic_axes import dynamic_axes_form
 from t2n.passes.manager import DumpFn, PassManager
 from t2n.passes.pipeline import builtin_passes, check_pass_registry, compile_pipeline
 from t2n.passes.precision import check_forcing_target
+from t2n.remodel.export import RemodelStep, plan_axes, remodel_step
 
 FRONTENDS: Mapping[str, type[Frontend]] = {"jit": JitFrontend, "export": ExportFrontend}
 """The frontends ``compile(frontend=...)`` knows by name."""
@@ -89,6 +90,8 @@ class CompileOptions:
     check_io_names_qte_match: bool
     allow_same_io_names: bool
     debug_bundle_path: Path | None
+    remodel: RemodelStep | None = None
+    """The remodel plan (:mod:`t2n.remodel.export`), its symbols already in ``dynamic_axes``."""
 
 
 def compile_options(
@@ -122,6 +125,7 @@ def compile_options(
     debug_bundle_path: object = None,
     frontend: object = "jit",
     dynamic_shapes: object = None,
+    remodel: object = None,
 ) -> CompileOptions:
     """The options of one compile for ``target`` (``None``: the latest ``TractNNEF``),
     checked: the keywords of :func:`t2n.compile`, which documents them.
@@ -139,7 +143,8 @@ def compile_options(
                  for what, given in (("input", input_names), ("output", output_names)))
     if ins is not None and outs is not None:
         same_names(ins, outs, allow=flags["allow_same_io_names"], target=checked)
-    axes = merge_dynamic_axes(checked, dynamic_axes_form(dynamic_axes))
+    step = remodel_step(remodel)
+    axes = plan_axes(step, merge_dynamic_axes(checked, dynamic_axes_form(dynamic_axes)), checked)
     bundle = check_bundle_path(debug_bundle_path)
     record = IRRecorder() if bundle is not None else None
     dump = recording(_ir_dumper(dump_ir), record)
@@ -155,7 +160,7 @@ def compile_options(
         jit_diagnostics=_diagnostics(jit_diagnostics), weights_from=weights_from, strict=flags["strict"],
         naming_scheme=check_naming_scheme(nnef_variable_naming_scheme),
         check_io_names_qte_match=flags["check_io_names_qte_match"],
-        allow_same_io_names=flags["allow_same_io_names"], debug_bundle_path=bundle,
+        allow_same_io_names=flags["allow_same_io_names"], debug_bundle_path=bundle, remodel=step,
     )
     chosen.check_options(options)
     return options

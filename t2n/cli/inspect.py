@@ -107,7 +107,39 @@ def render_text(info: dict[str, Any]) -> str:
     if info["problems"]:
         lines.append("problems:")
         lines += [f"  {p}" for p in info["problems"]]
+    if "interface_note" in info:
+        lines.append(info["interface_note"])
+    if "remodelled" in info:
+        after = info["remodelled"]
+        lines.append(f"with the plan {after['plan']}:")
+        lines.append("  inputs:")
+        lines += [f"    {i['name']}: {i['dtype']}{_shape_text(i['shape'])}" for i in after["inputs"]]
+        lines.append("  outputs:")
+        lines += [f"    {o['name']}: {o['dtype']}{_shape_text(o['shape'])}" for o in after["outputs"]]
+        for key in ("symbols", "assertions"):
+            if after[key]:
+                lines.append(f"  {key}: " + ", ".join(after[key]))
     return "\n".join(lines)
+
+
+def interface_rows(info: dict[str, Any], artifact: Path, plan_path: Path | None, subnet: str | None) -> None:
+    """The outputs' dtypes and shapes as t2n's reader infers them (a note in
+    ``interface_note`` when it cannot read the graph), and the interface after ``plan_path``."""
+    from t2n.errors import NNEFReadError
+    from t2n.reading import read
+
+    try:
+        model = read(artifact)
+    except NNEFReadError as exc:
+        if plan_path is not None:
+            raise
+        info["interface_note"] = f"output shapes not inferred: {str(exc).splitlines()[0]}"
+        return
+    for row, out in zip(info["outputs"], model.interface().outputs):
+        row.update(dtype=out.dtype, shape=list(out.shape))
+    if plan_path is not None:
+        after = model.remodel(plan_path, subnet=subnet).interface()
+        info["remodelled"] = {"plan": str(plan_path), **after.as_dict()}
 
 
 @click.command("inspect")
@@ -115,21 +147,27 @@ def render_text(info: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON (for scripts).")
 @click.option("--output-shapes", is_flag=True,
               help="Also give the outputs' dtypes and shapes, as tract infers them (needs tract).")
+@click.option("--plan", "plan_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A remodel plan (YAML/JSON): also show the interface it would give (nothing is written).")
+@click.option("--subnet", default=None, help="The sub-network of a multi-graph --plan.")
 @debug_option
 @guarded
-def inspect_command(artifact: Path, as_json: bool, output_shapes: bool) -> None:
+def inspect_command(artifact: Path, as_json: bool, output_shapes: bool, plan_path: Path | None,
+                    subnet: str | None) -> None:
     """Describe ARTIFACT (a folder, .tar or .tgz): inputs and outputs with their types,
     shapes and symbols, assertions, properties, the ops it calls (how many of each),
     and its tensors (count and bytes per dtype).
 
-    Reads graph.nnef and the .dat headers only: no engine needed. graph.nnef does not
-    declare the outputs' shapes: --output-shapes asks tract (in a child process). An
-    artifact that cannot be read (not an archive, no graph.nnef, a bad tensor header)
-    fails with exit status 1.
+    Reads graph.nnef and the .dat headers only: no engine needed. The outputs' dtypes and
+    shapes are inferred by t2n's reader when it knows every operation the graph calls;
+    --output-shapes asks tract instead (in a child process). --plan shows the interface a
+    remodel plan would give. An artifact that cannot be read (not an archive, no
+    graph.nnef, a bad tensor header) fails with exit status 1.
     """
     files = read_artifact_files(artifact)
     graph = read_graph_text(files.graph_nnef, f"{artifact}: graph.nnef")
     info = describe_artifact(files, graph)
+    interface_rows(info, artifact, plan_path, subnet)
     if output_shapes:
         from t2n.cli.facts import output_facts
 

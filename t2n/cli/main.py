@@ -41,12 +41,18 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                           "Describe an artifact: inputs, outputs, symbols, ops, tensors."),
     "check": Subcommand("t2n.cli.check:check_command",
                         "Run an artifact in tract or the Khronos interpreter; compare outputs."),
+    "remodel": Subcommand("t2n.cli.remodel:remodel_command",
+                          "Reshape an artifact's interface with a remodel plan (YAML/JSON)."),
     "tensors": Subcommand("t2n.cli.tensors:tensors_command",
                           "Write the tensors of a checkpoint file as NNEF .dat files."),
     "llm": Subcommand("t2n.cli.llm:llm_command",
                       "Export a transformers causal LM folder to tract with a KV cache."),
     "peft": Subcommand("t2n.cli.llm:peft_command",
                        "Write a LoRA/DoRA adapter's tensors as NNEF .dat files (.nnef.tgz)."),
+    "nemo-asr": Subcommand("t2n.cli.nemo:nemo_asr_command",
+                           "Export a NeMo speech recognizer (.nemo or config) as artifacts + manifest."),
+    "nemo-transcribe": Subcommand("t2n.cli.nemo:nemo_transcribe_command",
+                                  "Transcribe audio greedily with a nemo-asr export, in tract."),
 }
 """The subcommands of ``t2n``, by name."""
 

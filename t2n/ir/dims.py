@@ -93,6 +93,12 @@ def _mono_key(mono: _Monomial) -> tuple[bool, int, tuple[str, ...]]:
     return (len(mono) == 0, len(mono), tuple(_atom_key(a) for a in mono))
 
 
+def _graded(mono: _Monomial) -> tuple[int, tuple[str, ...]]:
+    """A monomial order (degree, then the atoms' keys): what polynomial long division
+    needs, since multiplying two monomials keeps their order."""
+    return (len(mono), tuple(sorted((_atom_key(a) for a in mono), reverse=True)))
+
+
 class Sym:
     """A symbolic dimension expression. Immutable, hashable, compared by value."""
 
@@ -218,7 +224,7 @@ class Sym:
 
     def __floordiv__(self, other: Dim) -> Dim:
         if isinstance(other, Sym):
-            exact = self._divide_by_monomial(other)
+            exact = self._divide_exactly(other)
             if exact is None:
                 raise SymbolicComparisonError(f"cannot divide {self} by symbolic {other}")
             return exact
@@ -244,6 +250,38 @@ class Sym:
             return None
         k = mine // coef
         return k if self - other * k == 0 else None
+
+    def _divide_exactly(self, other: Sym) -> Dim | None:
+        """``self / other`` when the division of the two polynomials leaves no remainder
+        (``4*B*T*T`` over ``2*B*T``, the element count over the known sizes of a reshape
+        such as the relative shift of Transformer-XL attention), else None. Long division
+        under a graded order of the atoms (symbols and floor divisions alike)."""
+        by_mono = self._divide_by_monomial(other)
+        if by_mono is not None:
+            return by_mono
+        lead_mono, lead_coef = max(other._terms, key=lambda mc: _graded(mc[0]))
+        remainder = self._terms_of(self)
+        quotient: dict[_Monomial, int] = {}
+        for _ in range(64 * (len(remainder) + 1)):
+            if not remainder:
+                return Sym._from_terms(quotient)
+            mono = max(remainder, key=_graded)
+            coef = remainder[mono]
+            rest = list(mono)
+            for atom in lead_mono:
+                if atom not in rest:
+                    return None
+                rest.remove(atom)
+            if coef % lead_coef:
+                return None
+            factor_mono, factor = tuple(rest), coef // lead_coef
+            quotient[factor_mono] = quotient.get(factor_mono, 0) + factor
+            for dmono, dcoef in other._terms:
+                prod = tuple(sorted(factor_mono + dmono, key=_atom_key))
+                remainder[prod] = remainder.get(prod, 0) - factor * dcoef
+                if remainder[prod] == 0:
+                    del remainder[prod]
+        return None
 
     def _divide_by_monomial(self, other: Sym) -> Dim | None:
         """``self / other`` when ``other`` is one term dividing every term exactly."""

@@ -320,6 +320,14 @@ class Graph:
             self._names.add(n)
         return new
 
+    def replace_attrs(self, op: Op, attrs: Mapping[str, Any]) -> Op:
+        """``op`` again with new attributes, at its place in the op order (so a graph
+        rendered after renaming a symbol keeps its line order); readers follow."""
+        new = self.replace_op(op, attrs=attrs)
+        new.seq = op.seq
+        self._order = None
+        return new
+
     # -- inference ----------------------------------------------------------------
     def _infer(
         self, schema: OpSchema, inputs: Sequence[Value], attrs: Mapping[str, Any]

@@ -26,30 +26,37 @@ def read_artifact(path: str | os.PathLike[str]) -> dict[str, bytes]:
     return dict(iter_tar_members(p))
 
 
-def iter_tar_members(path: Path) -> Iterator[tuple[str, bytes]]:
-    """(name, bytes) of each file in a tar/tgz artifact, refusing members that escape the
-    folder, links, special files, truncated members and names given twice (tar keeps
-    both, and which one a reader takes is up to the reader)."""
+def checked_members(tar: tarfile.TarFile, path: Path) -> Iterator[tuple[str, tarfile.TarInfo]]:
+    """(name, member) of each regular file of an open artifact archive, refusing members
+    that escape the folder, links, special files and names given twice (tar keeps both,
+    and which one a reader takes is up to the reader). A leading ``./`` is dropped."""
     seen: set[str] = set()
+    for m in tar:
+        name = m.name[2:] if m.name.startswith("./") else m.name
+        pp = PurePosixPath(name)
+        if pp.is_absolute() or ".." in pp.parts:
+            raise CorruptArchiveError(f"{path}: member {m.name!r} escapes the archive folder")
+        if m.issym() or m.islnk():
+            raise CorruptArchiveError(f"{path}: member {m.name!r} is a link")
+        if m.isdir():
+            continue
+        if not m.isfile():
+            raise CorruptArchiveError(f"{path}: member {m.name!r} is not a regular file")
+        key = pp.as_posix()
+        if key in seen:
+            raise CorruptArchiveError(
+                f"{path}: member {m.name!r} appears twice (which copy is meant is ambiguous); "
+                "write the artifact again")
+        seen.add(key)
+        yield name, m
+
+
+def iter_tar_members(path: Path) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) of each file in a tar/tgz artifact, validated as
+    :func:`checked_members` does, refusing truncated members too."""
     try:
         with tarfile.open(path, "r:*") as tar:
-            for m in tar:
-                name = m.name[2:] if m.name.startswith("./") else m.name
-                pp = PurePosixPath(name)
-                if pp.is_absolute() or ".." in pp.parts:
-                    raise CorruptArchiveError(f"{path}: member {m.name!r} escapes the archive folder")
-                if m.issym() or m.islnk():
-                    raise CorruptArchiveError(f"{path}: member {m.name!r} is a link")
-                if m.isdir():
-                    continue
-                if not m.isfile():
-                    raise CorruptArchiveError(f"{path}: member {m.name!r} is not a regular file")
-                key = pp.as_posix()
-                if key in seen:
-                    raise CorruptArchiveError(
-                        f"{path}: member {m.name!r} appears twice (which copy is meant is ambiguous); "
-                        "write the artifact again")
-                seen.add(key)
+            for name, m in checked_members(tar, path):
                 f = tar.extractfile(m)
                 assert f is not None
                 data = f.read()

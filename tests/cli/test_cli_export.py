@@ -66,7 +66,7 @@ def test_saved_example_io_checks(t2n_cli: Run, exported: tuple[Path, Path, str])
 def test_inspect_of_the_export(t2n_cli: Run, exported: tuple[Path, Path, str]) -> None:
     info = json.loads(t2n_cli("inspect", exported[0], "--json").stdout)
     assert info["inputs"] == [{"name": "inp", "dtype": "f32", "shape": [1, 3, "S"]}]
-    assert info["outputs"] == [{"name": "y"}]
+    assert info["outputs"] == [{"name": "y", "dtype": "f32", "shape": [1, "S", 2]}]  # inferred by the reader
     assert info["symbols"] == ["S"] and "S <= 64" in info["assertions"]
     assert info["ops"]["conv"] == 1 and info["tensors"]["count"] == 4
     assert info["tensors"]["by_dtype"]["f32"]["elements"] == 4 * 3 * 3 + 4 + 2 * 4 + 2

@@ -58,3 +58,22 @@ def test_division_by_a_proportional_polynomial():
 
     with pytest.raises(SymbolicComparisonError):
         (2 * s + 3) // (s + 1)
+
+
+def test_exact_division_of_polynomials():
+    """The element count over the known sizes of a reshape, when neither is one term nor
+    proportional: the relative shift of Transformer-XL attention views a
+    ``[B, H, T, 2T]`` tensor as ``[B, H, -1, T]``."""
+    import pytest
+
+    from t2n.ir import Sym
+    from t2n.ir.dims import SymbolicComparisonError
+
+    b, t = Sym("B"), Sym("T")
+    frames = (t - 1) // 2 // 2 + 1
+    assert (b * 2 * frames * (2 * frames)) // (b * 2 * frames) == 2 * frames
+    assert (t * t - 1) // (t + 1) == t - 1
+    assert (t * t * t - 1) // (t - 1) == t * t + t + 1
+    for bad in ((t * t + 1, t + 1), (2 * t * t + t, 2 * t + 2)):
+        with pytest.raises(SymbolicComparisonError):
+            bad[0] // bad[1]

@@ -13,9 +13,11 @@ from t2n.errors import OpProblem
 from t2n.ir import DType, Graph
 
 KHRONOS_ANY_TYPE = frozenset(
-    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "gather_elements", "cast", "select", "reverse"]
+    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "gather_elements", "cast", "select", "reverse",
+     "nnef", "nnef_stateful", "nnef_variable"]
 )
-"""IR ops whose standard NNEF form is generic over scalar/integer/logical tensors."""
+"""IR ops whose standard NNEF form is generic over scalar/integer/logical tensors (and the
+statements of a document read back, written as they were read)."""
 
 KHRONOS_LOGICAL = frozenset(["and", "or", "not", "xor", "any_reduce", "all_reduce"])
 """IR ops that standard NNEF defines on logical tensors."""

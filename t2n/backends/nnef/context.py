@@ -111,6 +111,8 @@ class EmitContext:
         self.fragments: dict[str, str] = {}
         self.tensors: list[TensorFile] = []
         self.problems: list[OpProblem] = []
+        self.quant_entries: dict[str, str] = {}
+        """graph.quant lines emitters add (identifier → quantization invocation)."""
         self._ids: dict[Value, str] = {}
         self._used: set[str] = set()
         self._labels: set[str] = set()

@@ -13,7 +13,8 @@ from t2n.ir import Graph
 def graph_quant_text(ctx: EmitContext, graph: Graph) -> str | None:
     """graph.quant: one ``zero_point_linear_quantize`` line per i8 weight quantized per
     tensor (tract reads those weights as QI8; per-channel scales have no graph.quant form
-    and are written on the ops). ``None`` when there is none."""
+    and are written on the ops), then the entries emitters added to ``ctx.quant_entries``
+    (those of a graph read back). ``None`` when there is none."""
     lines: dict[str, str] = {}
     for op in graph.ops():
         if op.kind not in ("qconv", "qlinear") or len(op.attrs["w_scales"]) != 1:
@@ -25,5 +26,7 @@ def graph_quant_text(ctx: EmitContext, graph: Graph) -> str | None:
         lines[name] = (f'"{name}": zero_point_linear_quantize(zero_point = {int(op.attrs["w_zero_point"])}, '
                        f'scale = {nnef_float(float(np.float32(op.attrs["w_scales"][0])))}, bits = 8, '
                        "signed = true, symmetric = false);")
+    for name, text in ctx.quant_entries.items():
+        lines.setdefault(name, f'"{name}": {text};')
     return "\n".join(lines.values()) + "\n" if lines else None
 

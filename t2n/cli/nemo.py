@@ -1,0 +1,107 @@
+"""``t2n nemo-asr MODEL -o OUT``: a NeMo speech recognizer as artifacts and a manifest;
+``t2n nemo-transcribe OUT AUDIO``: greedy transcription over them in tract."""
+
+from __future__ import annotations
+
+import json
+import wave
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from t2n.cli.main import debug_option, fail, guarded
+from t2n.cli.params import tolerance_option, version_callback
+
+
+@click.command("nemo-asr")
+@click.argument("model", type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
+              help="The folder to write: one .nnef.tgz per sub-network and manifest.json.")
+@click.option("--plan", "plan_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A remodel plan (.yaml/.yml/.json) keyed by sub-network (preprocessor, encoder, "
+                   "ctc_decoder, decoder, joint); replaces the default plan of those it names.")
+@click.option("--no-remodel", is_flag=True, help="Keep NeMo's batched interfaces (no default plans).")
+@click.option("--no-preprocessor", is_flag=True,
+              help="Leave out the preprocessor (the application computes the log-mel features).")
+@click.option("--tract-version", default=None, callback=version_callback,
+              help="The tract release to emit for (default: the newest t2n knows).")
+@click.option("--no-check", is_flag=True, help="Do not run the artifacts in tract against NeMo.")
+@tolerance_option()
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the random weights of a model built from a config.")
+@click.option("--overwrite", is_flag=True, help="Replace OUTPUT even if it is not a NeMo export t2n wrote.")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@debug_option
+@guarded
+def nemo_asr_command(model: Path, output: Path, plan_path: Path | None, no_remodel: bool, no_preprocessor: bool,
+                     tract_version: str | None, no_check: bool, tolerance: str, seed: int, overwrite: bool,
+                     as_json: bool) -> None:
+    """Export the NeMo ASR MODEL (a .nemo file, or a YAML config built with random weights)
+    to OUTPUT: the preprocessor, the encoder, the CTC head or the transducer's prediction
+    and joint networks, each remodelled for one utterance at a time and checked in tract
+    against NeMo; manifest.json says how to drive them (see docs/speech.md)."""
+    from t2n.backends.tract.target import TractNNEF
+    from t2n.nemo.export import export_asr
+
+    target = TractNNEF(tract_version) if tract_version else TractNNEF()
+    done = export_asr(model, output, preprocessor=not no_preprocessor, plan=plan_path, remodel=not no_remodel,
+                      target=target, check=not no_check, tolerance=tolerance, overwrite=overwrite, seed=seed)
+    data = done.manifest.data
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    lines = [f"{model.name}: {data['model']['class']} ({data['model']['kind']})"]
+    for entry in data["artifacts"].values():
+        ins = ", ".join(_io(i) for i in entry["inputs"])
+        outs = ", ".join(_io(o) for o in entry["outputs"])
+        lines.append(f"  {entry['path']}: ({ins}) -> ({outs})")
+        done_passes = {k: v for k, v in entry["remodel"].items() if k != "sweeps" and v}
+        if done_passes:
+            lines.append("    remodel: " + ", ".join(f"{k} {v}" for k, v in done_passes.items()))
+        for c in entry["checks"]:
+            worst = max((o["max_abs"] for o in c["outputs"]), default=0.0)
+            lines.append(f"    checked in {c['engine']} at {c['input_shapes']}: max abs diff {worst:.3g}")
+    lines.append(f"wrote {output}")
+    click.echo("\n".join(lines))
+
+
+def _io(info: dict[str, Any]) -> str:
+    return f"{info['name']}: {info['dtype']}[{', '.join(str(d) for d in info['shape'])}]"
+
+
+@click.command("nemo-transcribe")
+@click.argument("export", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("audio", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--ctc", is_flag=True, help="Decode a hybrid model with its CTC head.")
+@click.option("--json", "as_json", is_flag=True, help="Print the label ids and text as JSON lines.")
+@debug_option
+@guarded
+def nemo_transcribe_command(export: Path, audio: tuple[Path, ...], ctc: bool, as_json: bool) -> None:
+    """Greedy transcription of each AUDIO file (16-bit PCM mono .wav at the model's sample
+    rate, or a .npy array of float samples) with the artifacts of a nemo-asr EXPORT
+    folder, run in tract."""
+    from t2n.nemo.transcribe import load
+
+    asr = load(export)
+    rate = int(asr.manifest.data["audio"]["sample_rate"])
+    for path in audio:
+        samples = _samples(path, rate)
+        ids = asr.transcribe(samples, decoder="ctc" if ctc else None)
+        text = asr.text(ids)
+        click.echo(json.dumps({"audio": str(path), "ids": ids, "text": text}) if as_json else f"{path}: {text}")
+
+
+def _samples(path: Path, rate: int) -> np.ndarray:
+    if path.suffix.lower() == ".npy":
+        return np.asarray(np.load(path), dtype=np.float32).reshape(-1)
+    try:
+        with wave.open(str(path), "rb") as w:
+            if w.getnchannels() != 1 or w.getsampwidth() != 2 or w.getframerate() != rate:
+                fail(f"{path}: {w.getnchannels()} channel(s), {8 * w.getsampwidth()}-bit, {w.getframerate()} Hz; "
+                     f"the model takes 16-bit PCM mono at {rate} Hz (resample it, or give a .npy of samples)")
+            data = w.readframes(w.getnframes())
+    except (wave.Error, EOFError) as exc:
+        fail(f"{path} is not a PCM .wav file ({exc}); give a .wav or a .npy of float samples")
+    return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
