@@ -174,22 +174,41 @@ def adaptive_windows(size: int, out: int) -> list[tuple[int, int]]:
 
 
 def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | None], reduce: str) -> Value:
-    """One axis at a time (both averages and maxima over rectangles are separable):
-    a pooling op when the windows tile the axis evenly, else slices reduced and
-    concatenated."""
+    """Averages or maxima over PyTorch's adaptive windows (both separable over axes).
+
+    Axes pooled to one cell are reduced together, by one reduction (it reads no size, so
+    such an axis may be dynamic). When every other pooled axis is a multiple of its output
+    size, the windows tile it evenly and all of them are one pooling op (window = stride =
+    size / output), the op tract's ONNX loader builds for the same layer: written per axis
+    as slices, reductions and a concatenation, it ran 1.3-49x slower than that op over
+    the artifact-speed grid (``--cases "adaptive"``: 49x at 4 x 4 cells of a 64-channel
+    32² map, batch 8; benchmarks/RESULTS_ARTIFACT_SPEED.md). Uneven windows keep that form,
+    one axis at a time (the ONNX exporter refuses them)."""
     b = ctx.b
+    whole, pooled = [], []
     for i, o in enumerate(out_size):
         axis = x.rank - n + i
         if o is None:
             continue
         if o == 1:
-            x = b.op(reduce, x, axes=(axis,), keepdims=True)
+            whole.append(axis)
             continue
         # the windows need the axis' size: read through the graph, so that DynamicAxes
         # reports it if the axis is made dynamic
         size = int(ctx.to_const(dim_value(b, x, axis), f"size of axis {axis} (adaptive pooling windows)"))
-        if o == size:
-            continue
+        if o != size:
+            pooled.append((axis, size, o))
+    if whole:
+        x = b.op(reduce, x, axes=tuple(whole), keepdims=True)
+    if pooled and all(size % o == 0 for _, size, o in pooled):
+        kernel = [1] * n
+        for axis, size, o in pooled:
+            kernel[axis - (x.rank - n)] = size // o
+        attrs = dict(kernel=tuple(kernel), stride=tuple(kernel), dilation=(1,) * n, padding=((0, 0),) * n)
+        if reduce == "mean_reduce":
+            return b.op("avg_pool", x, count_include_pad=False, **attrs)
+        return b.op("max_pool", x, **attrs)
+    for axis, size, o in pooled:
         parts = []
         for start, end in adaptive_windows(size, o):
             part = b.op("slice", x, b.ints([start]), b.ints([end]), axes=(axis,), steps=(1,))
