@@ -17,13 +17,14 @@ Cells the issue this grid answers named (nearest x2 of a 32-channel 128² map, w
 without a convolution before; the decoder block at 64²) are always in.
 
 Each cell's three artifacts (t2n, ONNX, peer) are loaded and run in this one process, their
-runs alternating, the side that runs first rotating (as :mod:`benchmarks.artifact_speed`);
+runs alternating, the side that runs first rotating (as :mod:`benchmarks.artifact_speed`),
+timed in CPU time (:func:`time_interleaved` says why);
 the whole grid is measured ``--repeat`` times, each pass loading the artifacts again, and
 cells whose median ratio is above 1 are measured twice more at the end. A cell's ratio is
 the median over its passes of t2n's run time over the faster peer's in that pass (a peer
 whose output is not PyTorch's does not count); its spread is the lowest and highest pass.
-Load time is parse, type and optimise (``load`` then ``into_runnable``; the shortest of
-three loads when they are short): t2n / ONNX, the median over passes. ONNX files and the peer's artifacts are cached under ``--cache``
+Load time is the CPU time to parse, type and optimise (``load`` then ``into_runnable``;
+the shortest of three loads when they are short): t2n / ONNX, the median over passes. ONNX files and the peer's artifacts are cached under ``--cache``
 (keyed by the cell's text and the torch version; the peer exports all missing cells in
 one process); t2n's are made again by each run, so a run measures the t2n it imports.
 
@@ -300,7 +301,7 @@ def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str,
         out[side] = {"load": load}
     if runnables:
         try:
-            medians, first = speed._time_interleaved(runnables, inputs, runs, min_seconds)
+            medians, first = time_interleaved(runnables, inputs, runs, min_seconds)
         except Exception as exc:  # a runnable failed at run time: recorded for every side
             for side in runnables:
                 out[side] = {"error": f"tract could not run it: {speed._first_line(exc)}"}
@@ -313,15 +314,48 @@ def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str,
     return out
 
 
+def _load(loader: Any, path: Path) -> tuple[Any, float]:
+    """(runnable, CPU seconds to load and optimise it)."""
+    start = time.process_time()
+    model = loader.load(str(path))
+    if hasattr(model, "into_model"):  # ONNX: an inference model, typed from the file's facts
+        model = model.into_model()
+    runnable = model.into_runnable()
+    return runnable, time.process_time() - start
+
+
 def _quickest_load(loader: Any, path: Path) -> tuple[Any, float]:
     """The runnable and the shortest of up to three loads (one when a load takes more than
-    50 ms): a single load of a small model on a shared machine is mostly the wait for a
-    core."""
-    runnable, best = speed._load(loader, path)
+    50 ms)."""
+    runnable, best = _load(loader, path)
     for _ in range(2 if best < 0.05 else 0):
-        runnable, seconds = speed._load(loader, path)
+        runnable, seconds = _load(loader, path)
         best = min(best, seconds)
     return runnable, best
+
+
+def time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int,
+                     min_seconds: float) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Median CPU time of each runnable's runs (this process's user and system time: tract
+    runs on the calling thread), the runnables alternating, the first side rotating, after
+    one warm-up each, whose output is returned. CPU time, not wall time: on a machine
+    whose cores other jobs share, a run longer than the scheduler's slice waits for a core
+    a varying number of times (a 2.5 ms model measured 2.5 to 26 ms of wall time under a
+    load average of 11; its CPU time stayed at 2.5-2.6 ms)."""
+    times: dict[str, list[float]] = {k: [] for k in runnables}
+    first, warm = {}, []
+    for k, r in runnables.items():
+        start = time.process_time()
+        first[k] = np.asarray(r.run(list(inputs))[0].to_numpy())
+        warm.append(time.process_time() - start)
+    rounds = min(max(runs, int(min_seconds / max(max(warm, default=1.0), 1e-5))), max(runs, 2000))
+    order = list(runnables)
+    for i in range(rounds):
+        for k in order[i % len(order):] + order[:i % len(order)]:
+            start = time.process_time()
+            runnables[k].run(list(inputs))
+            times[k].append(time.process_time() - start)
+    return {k: statistics.median(v) for k, v in times.items()}, first
 
 
 def _ok(m: dict[str, Any], side: str) -> bool:
@@ -442,7 +476,8 @@ def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], second
     return (f"## Over grids of shapes\n\n`python -m benchmarks.artifact_speed --grid {' '.join(argv)}` (tract "
             f"{tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, {platform.machine()}; "
             f"load average {load} during the run, {seconds / 60:.0f} min). Per case: the cell with the "
-            "highest median ratio of t2n's run time to the faster of tract's ONNX path and torch_to_nnef, "
+            "highest median ratio of t2n's run time (CPU time, the three artifacts' runs alternating) to the "
+            "faster of tract's ONNX path and torch_to_nnef, "
             "the lowest and highest of its passes, the number of cells above 1.05, and the highest median "
             "ratio of load times (parse, type and optimise) to the ONNX path's. Cells are "
             "`family key=value...` of `benchmarks/grid_models.py`: c channels, s spatial size (sequence "
@@ -473,7 +508,7 @@ def main(argv: Sequence[str]) -> str:
     parser.add_argument("--points", type=int, default=3, help="sampled cells per combination of form axes")
     parser.add_argument("--repeat", type=int, default=3, help="passes over the grid")
     parser.add_argument("--extra", type=int, default=2, help="more passes for cells above 1")
-    parser.add_argument("--min-seconds", type=float, default=0.25, help="about this long per artifact per pass")
+    parser.add_argument("--min-seconds", type=float, default=0.1, help="about this much CPU time per artifact per pass")
     parser.add_argument("--runs", type=int, default=5, help="at least this many runs per artifact per pass")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "t2n-artifact-grid")
     parser.add_argument("--peer-venv", type=Path, default=peer.DEFAULT_VENV)
