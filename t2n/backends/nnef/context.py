@@ -175,11 +175,13 @@ class EmitContext:
         key = (v, rank)
         if key not in self._ranked:
             shape = list(v.type.shape)
-            if self.const_data(v) is not None and all(isinstance(d, int) for d in shape):
-                # A constant gets its unit axes by a reshape: tract 0.23.9 runs a binary
-                # op whose constant operand went through an unsqueeze 3x slower (a batch
-                # norm's per-channel mul + add of a [1, 16, 128, 128] map: 0.31 against
-                # 0.10 ms, the same OptBinChain node; benchmarks/RESULTS_ARTIFACT_SPEED.md)
+            stored = v.producer is not None and v.producer.kind in ("const", "variable")
+            if stored and all(isinstance(d, int) for d in shape):
+                # A constant or parameter gets its unit axes by a reshape: tract 0.23.9
+                # runs a binary op whose stored operand went through an unsqueeze 3x
+                # slower (a batch norm's per-channel mul + add of a [1, 16, 128, 128] map:
+                # 0.31 against 0.10 ms, the same OptBinChain node; the artifact-speed grid,
+                # `norm kind=batch`, benchmarks/RESULTS_ARTIFACT_SPEED.md)
                 self._ranked[key] = self.emit(f"{v.name}_r{rank}", "reshape", Raw(text),
                                               shape=[1] * (rank - v.rank) + shape)
             else:
