@@ -105,11 +105,32 @@ def gru_seq_tract(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.outputs[1], "squeeze", Raw(h_last), axes=[1])
 
 
+FUSED_BELOW = 2048
+"""A batch times hidden size from which the LSTM and GRU steps are standard operations
+in the loop rather than tract's fused kernels (``tract_core_lstm_epilogue``,
+``tract_core_gru_seq``).
+
+Measured in tract 0.23.9 (CPU time, the forms alternating, 32 to 512 steps): the fused
+kernels win on small steps (hidden 32-128, batch 1: 1.6-4.3x), are even around
+batch x hidden = 1024 (0.94-1.10 either way: hidden 256 batch 4, 512 batch 2, 64 batch
+16), and lose from 2048: hidden 256 batch 8 ran 1.13-1.39x slower as an LSTM epilogue
+and 1.35x as a GRU sequence than as the loop in standard operations, which is also
+torch_to_nnef's form (artifact-speed grid, ``rnn`` cases; benchmarks/RESULTS_ARTIFACT_SPEED.md).
+A symbolic batch keeps the fused kernels."""
+
+
+def _fused_pays(op: Op) -> bool:
+    """Whether the step is small enough for tract's fused kernels to win (FUSED_BELOW)."""
+    batch = op.inputs[0].type.shape[1]  # time-major [T, B, gates]
+    return not isinstance(batch, int) or batch * int(op.attrs["hidden"]) < FUSED_BELOW
+
+
 @TRACT.emitter("rnn_scan")
 def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
     mode, hidden = op.attrs["mode"], int(op.attrs["hidden"])
+    fused = _fused_pays(op)
     # tract 0.23.9 loads an f16 gru_seq but fails to plan it (codegen): f32 only
-    if mode == "gru" and op.inputs[0].type.dtype is DType.F32 and tract_has(ctx, GRU_SEQ):
+    if mode == "gru" and fused and op.inputs[0].type.dtype is DType.F32 and tract_has(ctx, GRU_SEQ):
         gru_seq_tract(ctx, op)
         return
     xw, h0, c0, w, b, wr = _operands(ctx, op)
@@ -123,7 +144,7 @@ def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
 
     lines, h_next, c_next = cell_lines(mode, hidden, name, "x", "h", "c" if c0 else None, "w",
                                        "b" if b else None, "wr" if wr else None,
-                                       fused=mode == "lstm" and tract_has(ctx, LSTM_EPILOGUE))
+                                       fused=mode == "lstm" and fused and tract_has(ctx, LSTM_EPILOGUE))
     params = ["xw", "h"] + (["c"] if c0 else []) + ["w"] + (["b"] if b else []) + (["wr"] if wr else [])
     results = ["h_out", "y"] + (["c_out"] if c0 else [])
     text = [f"fragment {body}(", ",\n".join(f"    {p}: tensor<scalar>" for p in params),
