@@ -1,4 +1,5 @@
-"""Nearest upsampling by integer factors as one ``nearest_upsample`` op, for tract 0.23.9.
+"""Nearest upsampling by integer factors in one step, for tract 0.23.9: tract's own
+``nearest_upsample`` in 1-D and 2-D, one ``tile`` of every axis in 3-D.
 
 The frontend writes nearest upsampling by an integer factor as
 ``reshape(tile(unsqueeze(x)))``, one axis at a time (:mod:`t2n.passes.tile_upsampling`).
@@ -7,23 +8,32 @@ kernel (``NearestUpsample``): the op its ONNX loader builds for a ``Resize`` by 
 scales, and what it writes back when it saves such a model as NNEF. Every output is one
 input (bit-exact); a dynamic axis stays dynamic.
 
-The rule, from the artifact-speed grid (``python -m benchmarks.artifact_speed --grid
---cases nearest``; benchmarks/RESULTS_ARTIFACT_SPEED.md): in tract 0.23.9 this op runs
-at the ONNX path's speed in every cell, 1-D, 2-D and 3-D, factors 2 to 4, 1 to 256
-channels, 8 to 512 wide, batch 1 and 8, with a convolution in front or not, where the
-ones-kernel deconv it replaces ran up to 13x slower than the ONNX path (32 channels,
-128², x2: 11.5 against 0.89 ms under load, 1.25 against 0.29 ms on a quiet machine) and
-the tile form up to 47x. So it is taken for every float nearest upsampling by integer
-factors, with no condition on shape. Older tract keeps the deconv form
-(:mod:`t2n.passes.nearest_deconv`): tract 0.23.3 and 0.23.5 load ``nearest_upsample``
-but run it ~400x slower (240 against 0.5 ms at 32 x 128², x2), and 0.23.0 cannot load it.
+The rule, measured in tract 0.23.9 (CPU time, the forms' runs alternating; the
+artifact-speed grid, ``python -m benchmarks.artifact_speed --grid --cases nearest``,
+benchmarks/RESULTS_ARTIFACT_SPEED.md):
+
+* 1-D and 2-D: ``nearest_upsample`` was the fastest form tried or within 2% of it, factors
+  2 to 4, 1 to 64 channels, 32 to 512 wide, batch 1 and 8, with a convolution in front or
+  not; the ones-kernel deconv it replaces ran 1.5-13x slower (32 channels, 128², x2: 4.9
+  against 1.1 ms of CPU time), the per-axis tile form up to 47x, tract's generic resize
+  with output sizes (the ONNX path when PyTorch is given ``size=``) 6-15x.
+* 3-D: there tract's ``NearestUpsample`` is 3.7-6.2x slower than one ``tile`` of the
+  three axes at once (16 channels, 8³, x2: 1.12 against 0.39 ms; 1 channel, 32³, x4: 38.7
+  against 6.3 ms), which was the fastest form or within 1.2x of it (a broadcast: the same;
+  the deconv: 0.7-1.8x of it; tract's generic resize: 1.1-2.5x).
+
+Older tract keeps the deconv form (:mod:`t2n.passes.nearest_deconv`): tract 0.23.3 and
+0.23.5 load ``nearest_upsample`` but run it ~400x slower (240 against 0.5 ms at 32 x
+128², x2), and 0.23.0 cannot load it.
 """
 
 from __future__ import annotations
 
 import attrs
+import numpy as np
 
-from t2n.ir import DType, Graph, Op, Value
+from t2n.ir import Builder, DType, Graph, Op, SourceLoc, Value
+from t2n.ir.graph import constant_data
 from t2n.passes.base import Pass, PassResult
 from t2n.passes.matching import first_match, only_reader, producer_of, take_place
 from t2n.passes.tile_upsampling import tile_step
@@ -33,25 +43,50 @@ _FLOATS = frozenset({DType.F16, DType.F32, DType.F64})
 
 def match(graph: Graph, reshape: Op) -> tuple[Value, list[int]] | None:
     """(x, factors of its axes 2 and later) when ``reshape`` ends a nearest upsampling
-    step of a float tensor of rank 3 to 5; an ``x`` that is itself a ``nearest_upsample``
-    read only by this step is merged into one op."""
+    step of a float tensor of rank 3 to 5; an ``x`` upsampled by this pass and read only
+    by this step is merged into one op."""
     step = tile_step(graph, reshape)
     if step is None or step.x.type.dtype not in _FLOATS or not 3 <= step.x.rank <= 5:
         return None
     x = step.x
     factors = [1] * (x.rank - 2)
-    inner = producer_of(x, "nearest_upsample")
-    if inner is not None and only_reader(graph, x, step.unsqueeze) and len(inner.attrs["factors"]) == len(factors):
-        factors = [int(f) for f in inner.attrs["factors"]]
-        x = inner.inputs[0]
+    inner = _made_here(x)
+    if inner is not None and only_reader(graph, x, step.unsqueeze):
+        x, factors = inner
     factors[step.axis - 2] *= step.factor
     return x, factors
+
+
+def _made_here(v: Value) -> tuple[Value, list[int]] | None:
+    """(input, factors) when ``v`` is an upsampling this pass wrote."""
+    op = producer_of(v, "nearest_upsample")
+    if op is not None:
+        return op.inputs[0], [int(f) for f in op.attrs["factors"]]
+    reshape = producer_of(v, "reshape")
+    tile = producer_of(reshape.inputs[0], "tile") if reshape is not None and v.rank == 5 else None
+    unsq = producer_of(tile.inputs[0], "unsqueeze") if tile is not None else None
+    reps = constant_data(tile.inputs[1]) if tile is not None else None
+    if unsq is None or reps is None or tuple(unsq.attrs["axes"]) != (3, 5, 7):
+        return None
+    flat = [int(r) for r in np.asarray(reps).reshape(-1)]
+    return unsq.inputs[0], flat[3::2]
+
+
+def one_tile(graph: Graph, x: Value, factors: list[int], loc: SourceLoc | None) -> Value:
+    """Every spatial axis repeated at once: one unit axis after each, one ``tile``, one
+    reshape to the upsampled sizes (read from ``x``'s shape, so they may be symbolic)."""
+    b = Builder(graph, loc)
+    n = len(factors)
+    y = b.op("unsqueeze", x, axes=tuple(3 + 2 * i for i in range(n)))
+    y = b.op("tile", y, b.ints([1, 1, *[r for f in factors for r in (1, f)]]))
+    sizes = b.op("mul", b.op("shape_of", x), b.ints([1, 1, *factors]))
+    return b.op("reshape", y, sizes, name="upsample")
 
 
 @attrs.frozen
 class NearestUpsample(Pass):
     """Nearest upsamplings by integer factors (the tile form) as ``nearest_upsample``
-    ops, consecutive axes merged into one op."""
+    ops in 1-D and 2-D, as one tile of every axis in 3-D; consecutive axes merged."""
 
     name = "nearest-upsample"
 
@@ -59,8 +94,11 @@ class NearestUpsample(Pass):
         count = 0
         while (found := first_match(graph, match)) is not None:
             reshape, (x, factors) = found
-            out = graph.create_op("nearest_upsample", [x], {"factors": tuple(factors)}, loc=reshape.loc,
-                                  names=["upsample"]).output
+            if x.rank == 5:
+                out = one_tile(graph, x, factors, reshape.loc)
+            else:
+                out = graph.create_op("nearest_upsample", [x], {"factors": tuple(factors)}, loc=reshape.loc,
+                                      names=["upsample"]).output
             take_place(graph, reshape.output, out)
             count += 1
         return PassResult(graph, count > 0, {"upsamplings": count} if count else {})
