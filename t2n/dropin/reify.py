@@ -253,9 +253,11 @@ def tract_form_passes(target: Any) -> list[Pass]:
     if getattr(target, "upsample_with_debox", False) and target.at_least("0.23.0"):
         out.append(DeboxUpsample())
     if getattr(target, "name", None) == "tract" and target.at_least("0.23.9"):
+        from t2n.passes.gru_sequence import GruSequence
         from t2n.passes.nearest_upsample import NearestUpsample
 
         out.append(NearestUpsample())  # tract's own op; why: t2n/passes/nearest_upsample.py
+        out.append(GruSequence())  # tract's gru_seq projecting its input; why: t2n/passes/gru_sequence.py
     elif getattr(target, "name", None) == "tract" and target.at_least("0.23.0"):
         from t2n.passes.nearest_deconv import NearestAsDeconv
 

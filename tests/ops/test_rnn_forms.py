@@ -45,3 +45,40 @@ def test_a_dynamic_batch_keeps_the_fused_kernel():
     assert FUSED["gru"] in artifact.graph_nnef
     x = torch.randn(3, 5, 8)
     assert artifact.check(inputs=[x.numpy()], expected=[First(layer).eval()(x).detach().numpy()]).ok
+
+
+@pytest.mark.parametrize("layer, x", [
+    (nn.GRU(8, 16, batch_first=True), torch.randn(4, 6, 8)),
+    (nn.GRU(8, 16, num_layers=2, bidirectional=True), torch.randn(6, 3, 8)),
+    (nn.GRU(8, 16, bias=False, batch_first=True, bidirectional=True), torch.randn(2, 5, 8)),
+], ids=["batch first", "time major, 2 layers, both ways", "no bias"])
+def test_a_small_gru_projects_its_input_in_tracts_kernel(layer, x):
+    """tract 0.23.9: one ``tract_core_gru_seq`` per direction reading the input itself
+    (``projected = 0``), as tract's ONNX loader builds it."""
+    torch.manual_seed(0)
+    artifact = t2n.compile(First(layer).eval(), (x,), t2n.TractNNEF.latest())
+    text = artifact.graph_nnef
+    directions = layer.num_layers * (2 if layer.bidirectional else 1)
+    assert text.count("projected = 0") == directions and "projected = 1" not in text
+    assert artifact.check().ok
+
+
+def test_older_tract_keeps_the_projection_outside():
+    artifact = t2n.compile(First(nn.GRU(8, 16, batch_first=True)).eval(), (torch.randn(2, 5, 8),),
+                           t2n.TractNNEF("0.23.5"))
+    assert "projected = 0" not in artifact.graph_nnef
+
+
+def test_the_ir_op_evaluates_like_pytorch():
+    from t2n.ir.ops.gru_sequence import _eval
+    from t2n.ir.ops.rnn import GATE_ORDER
+
+    torch.manual_seed(0)
+    gru = nn.GRU(3, 4, batch_first=True)
+    x, h0 = torch.randn(2, 5, 3), torch.zeros(2, 4)
+    order = [k for g in GATE_ORDER["gru"] for k in range(g * 4, (g + 1) * 4)]
+    w_ih, w_hh = gru.weight_ih_l0.detach()[order], gru.weight_hh_l0.detach()[order]
+    b = torch.cat([gru.bias_ih_l0.detach()[order], gru.bias_hh_l0.detach()[order]])
+    y, h = _eval([x.numpy(), w_ih.numpy(), w_hh.numpy(), h0.numpy(), b.numpy()], {"hidden": 4})
+    want = gru(x)[0].detach().numpy()
+    assert abs(y - want).max() < 1e-5 and abs(h - want[:, -1]).max() < 1e-5

@@ -194,3 +194,22 @@ def rnn_scan_khronos(ctx: EmitContext, op: Op) -> None:
     ctx.assign(ctx.id(out[1]), ctx.call("copy", Raw(h)))
     if mode == "lstm":
         ctx.assign(ctx.id(out[2]), ctx.call("copy", Raw(c)))
+
+
+@TRACT.emitter("gru_sequence")
+def gru_sequence_tract(ctx: EmitContext, op: Op) -> None:
+    """``tract_core_gru_seq`` projecting the batch-major input itself (``projected = 0``),
+    as tract's ONNX loader builds it (:mod:`t2n.passes.gru_sequence`)."""
+    x, w_ih, w_hh, h0 = op.inputs[:4]
+    out = op.outputs[0].name
+    h = ctx.emit(f"{out}_h0_b1", "unsqueeze", h0, axes=[1])
+    bias: dict[str, Raw] = {}
+    if len(op.inputs) > 4:
+        bias["b"] = Raw(ctx.emit(f"{out}_b_1", "unsqueeze", op.inputs[4], axes=[0]))
+    y, h_last = ctx.id(op.outputs[0]), ctx.fresh(f"{out}_h_b1")
+    ctx.assign([y, h_last], ctx.call(GRU_SEQ, x=Raw(ctx.arg(x)), w=Raw(ctx.arg(w_ih)), r=Raw(ctx.arg(w_hh)), **bias,
+                                     initial_h=Raw(h),
+                                     hidden=int(op.attrs["hidden"]), chunk=-1 if op.attrs.get("reverse") else 1,
+                                     has_bias=int(len(op.inputs) > 4), reset_every_turn=0, emit_y=1,
+                                     projected=0))
+    ctx.emit(op.outputs[1], "squeeze", Raw(h_last), axes=[1])
