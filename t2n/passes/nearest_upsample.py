@@ -72,7 +72,7 @@ def _made_here(v: Value) -> tuple[Value, list[int]] | None:
     return unsq.inputs[0], flat[3::2]
 
 
-def one_tile(graph: Graph, x: Value, factors: list[int], loc: SourceLoc | None) -> Value:
+def one_tile(graph: Graph, x: Value, factors: list[int], loc: SourceLoc) -> Value:
     """Every spatial axis repeated at once: one unit axis after each, one ``tile``, one
     reshape to the upsampled sizes (read from ``x``'s shape, so they may be symbolic)."""
     b = Builder(graph, loc)

@@ -204,7 +204,7 @@ def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | N
         kernel = [1] * n
         for axis, size, o in pooled:
             kernel[axis - (x.rank - n)] = size // o
-        attrs = dict(kernel=tuple(kernel), stride=tuple(kernel), dilation=(1,) * n, padding=((0, 0),) * n)
+        attrs: dict[str, Any] = dict(kernel=tuple(kernel), stride=tuple(kernel), dilation=(1,) * n, padding=((0, 0),) * n)
         if reduce == "mean_reduce":
             return b.op("avg_pool", x, count_include_pad=False, **attrs)
         return b.op("max_pool", x, **attrs)
