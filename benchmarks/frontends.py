@@ -55,7 +55,7 @@ def scenario(args: dict[str, Any]) -> dict[str, Any]:
 
 def measure(kind: str, layers: int | None, rounds: int) -> dict[str, Any]:
     """``rounds`` compiles per frontend, interleaved, each in a child process."""
-    from benchmarks.run import child
+    from benchmarks.measure import child
 
     out: dict[str, Any] = {"kind": kind, "layers": layers, "rounds": {f: [] for f in FRONTENDS}}
     for _ in range(rounds):

@@ -8,6 +8,8 @@ import json
 import os
 import platform
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -228,3 +230,15 @@ def replace_section(path: Path, heading: str, text: str, title: str) -> None:
         rest = old[end + 1:] if end >= 0 else ""
         new = old[:start] + (text.rstrip("\n") + "\n\n" + rest if rest else text)
     path.write_text(new)
+
+
+def child(args: dict[str, Any], timeout: float = 3600) -> dict[str, Any]:
+    """Run one scenario of :mod:`benchmarks.scenarios` in a fresh Python; its RESULT."""
+    print(f"-- {args['scenario']} {json.dumps({k: v for k, v in args.items() if k != 'scenario'})}",
+          file=sys.stderr, flush=True)
+    done = subprocess.run([sys.executable, "-m", "benchmarks.scenarios", json.dumps(args)], cwd=Path(__file__).resolve().parent.parent,
+                          stdout=subprocess.PIPE, text=True, timeout=timeout)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"scenario {args['scenario']} failed (exit {done.returncode}):\n{done.stdout[-3000:]}")
+    return json.loads(lines[-1][len("RESULT "):])

@@ -19,28 +19,16 @@ import contextlib
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks import frontends
-from benchmarks.measure import machine_facts
+from benchmarks.measure import child, machine_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 GIB = 2**30
-
-
-def child(args: dict[str, Any], timeout: float = 3600) -> dict[str, Any]:
-    print(f"-- {args['scenario']} {json.dumps({k: v for k, v in args.items() if k != 'scenario'})}",
-          file=sys.stderr, flush=True)
-    done = subprocess.run([sys.executable, "-m", "benchmarks.scenarios", json.dumps(args)], cwd=ROOT,
-                          stdout=subprocess.PIPE, text=True, timeout=timeout)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"scenario {args['scenario']} failed (exit {done.returncode}):\n{done.stdout[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
 
 
 def gib(n: float) -> str:

@@ -119,7 +119,7 @@ def _parallel_dat(folder: Path, model: torch.nn.Module, threads: int) -> float:
     """Write the .dat files with ``threads`` writers (fsync each): do parallel writers help?"""
     from t2n.serialize.dat import write_dat
     from t2n.serialize.tensors import tensor_file_name
-    from t2n.serialize.torch_io import tensor_data
+    from t2n.torch_data import tensor_data
 
     out = folder / f"dat_{threads}"
     out.mkdir()

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from t2n.version import __version__
 
 _LAZY = {
     "compile": "t2n.api",
     "export": "t2n.api",
     "Artifact": "t2n.artifact",
-    "TractNNEF": "t2n.backends.target",
-    "KhronosNNEF": "t2n.backends.target",
+    "TractNNEF": "t2n.backends.tract.target",
+    "KhronosNNEF": "t2n.backends.khronos.target",
     "Target": "t2n.backends.target",
     "Tolerance": "t2n.check.compare",
     "CheckReport": "t2n.check.compare",
@@ -50,16 +50,18 @@ _LAZY = {
     "Q40Recipe": "t2n.quant.recipes",
     "gguf_tensors": "t2n.quant.gguf_io",
     # tract version matrix
-    "run_in_tract_version": "t2n.check.tract_versions",
+    "run_in_tract_version": "t2n.backends.tract.environments",
 }
 
 if TYPE_CHECKING:
     from t2n.api import compile, export
     from t2n.artifact import Artifact
+    from t2n.backends.khronos.target import KhronosNNEF
     from t2n.backends.nnef.naming import VariableNamingScheme
-    from t2n.backends.target import KhronosNNEF, Target, TractNNEF
+    from t2n.backends.target import Target
+    from t2n.backends.tract.environments import run_in_tract_version
+    from t2n.backends.tract.target import TractNNEF
     from t2n.check.compare import CheckReport, Tolerance
-    from t2n.check.tract_versions import run_in_tract_version
     from t2n.dropin.export import export_model_to_nnef
     from t2n.dropin.names import TractCheckTolerance, TractFeatureFlag
     from t2n.dropin.version import SemanticVersion

@@ -4,9 +4,7 @@ lower → passes → render, with PyTorch's reference outputs kept for ``Artifac
 
 from __future__ import annotations
 
-import logging
 import os
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,52 +13,21 @@ import torch
 
 from t2n.artifact import Artifact
 from t2n.backends.target import Target
-from t2n.check.bundle import IRRecorder
 from t2n.check.compare import Tolerance
-from t2n.driver.early_write import (
-    one_core_left,
-    parameter_paths,
-    plan,
-    planned_tensors,
-    record_export,
-)
-from t2n.driver.reading import read_model
-from t2n.driver.stages import (
-    gc_paused,
-    ir_dumper,
-    lower_model,
-    make_artifact,
-    render,
-    run_passes,
-    timed,
-)
-from t2n.dropin.checking import resolve_check
-from t2n.errors import InvalidArgumentError
-from t2n.frontend.export import check_frontend
+from t2n.driver.compile import compile_model
+from t2n.driver.early_write import parameter_paths, planned_tensors
+from t2n.driver.export import export_model
+from t2n.frontend.base import Frontend
 from t2n.frontend.extractors import ModuleExtractor
-from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.registry import LoweringRegistry
-from t2n.ir import OpSet, verify
-from t2n.options import (
-    check_compile_options,
-    check_export_options,
-    check_op_set,
-    check_target,
-    merge_dynamic_axes,
-)
+from t2n.ir import OpSet
+from t2n.options import compile_options, compile_options_from, merge_dynamic_axes, write_options
 from t2n.passes.base import Pass
 from t2n.passes.spec import PipelineSpec
-from t2n.serialize.archive import open_writer
-from t2n.serialize.dat import dat_size
-from t2n.serialize.overlap import EarlyWriter, PlannedTensor
-from t2n.serialize.progress import Progress
-
-log = logging.getLogger("t2n")
 
 __all__ = ["compile", "export", "merge_dynamic_axes", "parameter_paths", "planned_tensors"]
 
 
-@gc_paused
 def compile(
     model: torch.nn.Module,
     args: Any,
@@ -91,7 +58,7 @@ def compile(
     check_io_names_qte_match: bool = True,
     allow_same_io_names: bool = False,
     debug_bundle_path: str | os.PathLike[str] | None = None,
-    frontend: str = "jit",
+    frontend: str | Frontend = "jit",
     dynamic_shapes: Any = None,
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
@@ -120,7 +87,7 @@ def compile(
     :mod:`t2n.passes.spec` and :mod:`t2n.passes.pipeline`); ``check_io`` runs the result in the
     target's engine and raises if it differs from PyTorch (``None``: the target's
     ``check_io``, else no; ``tolerance`` ``None``: the target's ``check_io_tolerance``,
-    else ``approximate``; see :mod:`t2n.dropin.checking`); ``verify_ir`` checks the IR
+    else ``approximate``; see :func:`t2n.options.resolve_check`); ``verify_ir`` checks the IR
     after every pass and ``dump_ir`` writes it to a folder after each change.
 
     ``dynamic_axes={"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol ``S``
@@ -131,9 +98,9 @@ def compile(
     adds ``extension`` lines such as ``"tract_assert S + P <= 4096"`` (one line each,
     without ``;``, ``#`` or line breaks). Sizes baked into the trace that should follow
     a symbol give a ``t2n.BakedSizeWarning`` naming the op and module path, or a
-    ``DynamicAxesError`` with ``strict_dynamic_axes=True``. Every option is checked
-    before the model is traced (:mod:`t2n.options`): a typo in ``tolerance`` does not
-    wait for the trace or the engine.
+    ``DynamicAxesError`` with ``strict_dynamic_axes=True``. Every option is checked, once,
+    before the model is traced, into one :class:`t2n.options.CompileOptions` that the
+    stages share: a typo in ``tolerance`` does not wait for the trace or the engine.
 
     A ``torch.jit.ScriptModule`` (scripted, or loaded with ``torch.jit.load``) is hardened
     for the example inputs first (``auto_harden_jit``; see ``t2n.harden_jit_for_export``),
@@ -184,50 +151,18 @@ def compile(
     see :mod:`t2n.frontend.export`. Its dynamic sizes are ``dynamic_axes`` as above, or
     ``dynamic_shapes`` in torch.export's form (one of the two; see
     :mod:`t2n.frontend.export.shapes`); what torch.export refuses is an ``ExportFrontendError``.
+    ``frontend`` may also be a :class:`t2n.frontend.base.Frontend` object of your own.
     """
-    frontend = check_frontend(frontend, model, extractors)
-    target = check_target(target)
-    check_io, tolerance = resolve_check(target, check_io, tolerance, default=False)
-    op_set = check_op_set(op_set)
-    opts = check_compile_options(target, input_names=input_names, output_names=output_names, passes=passes,
-                                 pass_registry=pass_registry,
-                                 tolerance=tolerance, log_level=log_level, dynamic_axes=dynamic_axes,
-                                 custom_extensions=custom_extensions, kwargs=kwargs, flags=dict(
-                                     check_io=check_io, verify_ir=verify_ir, fold_batch_norm=fold_batch_norm,
-                                     strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit,
-                                     strict=strict, check_io_names_qte_match=check_io_names_qte_match,
-                                     allow_same_io_names=allow_same_io_names),
-                                 naming_scheme=nnef_variable_naming_scheme, debug_bundle_path=debug_bundle_path)
-    if opts.log_level is not None:
-        logging.getLogger("t2n").setLevel(opts.log_level)
-    if frontend == "jit" and not isinstance(model, (torch.nn.Module, HardenedGraph)):
-        raise InvalidArgumentError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    timings: dict[str, float] = {}
-    with timed(timings, "trace"):
-        read = read_model(model, args, target, frontend=frontend, kwargs=kwargs, input_names=input_names,
-                          output_names=output_names, dynamic_axes=opts.dynamic_axes, dynamic_shapes=dynamic_shapes,
-                          extractors=extractors, weights_from=weights_from, harden=auto_harden_jit,
-                          diagnostics=jit_diagnostics, strict=strict, check_names=check_io_names_qte_match,
-                          allow_same=allow_same_io_names)
-    with timed(timings, "lowering"):
-        graph = lower_model(read, registry, target, op_set=op_set, naming_scheme=opts.naming_scheme,
-                            strict_dynamic_axes=strict_dynamic_axes)
-    if verify_ir:
-        verify(graph)
-    recorder = IRRecorder() if opts.debug_bundle_path is not None else None
-    with timed(timings, "passes"):
-        result = run_passes(graph, read, target, passes, pass_registry, fold_batch_norm=fold_batch_norm,
-                            strict_dynamic_axes=strict_dynamic_axes, verify_ir=verify_ir,
-                            dump=ir_dumper(dump_ir, recorder))
-    graph = result.graph
-    graph.info.custom_extensions += opts.custom_extensions
-    with timed(timings, "emission"):
-        rendered = render(target, graph, model, read.traced, read.input_names, read.output_names)
-    artifact = make_artifact(read, graph, target, rendered, debug_bundle_path=opts.debug_bundle_path,
-                             recorder=recorder, timings=timings, pass_stats=result.stats)
-    if check_io:
-        artifact.check(opts.tolerance)
-    return artifact
+    options = compile_options(
+        target, kwargs=kwargs, input_names=input_names, output_names=output_names, passes=passes,
+        pass_registry=pass_registry, registry=registry, op_set=op_set, extractors=extractors, check_io=check_io,
+        tolerance=tolerance, log_level=log_level, verify_ir=verify_ir, dump_ir=dump_ir, dynamic_axes=dynamic_axes,
+        custom_extensions=custom_extensions, strict_dynamic_axes=strict_dynamic_axes,
+        auto_harden_jit=auto_harden_jit, jit_diagnostics=jit_diagnostics, fold_batch_norm=fold_batch_norm,
+        weights_from=weights_from, strict=strict, nnef_variable_naming_scheme=nnef_variable_naming_scheme,
+        check_io_names_qte_match=check_io_names_qte_match, allow_same_io_names=allow_same_io_names,
+        debug_bundle_path=debug_bundle_path, frontend=frontend, dynamic_shapes=dynamic_shapes)
+    return compile_model(model, args, options)
 
 
 def export(
@@ -268,46 +203,11 @@ def export(
     and debug-bundle options are those of :func:`compile`; a failed ``check_io`` writes
     the bundle to ``debug_bundle_path``.
     """
-    options.update(nnef_variable_naming_scheme=nnef_variable_naming_scheme,
-                   check_io_names_qte_match=check_io_names_qte_match,
-                   allow_same_io_names=allow_same_io_names, debug_bundle_path=debug_bundle_path)
-    check_io, tolerance = resolve_check(check_target(target), check_io, tolerance, default=False)
-    target = check_export_options(target, tolerance, options, path=path, progress=progress,
-                                  flags=dict(sync=sync, overlap=overlap, check_io=check_io))
-    p = Path(path)
-    t_start = time.perf_counter()
-    writer = open_writer(p, compression_level, sync=sync, overwrite=overwrite)
-    early: EarlyWriter | None = None
-    try:
-        planned: list[PlannedTensor] = []
-        if overlap and writer.can_rollback and isinstance(model, torch.nn.Module) and \
-                not isinstance(model, torch.jit.ScriptModule):
-            planned = plan(model, target, options)
-        with Progress(sum(dat_size(t.data, t.dtype) for t in planned), f"writing {p.name}",
-                      bar=progress) as bar:
-            early = EarlyWriter(writer, planned, bar, order=parameter_paths(model)).start() if planned else None
-            try:
-                with one_core_left(early is not None):
-                    artifact = compile(model, args, target, check_io=False, **options)
-            except BaseException:
-                if early is not None:
-                    early.cancel()
-                raise
-            t_compiled = time.perf_counter()
-            tensors = list(artifact.rendered.tensors)
-            rest = early.finish(tensors) if early is not None else tensors
-            members = list(artifact.members(rest))
-            bar.set_total(bar.done + sum(size for _, size, _ in members))
-            for name, size, chunks in members:
-                writer.add_stream(name, size, bar.track(chunks))
-            writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-    artifact.saved_path = p
-    record_export(artifact, writer, planned, early, t_start, t_compiled)
-    log.info("exported %s (%d bytes of members; %s written while compiling)", p, writer.bytes_written,
-             artifact.stats["overlap"]["kept_bytes"])
-    if check_io:
-        artifact.check(tolerance)
-    return artifact
+    write = write_options(path, compression_level=compression_level, sync=sync, progress=progress,
+                          overlap=overlap, overwrite=overwrite)
+    checked = compile_options_from(target, {
+        **options, "check_io": check_io, "tolerance": tolerance,
+        "nnef_variable_naming_scheme": nnef_variable_naming_scheme,
+        "check_io_names_qte_match": check_io_names_qte_match, "allow_same_io_names": allow_same_io_names,
+        "debug_bundle_path": debug_bundle_path}, entry="export()")
+    return export_model(model, args, write, checked)

@@ -1,4 +1,11 @@
-"""Checking the arguments of ``compile`` and ``export`` before any work is done.
+"""The options of one compile, checked once, at the entry point, into one object.
+
+``compile``, ``export``, ``export_model_to_nnef``, ``t2n export`` and ``t2n llm`` each
+make a :class:`CompileOptions` with :func:`compile_options` before anything runs, and
+hand that object to the stages (:mod:`t2n.driver`), which never read a keyword again:
+the frontend (a :class:`~t2n.frontend.base.Frontend` object), the lowering registry and
+op set, the pass pipeline (built here, once), the target and the checking settings all
+travel in it. ``export`` also checks where and how it writes (:class:`WriteOptions`).
 
 A wrong option is reported as an :class:`~t2n.errors.InvalidArgumentError` (or a
 :class:`~t2n.errors.DynamicAxesError` for ``dynamic_axes``) that names the argument,
@@ -8,6 +15,7 @@ before the model is traced and before any engine runs: a typo in ``tolerance`` o
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -18,28 +26,251 @@ import attrs
 
 from t2n.backends.nnef.extensions import check_custom_extensions
 from t2n.backends.nnef.naming import check_naming_scheme
-from t2n.backends.target import Target, TractNNEF
+from t2n.backends.target import Target
+from t2n.backends.tract.target import TractNNEF
+from t2n.check.bundle import IRRecorder, recording
 from t2n.check.compare import Tolerance
-from t2n.errors import DynamicAxesError, InvalidArgumentError, T2NError
+from t2n.errors import DynamicAxesError, InvalidArgumentError
+from t2n.frontend.base import Frontend
+from t2n.frontend.export.frontend import ExportFrontend
+from t2n.frontend.extractors import ModuleExtractor, check_extractors
 from t2n.frontend.io import check_given_names
-from t2n.ir import OpSet, OpTable
-from t2n.ir.dtypes import bf16_export_dtype
+from t2n.frontend.io_match import same_names
+from t2n.frontend.jit.frontend import JitFrontend
+from t2n.frontend.registry import LoweringRegistry
+from t2n.ir import Graph, OpSet, OpTable, print_graph
 from t2n.passes.dynamic_axes import dynamic_axes_form
-from t2n.passes.pipeline import check_pass_registry, compile_pipeline
-from t2n.passes.precision import check_forcing_target, forced_pass_names
+from t2n.passes.manager import DumpFn, PassManager
+from t2n.passes.pipeline import builtin_passes, check_pass_registry, compile_pipeline
+from t2n.passes.precision import check_forcing_target
+
+FRONTENDS: Mapping[str, type[Frontend]] = {"jit": JitFrontend, "export": ExportFrontend}
+"""The frontends ``compile(frontend=...)`` knows by name."""
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class CompileOptions:
-    """The checked form of the options ``compile`` acts on."""
+    """Every option of one compile, checked (see :func:`compile_options` for their meaning:
+    the keywords of ``t2n.compile``)."""
 
+    target: Target
+    frontend: Frontend
+    kwargs: Mapping[str, Any] | None
+    input_names: tuple[str, ...] | None
+    output_names: tuple[str, ...] | None
+    registry: LoweringRegistry
+    op_set: OpSet | None
+    extractors: tuple[ModuleExtractor, ...]
+    pipeline: PassManager
+    """The passes ``compile`` runs after lowering: the built-in ones, the user's and the
+    target's own, assembled once."""
+    check_io: bool
+    """Run the artifact in the target's engine when it is made (resolved: the call's,
+    else the target's, else the entry point's default)."""
     tolerance: Tolerance
     log_level: int | None
+    verify_ir: bool
+    dump: DumpFn | None
+    """Sees the lowered graph, then the graph after every pass that changed it (``dump_ir``
+    and the debug bundle's record)."""
+    ir_record: IRRecorder | None
+    """The IR after every pass, kept for a debug bundle (when ``debug_bundle_path`` is set)."""
     dynamic_axes: dict[str, dict[int, str]]
     """Those of the call and of the target, merged (:func:`merge_dynamic_axes`)."""
+    dynamic_shapes: Any
     custom_extensions: tuple[str, ...]
-    naming_scheme: str = "natural_verbose"
-    debug_bundle_path: Path | None = None
+    strict_dynamic_axes: bool
+    auto_harden_jit: bool
+    jit_diagnostics: dict[str, Any] | None
+    weights_from: Any
+    strict: bool
+    naming_scheme: str
+    check_io_names_qte_match: bool
+    allow_same_io_names: bool
+    debug_bundle_path: Path | None
+
+
+def compile_options(
+    target: object = None,
+    *,
+    default_check_io: bool = False,
+    kwargs: object = None,
+    input_names: object = None,
+    output_names: object = None,
+    passes: object = (),
+    pass_registry: object = None,
+    registry: object = None,
+    op_set: object = None,
+    extractors: object = None,
+    check_io: object = None,
+    tolerance: object = None,
+    log_level: object = None,
+    verify_ir: object = False,
+    dump_ir: object = None,
+    dynamic_axes: object = None,
+    custom_extensions: object = (),
+    strict_dynamic_axes: object = False,
+    auto_harden_jit: object = True,
+    jit_diagnostics: object = None,
+    fold_batch_norm: object = True,
+    weights_from: object = None,
+    strict: object = False,
+    nnef_variable_naming_scheme: object = "natural_verbose",
+    check_io_names_qte_match: object = True,
+    allow_same_io_names: object = False,
+    debug_bundle_path: object = None,
+    frontend: object = "jit",
+    dynamic_shapes: object = None,
+) -> CompileOptions:
+    """The options of one compile for ``target`` (``None``: the latest ``TractNNEF``),
+    checked: the keywords of :func:`t2n.compile`, which documents them.
+    ``default_check_io``: whether the engine runs when neither the call nor the target
+    says (``export_model_to_nnef`` runs it; ``compile`` and ``export`` do not)."""
+    chosen = check_frontend(frontend)
+    checked = check_target(target)
+    run, tol = resolve_check(checked, check_io, tolerance, default=default_check_io)
+    flags = _flags(verify_ir=verify_ir, strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit,
+                   fold_batch_norm=fold_batch_norm, strict=strict, check_io_names_qte_match=check_io_names_qte_match,
+                   allow_same_io_names=allow_same_io_names)
+    if kwargs is not None and (not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)):
+        raise InvalidArgumentError(f"kwargs must be a dict of keyword arguments (name → value), got {kwargs!r}")
+    ins, outs = (None if given is None else tuple(check_given_names(given, what, rules=checked.identifier_rules))
+                 for what, given in (("input", input_names), ("output", output_names)))
+    if ins is not None and outs is not None:
+        same_names(ins, outs, allow=flags["allow_same_io_names"], target=checked)
+    axes = merge_dynamic_axes(checked, dynamic_axes_form(dynamic_axes))
+    bundle = check_bundle_path(debug_bundle_path)
+    record = IRRecorder() if bundle is not None else None
+    dump = recording(_ir_dumper(dump_ir), record)
+    options = CompileOptions(
+        target=checked, frontend=chosen, kwargs=kwargs, input_names=ins, output_names=outs,
+        registry=check_registry(registry), op_set=check_op_set(op_set),
+        extractors=tuple(check_extractors(extractors)),
+        pipeline=_pipeline(passes, pass_registry, checked, chosen, axes, dump, **flags),
+        check_io=run, tolerance=tol, log_level=check_log_level(log_level), verify_ir=flags["verify_ir"],
+        dump=dump, ir_record=record, dynamic_axes=axes, dynamic_shapes=dynamic_shapes,
+        custom_extensions=check_custom_extensions(custom_extensions, allowed=checked.accepts_extension_lines),
+        strict_dynamic_axes=flags["strict_dynamic_axes"], auto_harden_jit=flags["auto_harden_jit"],
+        jit_diagnostics=_diagnostics(jit_diagnostics), weights_from=weights_from, strict=flags["strict"],
+        naming_scheme=check_naming_scheme(nnef_variable_naming_scheme),
+        check_io_names_qte_match=flags["check_io_names_qte_match"],
+        allow_same_io_names=flags["allow_same_io_names"], debug_bundle_path=bundle,
+    )
+    chosen.check_options(options)
+    return options
+
+
+COMPILE_KEYWORDS: tuple[str, ...] = tuple(
+    name for name in inspect.signature(compile_options).parameters if name not in ("target", "default_check_io"))
+"""The options ``compile`` takes by keyword (those ``export`` passes on)."""
+
+
+def compile_options_from(target: object, options: Mapping[str, Any], *, entry: str,
+                         default_check_io: bool = False) -> CompileOptions:
+    """:func:`compile_options` for keywords collected by an entry point (``export(**options)``),
+    refusing names ``compile`` does not take, by name."""
+    unknown = sorted(set(options) - set(COMPILE_KEYWORDS))
+    if unknown:
+        raise InvalidArgumentError(
+            f"{entry} got unknown option(s) {', '.join(map(repr, unknown))}; the options it "
+            f"passes to compile are: {', '.join(COMPILE_KEYWORDS)}"
+        )
+    return compile_options(target, default_check_io=default_check_io, **options)
+
+
+@attrs.frozen(kw_only=True)
+class WriteOptions:
+    """Where and how ``export`` writes the artifact (its own arguments, checked)."""
+
+    path: Path
+    compression_level: int | None
+    sync: bool
+    progress: bool | None
+    overlap: bool
+    """Write the model's parameters while it compiles (:mod:`t2n.serialize.overlap`)."""
+    overwrite: bool
+
+
+def write_options(path: object, *, compression_level: int | None = None, sync: object = False,
+                  progress: object = None, overlap: object = True, overwrite: object = False) -> WriteOptions:
+    """``export``'s own arguments, checked before the destination is touched (the
+    ``compression_level`` against the path's form when the writer opens it)."""
+    if progress is not None and not isinstance(progress, bool):
+        raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"path must be a str or a path, got {type(path).__name__} {path!r}")
+    flags = _flags(sync=sync, overlap=overlap, overwrite=overwrite)
+    return WriteOptions(path=Path(path), compression_level=compression_level, progress=progress, **flags)
+
+
+def check_frontend(frontend: object) -> Frontend:
+    """``frontend``: a name of :data:`FRONTENDS` or a :class:`~t2n.frontend.base.Frontend` object."""
+    if isinstance(frontend, Frontend):
+        return frontend
+    if isinstance(frontend, str) and frontend in FRONTENDS:
+        return FRONTENDS[frontend]()
+    raise InvalidArgumentError(f"frontend must be one of {', '.join(map(repr, FRONTENDS))}, got {frontend!r}")
+
+
+def check_registry(registry: object) -> LoweringRegistry:
+    """``registry``: ``None`` (the built-in rules) or a :class:`LoweringRegistry`."""
+    if registry is None:
+        return LoweringRegistry.default()
+    if isinstance(registry, LoweringRegistry):
+        return registry
+    raise InvalidArgumentError(
+        f"registry must be a t2n.LoweringRegistry such as LoweringRegistry.default().extended(rules), "
+        f"got {type(registry).__name__}"
+    )
+
+
+def _flags(**flags: object) -> dict[str, bool]:
+    """Options that are True or False (a string such as ``"false"`` would count as true)."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
+    return {name: bool(value) for name, value in flags.items()}
+
+
+def _diagnostics(value: object) -> dict[str, Any] | None:
+    if value is not None and not isinstance(value, dict):
+        raise InvalidArgumentError(f"jit_diagnostics must be None or a dict to fill, got {type(value).__name__}")
+    return value
+
+
+def _pipeline(passes: object, pass_registry: object, target: Target, frontend: Frontend,
+              axes: Mapping[str, Mapping[int, str]], dump: DumpFn | None, *, verify_ir: bool,
+              fold_batch_norm: bool, strict_dynamic_axes: bool, **_: bool) -> PassManager:
+    """The passes ``compile`` runs: the spec and the user's named passes assembled with the
+    built-in ones and the target's own; the f32-forcing passes only for a target whose
+    casts set a precision."""
+    if isinstance(passes, Mapping):
+        raise InvalidArgumentError(
+            f"passes must be a pipeline string or a list of names and t2n.Pass objects, got {passes!r}; "
+            "give passes by name in pass_registry={name: pass}"
+        )
+    builtins = builtin_passes(bf16_as=target.bf16_as, dynamic_axes={} if frontend.makes_axes_symbolic else axes,
+                              strict_dynamic_axes=strict_dynamic_axes, verify_each=verify_ir, dump=dump)
+    pipeline = compile_pipeline(passes, registry=check_pass_registry(pass_registry), builtins=builtins,
+                                fold_batch_norm=fold_batch_norm, verify_each=verify_ir, dump=dump,
+                                force_f32=target.forced_f32_passes(), target_passes=target.passes())
+    check_forcing_target(pipeline, target=str(target), allowed=target.casts_set_precision)
+    return pipeline
+
+
+def _ir_dumper(folder: object) -> DumpFn | None:
+    """``dump_ir``: each stage's IR text into ``folder`` (made when the first is written)."""
+    if folder is None:
+        return None
+    if not isinstance(folder, (str, os.PathLike)):
+        raise InvalidArgumentError(f"dump_ir must be None or a folder's path, got {type(folder).__name__} {folder!r}")
+    root = Path(folder)
+
+    def dump(label: str, graph: Graph) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / f"{label}.ir").write_text(print_graph(graph, with_locs=True))
+
+    return dump
 
 
 def merge_dynamic_axes(
@@ -48,7 +279,7 @@ def merge_dynamic_axes(
     """The dynamic axes of the compile call and of the target, merged (they must agree,
     and the target must have symbolic dimensions)."""
     merged: dict[str, dict[int, str]] = {}
-    for source in (getattr(target, "dynamic_axes", None), given):
+    for source in (target.dynamic_axes, given):
         for name, axes in (source or {}).items():
             for axis, sym in axes.items():
                 prev = merged.setdefault(name, {}).get(axis)
@@ -66,8 +297,7 @@ def merge_dynamic_axes(
 
 
 def check_target(target: object) -> Target:
-    from t2n.backends.target import TractNNEF
-
+    """``target``: a :class:`Target`, or ``None`` for the latest ``TractNNEF``."""
     target = target if target is not None else TractNNEF()
     if not isinstance(target, Target):
         raise InvalidArgumentError(
@@ -76,42 +306,22 @@ def check_target(target: object) -> Target:
     return target
 
 
-def check_compile_options(
-    target: Target, *, input_names: object, output_names: object, passes: object,
-    tolerance: object, log_level: object, dynamic_axes: object, custom_extensions: object,
-    flags: Mapping[str, object] | None = None, kwargs: object = None, pass_registry: object = None,
-    naming_scheme: object = "natural_verbose", debug_bundle_path: object = None,
-) -> CompileOptions:
-    """Every option of ``compile`` that can be checked without the model (``flags``:
-    the options that must be True or False, by name)."""
-    check_flags(flags or {})
-    if kwargs is not None and (not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)):
-        raise InvalidArgumentError(f"kwargs must be a dict of keyword arguments (name → value), got {kwargs!r}")
-    names = {what: check_given_names(given, what, rules=target.identifier_rules)
-             for what, given in (("input", input_names), ("output", output_names)) if given is not None}
-    if len(names) == 2:
-        from t2n.backends.target import KhronosNNEF
-        from t2n.frontend.io_match import same_names
+def resolve_check(target: Target, check_io: object, tolerance: object,
+                  *, default: bool) -> tuple[bool, Tolerance]:
+    """(whether to run the engine, at which tolerance) for a call on ``target``.
 
-        same_names(names["input"], names["output"], allow=bool((flags or {}).get("allow_same_io_names")),
-                   khronos=isinstance(target, KhronosNNEF))
-    _check_passes(passes, pass_registry, target)
-    axes = merge_dynamic_axes(target, dynamic_axes_form(dynamic_axes))
-    return CompileOptions(
-        tolerance=Tolerance.parse(tolerance),
-        log_level=check_log_level(log_level),
-        dynamic_axes=axes,
-        custom_extensions=check_custom_extensions(custom_extensions, allowed=target.accepts_extension_lines),
-        naming_scheme=check_naming_scheme(naming_scheme),
-        debug_bundle_path=check_bundle_path(debug_bundle_path),
-    )
-
-
-def check_flags(flags: Mapping[str, object]) -> None:
-    """Options that are True or False (a string such as ``"false"`` would count as true)."""
-    for name, value in flags.items():
-        if not isinstance(value, bool):
-            raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
+    ``check_io`` given to the call (``compile``/``export``) wins; else the target's own
+    ``check_io`` (``TractNNEF(check_io=True)``); else the entry point's ``default``:
+    ``compile`` and ``export`` do not run the engine, ``export_model_to_nnef`` does. The
+    tolerance follows the same order: the call's, else the target's
+    ``check_io_tolerance``, else ``approximate``."""
+    if check_io is None:
+        check_io = target.check_io if target.check_io is not None else default
+    if not isinstance(check_io, bool):
+        raise InvalidArgumentError(f"check_io must be True or False (or None: the target decides), got {check_io!r}")
+    if tolerance is None:
+        tolerance = target.check_io_tolerance or Tolerance.APPROXIMATE
+    return check_io, Tolerance.parse(tolerance)
 
 
 def check_log_level(level: object) -> int | None:
@@ -129,19 +339,6 @@ def check_log_level(level: object) -> int | None:
     raise InvalidArgumentError(f"log_level must be None, a logging level number or one of {names}; got {level!r}")
 
 
-def _check_passes(passes: object, pass_registry: object, target: Target) -> None:
-    """The pipeline spec and the user's named passes, assembled once (nothing runs); the
-    f32-forcing passes only for a target whose casts set a precision."""
-    if isinstance(passes, Mapping):
-        raise InvalidArgumentError(
-            f"passes must be a pipeline string or a list of names and t2n.Pass objects, got {passes!r}; "
-            "give passes by name in pass_registry={name: pass}"
-        )
-    pipeline = compile_pipeline(passes, registry=check_pass_registry(pass_registry),
-                                force_f32=forced_pass_names(target))
-    check_forcing_target(pipeline, target=str(target), allowed=isinstance(target, TractNNEF))
-
-
 def check_symbols_apart(axes: Mapping[str, Mapping[int, str]], names: Sequence[str]) -> None:
     """A dynamic-axes symbol and an input or output cannot share a name in graph.nnef."""
     for inp, by_axis in axes.items():
@@ -152,82 +349,6 @@ def check_symbols_apart(axes: Mapping[str, Mapping[int, str]], names: Sequence[s
                     "input or output; graph.nnef needs them apart, so rename one of them"
                 )
 
-
-
-_CHECKED_DEFAULTS: dict[str, Any] = {
-    "input_names": None, "output_names": None, "passes": (), "pass_registry": None, "log_level": None,
-    "dynamic_axes": None, "custom_extensions": (),
-}
-
-
-_FLAGS = ("verify_ir", "strict_dynamic_axes", "auto_harden_jit", "fold_batch_norm", "strict",
-          "check_io_names_qte_match", "allow_same_io_names")
-
-
-def check_export_options(target: object, tolerance: object, options: Mapping[str, Any], *,
-                         path: object, flags: Mapping[str, object], progress: object = None) -> Target:
-    """``export``'s own arguments and the ``compile`` options it passes on, checked
-    before the destination is touched."""
-    import inspect
-
-    from t2n import api
-
-    params = inspect.signature(api.compile).parameters
-    keywords = [n for n, p in params.items() if p.kind is p.KEYWORD_ONLY]
-    unknown = sorted(set(options) - set(keywords))
-    if unknown and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        raise InvalidArgumentError(
-            f"export() got unknown option(s) {', '.join(map(repr, unknown))}; the options it "
-            f"passes to compile are: {', '.join(keywords)}"
-        )
-    if progress is not None and not isinstance(progress, bool):
-        raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
-    if not isinstance(path, (str, os.PathLike)):
-        raise InvalidArgumentError(f"path must be a str or a path, got {type(path).__name__} {path!r}")
-    checked = check_target(target)
-    own = {**flags, **{n: options[n] for n in _FLAGS if n in options}}
-    check_compile_options(checked, tolerance=tolerance, flags=own, kwargs=options.get("kwargs"),
-                          naming_scheme=options.get("nnef_variable_naming_scheme", "natural_verbose"),
-                          debug_bundle_path=options.get("debug_bundle_path"),
-                          **{n: options.get(n, default) for n, default in _CHECKED_DEFAULTS.items()})
-    return checked
-
-
-def check_tensor_export_args(
-    tensors: object = None, *, bf16_as: object, progress: object, sync: object, filter_key: object = None,
-) -> None:
-    """The arguments of ``export_tensors_to_nnef`` / ``export_tensors_from_disk_to_nnef``,
-    checked before anything is read or written."""
-    if tensors is not None:
-        if not isinstance(tensors, Mapping):
-            raise InvalidArgumentError(
-                f"name_to_tensor must be a mapping name → tensor (such as model.state_dict()), "
-                f"got {type(tensors).__name__}"
-            )
-        bad = next((k for k in tensors if not isinstance(k, str)), None)
-        if bad is not None:
-            raise InvalidArgumentError(f"name_to_tensor keys must be strings (tensor names), got {bad!r}")
-    bf16_export_dtype(bf16_as)
-    if progress is not None and not isinstance(progress, bool):
-        raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
-    if not isinstance(sync, bool):
-        raise InvalidArgumentError(f"sync must be True or False, got {sync!r}")
-    if filter_key is not None and not callable(filter_key):
-        raise InvalidArgumentError(
-            f"filter_key must be a function of the tensor name returning a bool, got {filter_key!r}"
-        )
-
-
-def confirm_rendered_names(input_ids: Sequence[str], output_ids: Sequence[str],
-                           input_names: Sequence[str], output_names: Sequence[str]) -> None:
-    """The last guard of the naming rule: graph.nnef names its inputs and outputs exactly
-    as the artifact reports them (a difference is a t2n bug, never silently shipped)."""
-    if list(input_ids) != list(input_names) or list(output_ids) != list(output_names):
-        raise T2NError(
-            f"internal error: graph.nnef names the inputs {list(input_ids)} and outputs "
-            f"{list(output_ids)}, but the artifact would report {list(input_names)} and "
-            f"{list(output_names)}; please report this with the model"
-        )
 
 
 def check_bundle_path(path: object) -> Path | None:

@@ -11,7 +11,9 @@ import torch
 
 from t2n.api import compile
 from t2n.artifact import Artifact
-from t2n.backends.target import KhronosNNEF, Target, TractNNEF
+from t2n.backends.khronos.target import KhronosNNEF
+from t2n.backends.target import Target
+from t2n.backends.tract.target import TractNNEF
 from t2n.check.compare import CheckReport, Tolerance
 from t2n.errors import NotExpressibleError
 
@@ -20,7 +22,7 @@ TARGETS: dict[str, Target] = {"tract": TractNNEF(), "khronos": KhronosNNEF()}
 
 class Evidence:
     """Which aten ops each target ran correctly, or refused, during a test run; the
-    operator coverage table (``python -m t2n.frontend.coverage``) is built from it."""
+    operator coverage table (``python -m tools.operator_table``) is built from it."""
 
     def __init__(self) -> None:
         self.ops: dict[str, dict[str, dict[str, Any]]] = {}
@@ -54,7 +56,7 @@ class HelperRun:
     call names none, how many compiles they ran with it, and each target's result
     (``"ok"``: ran in its engine and matched PyTorch; ``"refused"``: refused as expected).
     The test suite runs each case once per frontend and builds the parity table
-    (``python -m t2n.frontend.parity``) from these."""
+    (``python -m tools.parity_table``) from these."""
 
     frontend: str = "jit"
     compiles: int = 0

@@ -22,12 +22,12 @@ def pytest_addoption(parser):
     parser.addoption(
         "--t2n-evidence", default=None,
         help="record which aten ops each target ran or refused, as JSON at this path "
-             "(input of `python -m t2n.frontend.coverage`; run without -n)",
+             "(input of `python -m tools.operator_table`; run without -n)",
     )
     parser.addoption(
         "--t2n-parity", default=None,
         help="record each case's outcome per frontend and target, as JSON at this path "
-             "(input of `python -m t2n.frontend.parity`; works with -n)",
+             "(input of `python -m tools.parity_table`; works with -n)",
     )
     parser.addoption(
         "--t2n-export-all", action="store_true",

@@ -5,7 +5,7 @@ The layer, architecture and dynamic-axes suites (``tests/layers``, ``tests/archi
 set up in ``tests/conftest.py``). An export case listed in ``EXPORT_XFAIL`` is marked
 ``xfail(strict=True)``: when the frontend learns to do it, the case passes, the strict
 mark turns that into a failure, and the entry must go. The table in ``docs/frontends.md``
-is built from a run of these suites (``python -m t2n.frontend.parity --write``).
+is built from a run of these suites (``python -m tools.parity_table --write``).
 
 Patterns are pytest node ids where ``*`` matches anything (brackets are literal); they
 are matched against the export twins only, whose ids end in ``-export]`` or ``[export]``.

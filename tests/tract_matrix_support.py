@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from t2n.check.tract_versions import tract_python
+from t2n.backends.tract.environments import tract_python
 from t2n.errors import TractEnvironmentError
 
 VERSIONS = ["0.21.19", "0.22.4", "0.23.9"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,6 @@ from t2n.ir.identifiers import STANDARD_IDENTIFIERS
 
 if TYPE_CHECKING:
     from t2n.backends.nnef.context import Emitter
-    from t2n.backends.target import Target
 
 
 def emitter_map(value: object) -> dict[str, Emitter]:
@@ -68,38 +67,33 @@ def _fragment_text(name: object, source: object) -> str:
     return text.strip()
 
 
-def checked_emitters(target: Target, emitters: object, override: bool) -> dict[str, Emitter]:
-    """``emitters`` for ``target.with_emitters``: replacing one the target has takes ``override``."""
+def checked_emitters(table: Mapping[str, Emitter], emitters: object, override: bool,
+                     owner: str) -> dict[str, Emitter]:
+    """``emitters`` added to a target (``owner``) whose emitters are ``table``: replacing
+    one it has takes ``override``."""
     new = emitter_map(emitters)
     if not override:
-        table = target.emitter_table()
         taken = sorted(k for k in new if k in table)
         if taken:
             fn = table[taken[0]]
             raise InvalidArgumentError(
-                f"{target} already has an emitter for IR op {taken[0]!r} "
+                f"{owner} already has an emitter for IR op {taken[0]!r} "
                 f"({getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}); "
                 "pass override=True to replace it"
             )
     return new
 
 
-def checked_fragments(target: Target, fragments: object, override: bool) -> dict[str, str]:
-    """``fragments`` for ``target.with_emitters``: replacing one the target has takes ``override``."""
+def checked_fragments(has: Callable[[str], bool], fragments: object, override: bool,
+                      owner: str) -> dict[str, str]:
+    """``fragments`` added to a target (``owner``; ``has(name)``: it knows that fragment):
+    replacing one it has takes ``override``."""
     new = fragment_map(fragments)
     if not override:
         for name in sorted(new):
-            if _has_fragment(target, name):
+            if has(name):
                 raise InvalidArgumentError(
-                    f"{target} already has an NNEF fragment {name!r}; choose another name, or "
+                    f"{owner} already has an NNEF fragment {name!r}; choose another name, or "
                     "pass override=True to replace it"
                 )
     return new
-
-
-def _has_fragment(target: Target, name: str) -> bool:
-    try:
-        target.fragment_text(name)
-    except InvalidArgumentError:
-        return False
-    return True

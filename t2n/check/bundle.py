@@ -254,7 +254,7 @@ def replay_spec(artifact: Any, model: Path, tolerance: Any, symbols: Mapping[str
     """``replay.json`` for a check of ``artifact`` that ran ``model`` at ``tolerance``."""
     target = artifact.target
     return {
-        "engine": getattr(target, "name", "") or type(target).__name__,
+        "engine": target.name or type(target).__name__,
         "engine_label": target.engine,
         "target": str(target),
         "model": "model" if model.is_dir() else model.name,

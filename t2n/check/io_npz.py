@@ -18,8 +18,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from t2n.check.compare import CheckReport, Tolerance
-from t2n.errors import CheckMismatchError, InvalidArgumentError
+from t2n.errors import InvalidArgumentError
 
 KINDS = ("inputs", "outputs")
 
@@ -78,31 +77,3 @@ def read_io_npz(path: str | os.PathLike[str]) -> list[IOStep]:
             f"{', '.join(list(found)[:6]) or 'no arrays'}); give the io.npz an LLM export wrote "
             "(OUT/tests/io.npz), or use --inputs/--outputs for single runs")
     return list(steps.values())
-
-
-def replay_io_npz(artifact: str | os.PathLike[str], io_path: str | os.PathLike[str],
-                  tolerance: Tolerance | str = Tolerance.APPROXIMATE) -> list[tuple[str, CheckReport]]:
-    """Run every step of ``io_path`` in tract on ``artifact`` (a folder, ``.tar`` or
-    ``.tgz``) and compare; returns ``(step, report)`` pairs. Raises
-    :class:`CheckMismatchError` naming the first step whose outputs differ."""
-    from t2n.backends.running import run_on_target
-    from t2n.backends.target import TractNNEF
-    from t2n.check.compare import compare
-    from t2n.cli.artifact_files import read_artifact_files
-    from t2n.cli.nnef_text import read_graph_text
-
-    graph = read_graph_text(read_artifact_files(Path(artifact)).graph_nnef, f"{artifact}: graph.nnef")
-    target = TractNNEF()
-    reports: list[tuple[str, CheckReport]] = []
-    for step in read_io_npz(io_path):
-        inputs, expected = step.arrays([d.name for d in graph.inputs], graph.outputs, str(io_path))
-        got = run_on_target(target, Path(artifact), inputs, registries=graph.registries)
-        report = compare(target.engine, list(graph.outputs), got, expected, tolerance)
-        if not report.ok:
-            raise CheckMismatchError(
-                f"step {step.name!r} of {io_path}: {report}\nWhat to do: the artifact no longer computes "
-                "what these samples hold; export again (samples and graph together) or compare at a "
-                "looser tolerance", report)
-        reports.append((step.name, report))
-    return reports
-

@@ -5,11 +5,12 @@ reference outputs, or print and save what it computed."""
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import numpy as np
@@ -18,7 +19,10 @@ from t2n.cli.artifact_files import as_folder, read_artifact_files
 from t2n.cli.main import debug_option, fail, guarded
 from t2n.cli.nnef_text import Declared, GraphText, read_graph_text
 from t2n.cli.params import KeyValueType, key_values, tolerance_option
-from t2n.errors import InvalidArgumentError
+from t2n.errors import CheckMismatchError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from t2n.check.compare import CheckReport, Tolerance
 
 
 def load_arrays(path: Path, names: Sequence[str], what: str, option: str) -> list[np.ndarray]:
@@ -82,7 +86,8 @@ def refuse_tract_artifact(artifact: Path, graph: GraphText) -> None:
 
 
 def _target(engine: str) -> Any:
-    from t2n.backends.target import KhronosNNEF, TractNNEF
+    from t2n.backends.khronos.target import KhronosNNEF
+    from t2n.backends.tract.target import TractNNEF
 
     return TractNNEF() if engine == "tract" else KhronosNNEF()
 
@@ -167,8 +172,6 @@ def _check_io_steps(artifact: Path, io_path: Path, inputs_path: Path | None, out
                     engine: str, tolerance: str, as_json: bool) -> None:
     """``--io``: every step of the file, in tract; exit status 1 at the first mismatch
     (``CheckMismatchError`` naming the step)."""
-    from t2n.check.io_npz import replay_io_npz
-
     if inputs_path is not None or outputs_path is not None or engine != "tract":
         raise click.UsageError("--io replays in tract on its own: drop --inputs, --outputs and --engine")
     reports = replay_io_npz(artifact, io_path, tolerance)  # CheckMismatchError: exit status 1, named step
@@ -178,6 +181,32 @@ def _check_io_steps(artifact: Path, io_path: Path, inputs_path: Path | None, out
         return
     for name, report in reports:
         click.echo(f"step {name}: {report}")
+
+
+def replay_io_npz(artifact: str | os.PathLike[str], io_path: str | os.PathLike[str],
+                  tolerance: Tolerance | str = "approximate") -> list[tuple[str, CheckReport]]:
+    """Run every step of ``io_path`` in tract on ``artifact`` (a folder, ``.tar`` or
+    ``.tgz``) and compare; returns ``(step, report)`` pairs. Raises
+    :class:`CheckMismatchError` naming the first step whose outputs differ."""
+    from t2n.backends.running import run_on_target
+    from t2n.backends.tract.target import TractNNEF
+    from t2n.check.compare import compare
+    from t2n.check.io_npz import read_io_npz
+
+    graph = read_graph_text(read_artifact_files(Path(artifact)).graph_nnef, f"{artifact}: graph.nnef")
+    target = TractNNEF()
+    reports: list[tuple[str, CheckReport]] = []
+    for step in read_io_npz(io_path):
+        inputs, expected = step.arrays([d.name for d in graph.inputs], graph.outputs, str(io_path))
+        got = run_on_target(target, Path(artifact), inputs, registries=graph.registries)
+        report = compare(target.engine, list(graph.outputs), got, expected, tolerance)
+        if not report.ok:
+            raise CheckMismatchError(
+                f"step {step.name!r} of {io_path}: {report}\nWhat to do: the artifact no longer computes "
+                "what these samples hold; export again (samples and graph together) or compare at a "
+                "looser tolerance", report)
+        reports.append((step.name, report))
+    return reports
 
 
 def _report_row(o: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import click
 import numpy as np
 
@@ -27,7 +28,8 @@ from t2n.errors import DynamicAxesError
 
 
 def _target(target: str, tract_version: str | None, bf16_as: str | None) -> Any:
-    from t2n.backends.target import KhronosNNEF, TractNNEF
+    from t2n.backends.khronos.target import KhronosNNEF
+    from t2n.backends.tract.target import TractNNEF
 
     if target == "khronos":
         if tract_version is not None:
@@ -139,29 +141,27 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
       t2n export pkg.models:tiny -o out/ --input-name ids --dynamic-axis ids:1:S --assert 'S <= 4096'
       t2n export scripted.pt --input-shape 1,3,224,224 -o model.nnef.tar --target khronos
     """
+    from t2n.options import compile_options, write_options
+
     tgt = _target(target, tract_version, bf16_as)
-    options: dict[str, Any] = {
-        "input_names": list(input_names) or None,
-        "output_names": list(output_names) or None,
-        "dynamic_axes": dynamic_axes_mapping(dynamic_axes) or None,
-        "custom_extensions": _extensions(target, asserts, extensions),
-        "strict": strict,
-        "strict_dynamic_axes": strict_dynamic_axes,
-        "frontend": frontend,
-    }
-    for key, value in (("passes", passes), ("weights_from", weights_from), ("dump_ir", dump_ir)):
-        if value is not None:
-            options[key] = value
+    options = compile_options(
+        tgt, input_names=list(input_names) or None, output_names=list(output_names) or None,
+        dynamic_axes=dynamic_axes_mapping(dynamic_axes) or None,
+        custom_extensions=_extensions(target, asserts, extensions), strict=strict,
+        strict_dynamic_axes=strict_dynamic_axes, frontend=frontend, passes=passes or (),
+        weights_from=weights_from, dump_ir=dump_ir)
+    write = write_options(output, compression_level=compression_level, overwrite=overwrite)
     _check_output(output, compression_level, overwrite)
     from t2n.cli.factory import load_source
 
     source = load_source(spec, shapes=shapes, dtypes=dtypes, factory_kwargs=key_values(factory_args, "--factory-arg"))
-    import t2n
+    if source.kwargs:
+        options = attrs.evolve(options, kwargs=source.kwargs)
+    from t2n.driver.export import export_model
 
     t0 = time.perf_counter()
     try:
-        artifact = t2n.export(source.model, source.args, output, tgt, kwargs=source.kwargs,
-                              compression_level=compression_level, overwrite=overwrite, **options)
+        artifact = export_model(source.model, source.args, write, options)
     except DynamicAxesError as exc:
         if not dynamic_axes:
             raise

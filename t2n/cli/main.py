@@ -43,9 +43,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                         "Run an artifact in tract or the Khronos interpreter; compare outputs."),
     "tensors": Subcommand("t2n.cli.tensors:tensors_command",
                           "Write the tensors of a checkpoint file as NNEF .dat files."),
-    "llm": Subcommand("t2n.llm.cli:llm_command",
+    "llm": Subcommand("t2n.cli.llm:llm_command",
                       "Export a transformers causal LM folder to tract with a KV cache."),
-    "peft": Subcommand("t2n.llm.cli:peft_command",
+    "peft": Subcommand("t2n.cli.llm:peft_command",
                        "Write a LoRA/DoRA adapter's tensors as NNEF .dat files (.nnef.tgz)."),
 }
 """The subcommands of ``t2n``, by name."""

@@ -9,21 +9,23 @@ import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
+import attrs
 import torch
 
 from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
-from t2n.backends.target import Target
 from t2n.errors import InvalidArgumentError, T2NError
+from t2n.frontend.trace import canonical_tensor_names
 from t2n.ir import DType, TensorData
 from t2n.ir.tensor_data import converted
+from t2n.options import CompileOptions
 from t2n.quant.model import q4_0_scales, with_q4_0
 from t2n.quant.q4_0 import is_q4_0
 from t2n.serialize.archive import ArtifactWriter
 from t2n.serialize.overlap import EarlyWriter, PlannedTensor
-from t2n.serialize.torch_io import tensor_data
+from t2n.serialize.torch_io import resolve_weights, weight_source
+from t2n.torch_data import tensor_data
 
 
 def parameter_paths(model: torch.nn.Module) -> list[str]:
@@ -73,21 +75,20 @@ def _same_version(t: torch.Tensor, version: int) -> bool:
     return t._version == version
 
 
-def plan(model: torch.nn.Module, target: Target, options: dict[str, Any]) -> list[PlannedTensor]:
-    """What ``export`` writes early. A ``weights_from`` source is opened here, once, and
-    handed to the compile in ``options``, so both see the same lazy tensors."""
-    weights_from = options.get("weights_from")
-    if weights_from is None:
-        return planned_tensors(model, target.bf16_as)
-    from t2n.frontend.trace import canonical_tensor_names
-    from t2n.serialize.torch_io import resolve_weights, weight_source
-
-    options["weights_from"] = source = weight_source(weights_from)
+def plan(model: torch.nn.Module, options: CompileOptions) -> tuple[list[PlannedTensor], CompileOptions]:
+    """What ``export`` writes early, and the options to compile with: a ``weights_from``
+    source is opened here, once, and handed to the compile in them, so both see the same
+    lazy tensors."""
+    bf16_as = options.target.bf16_as
+    if options.weights_from is None:
+        return planned_tensors(model, bf16_as), options
+    source = weight_source(options.weights_from)
+    options = attrs.evolve(options, weights_from=source)
     try:
         weights = resolve_weights(model, source, canonical_tensor_names(model, ""))
     except T2NError:  # the compile reports it
-        return []
-    return planned_tensors(model, target.bf16_as, weights)
+        return [], options
+    return planned_tensors(model, bf16_as, weights), options
 
 
 @contextlib.contextmanager

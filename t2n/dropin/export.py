@@ -5,7 +5,7 @@ the same artifact bytes as ``t2n.compile(...).save(...)``).
 Differences from :func:`t2n.export`: ``args`` as that exporter takes it, the path and
 ``compression_level`` rules of :mod:`t2n.dropin.paths` (default ``0``: an uncompressed
 archive), the artifact's path as the result, and the engine check on by default
-(``inference_target.check_io=False`` turns it off; see :mod:`t2n.dropin.checking`).
+(``inference_target.check_io=False`` turns it off; see :func:`t2n.options.resolve_check`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from t2n.api import export
 from t2n.backends.target import Target
-from t2n.dropin.checking import resolve_check
+from t2n.driver.export import export_model
 from t2n.dropin.paths import destination
 from t2n.errors import InvalidArgumentError
-from t2n.options import check_target
+from t2n.options import check_target, compile_options, write_options
 
 
 def export_model_to_nnef(
@@ -66,21 +65,20 @@ def export_model_to_nnef(
             f"got {custom_extensions!r}"
         )
     runs = type(target).run is not Target.run
-    check_io, tolerance = resolve_check(target, None, None, default=runs)
-    if not runs and check_io:
-        raise InvalidArgumentError(
-            f"inference_target {target} asks for check_io but cannot run an artifact (its class "
-            "defines no run()); define run() or pass check_io=False"
-        )
-    export(
-        model, args, path, target, compression_level=level, check_io=check_io, tolerance=tolerance,
-        input_names=None if input_names is None else list(input_names),
+    options = compile_options(
+        target, default_check_io=runs, input_names=None if input_names is None else list(input_names),
         output_names=None if output_names is None else list(output_names),
         log_level=log_level, custom_extensions=tuple(custom_extensions or ()),
         auto_harden_jit=auto_harden_jit, nnef_variable_naming_scheme=nnef_variable_naming_scheme,
         check_io_names_qte_match=check_io_names_qte_match, allow_same_io_names=allow_same_io_names,
         debug_bundle_path=debug_bundle_path, frontend=frontend,
     )
+    if not runs and options.check_io:
+        raise InvalidArgumentError(
+            f"inference_target {target} asks for check_io but cannot run an artifact (its class "
+            "defines no run()); define run() or pass check_io=False"
+        )
+    export_model(model, args, write_options(path, compression_level=level), options)
     return path
 
 

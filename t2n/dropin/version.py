@@ -1,9 +1,7 @@
-"""Target versions given as text, as a tuple of ints, or as a parsed version object.
-
-Scripts written for other exporters pin tract with a parsed version object
-(``SemanticVersion.from_str("0.23.0")``, ``packaging.version.Version("0.23.0")``);
-targets keep the version as the text ``"0.23.0"`` so that it prints, compares and
-hashes the same whichever way it was given.
+"""``SemanticVersion``: the parsed version object scripts written for the widely used
+exporter pin tract with (``SemanticVersion.from_str("0.23.0")``). A target accepts it,
+like any object with ``major``, ``minor`` and ``patch`` numbers, and keeps the version
+as text (:func:`t2n.backends.target.version_text`).
 """
 
 from __future__ import annotations
@@ -17,33 +15,6 @@ import attrs
 from t2n.errors import InvalidArgumentError
 
 _TEXT = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?\Z")
-
-
-def version_text(value: object, what: str = "version") -> str:
-    """``"0.23.0"`` from ``"0.23.0"``, ``(0, 23, 0)``, or an object with integer
-    ``major``, ``minor`` and ``patch`` (or ``micro``) attributes. Text is returned as
-    given (the target checks its form); anything else is an ``InvalidArgumentError``
-    naming ``what``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, tuple) and 2 <= len(value) <= 3 and all(_natural(p) for p in value):
-        return ".".join(str(p) for p in (*value, 0)[:3])
-    parts = [getattr(value, "major", None), getattr(value, "minor", None),
-             getattr(value, "patch", getattr(value, "micro", None))]
-    if all(_natural(p) for p in parts) and not isinstance(value, (int, float)):
-        return ".".join(str(p) for p in parts)
-    if isinstance(value, (int, float)):
-        from t2n.backends.target import parse_version
-
-        parse_version(value, what)  # raises, with the float hint
-    raise InvalidArgumentError(
-        f"{what} must be a string such as '0.23.9', a tuple such as (0, 23, 9) or a version "
-        f"object with major, minor and patch (or micro) numbers; got {type(value).__name__} {value!r}"
-    )
-
-
-def _natural(part: object) -> bool:
-    return isinstance(part, int) and not isinstance(part, bool) and part >= 0
 
 
 @functools.total_ordering

@@ -7,29 +7,53 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
 import torch
 
-from t2n.frontend.dtypes import float8_data, promote, to_ir
-from t2n.ir import ArrayData, Builder, Dim, DType, SourceLoc, Trait, Value
+from t2n.frontend.dtypes import promote, to_ir
+from t2n.frontend.unsupported import NotConstantError as NotConstantError
+from t2n.frontend.unsupported import UnsupportedHere as UnsupportedHere
+from t2n.ir import ArrayData, Builder, DType, Graph, SourceLoc, Trait, Value
 from t2n.ir.dims import has_sym
 from t2n.ir.graph_info import BakedConstant
 from t2n.ir.infer_utils import InferError
 from t2n.ir.infer_utils import norm_axis as ir_norm_axis
-
-if TYPE_CHECKING:
-    from t2n.frontend.lower import Lowering
+from t2n.torch_data import float8_data
 
 
-class UnsupportedHere(Exception):
-    """Raised by a rule for an option or input form it cannot export."""
+class GraphLowering(Protocol):
+    """The lowering of one model as every rule sees it (``ctx.lowering``), whichever
+    frontend runs it."""
+
+    graph: Graph
+    env: dict[Any, Any]
+    """Frontend value (TorchScript value id, FX node) → its lowered value."""
+    static_sizes: bool
+    """No axis will become symbolic: sizes are Python ints (see :mod:`t2n.frontend.scalars`)."""
+    native_ops: frozenset[str]
+    """IR ops the target runs as one native operation, which rules write whole."""
+    module_writes: dict[tuple[int, str], Any]
 
 
-class NotConstantError(UnsupportedHere):
-    """An argument that must be known at export time is computed at run time."""
+class ConstantNames(Protocol):
+    def name_of_constant(self, t: torch.Tensor, debug_name: str) -> str | None: ...
+
+
+class ScriptLowering(GraphLowering, Protocol):
+    """The jit frontend's lowering (:class:`t2n.frontend.lower.Lowering`), which the rules
+    of TorchScript-only nodes (``prim::*``, quantized modules, extracted calls) also use."""
+
+    scope_prefix: str
+
+    @property
+    def traced(self) -> ConstantNames: ...
+
+    def parameter(self, t: torch.Tensor, path: str) -> Value: ...
+
+    def lower_block(self, block: torch._C.Block) -> None: ...
 
 
 @attrs.define(eq=False)
@@ -98,7 +122,7 @@ class LoweringContext:
     """Arguments and helpers for the node being lowered. See the rule families in
     ``t2n.frontend.lowering`` for examples."""
 
-    def __init__(self, lowering: Lowering, node: torch._C.Node) -> None:
+    def __init__(self, lowering: ScriptLowering, node: torch._C.Node) -> None:
         self.lowering = lowering
         self.node = node
         self.kind: str = node.kind()
@@ -281,12 +305,6 @@ def norm_axis(axis: int, rank: int) -> int:
     except InferError:
         raise UnsupportedHere(f"axis {axis} is out of range for a tensor of rank {rank}") from None
 
-
-
-def known_dims_of(v: Value) -> list[Dim] | None:
-    if v.known is None:
-        return None
-    return list(np.asarray(v.known).reshape(-1).tolist())
 
 
 def array_data(t: torch.Tensor, name: str = "") -> ArrayData:

@@ -10,25 +10,12 @@ to float8) or casting to float8 is refused with the op and its source line.
 
 from __future__ import annotations
 
-import logging
-
-import numpy as np
 import torch
 
 from t2n.errors import InvalidArgumentError
-from t2n.ir import ArrayData, DType
-from t2n.ir.float8 import FLOAT8_FORMATS, Float8Format, decode_float8
-
-log = logging.getLogger("t2n")
-
-TORCH_TO_IR: dict[torch.dtype, DType] = {
-    torch.bool: DType.BOOL, torch.uint8: DType.U8, torch.int8: DType.I8,
-    torch.int16: DType.I16, torch.int32: DType.I32, torch.int64: DType.I64,
-    torch.float16: DType.F16, torch.bfloat16: DType.BF16, torch.float32: DType.F32,
-    torch.float64: DType.F64, torch.uint16: DType.U16, torch.uint32: DType.U32,
-    torch.uint64: DType.U64,
-}
-IR_TO_TORCH = {v: k for k, v in TORCH_TO_IR.items()}
+from t2n.frontend.unsupported import UnsupportedHere
+from t2n.ir import DType
+from t2n.torch_data import FLOAT8_DTYPES, IR_TO_TORCH, TORCH_TO_IR
 
 # ScalarType codes used by TorchScript constants (c10::ScalarType order).
 SCALAR_TYPE_CODES: dict[int, torch.dtype] = {
@@ -40,11 +27,6 @@ for _code, _name in ((23, "float8_e5m2"), (24, "float8_e4m3fn"), (25, "float8_e5
     if hasattr(torch, _name):
         SCALAR_TYPE_CODES[_code] = getattr(torch, _name)
 
-FLOAT8_DTYPES: dict[torch.dtype, Float8Format] = {
-    getattr(torch, name): fmt for name, fmt in FLOAT8_FORMATS.items() if hasattr(torch, name)
-}
-"""The 8-bit float dtypes of this PyTorch, and their bit layouts."""
-
 
 def to_ir(dtype: torch.dtype | int) -> DType:
     if isinstance(dtype, int):
@@ -52,8 +34,6 @@ def to_ir(dtype: torch.dtype | int) -> DType:
             raise InvalidArgumentError(f"unsupported scalar type code {dtype}")
         dtype = SCALAR_TYPE_CODES[dtype]
     if dtype in FLOAT8_DTYPES:
-        from t2n.frontend.context import UnsupportedHere
-
         raise UnsupportedHere(f"{_FLOAT8_COMPUTE.format(dtype=str(dtype).removeprefix('torch.'))}")
     try:
         return TORCH_TO_IR[dtype]
@@ -64,25 +44,6 @@ def to_ir(dtype: torch.dtype | int) -> DType:
 _FLOAT8_COMPUTE = ("{dtype} values cannot be computed in NNEF or tract (they have no 8-bit "
                    "float); compute in f16/f32 (e.g. w.to(x.dtype) before using a float8 weight). "
                    "float8 parameters, buffers and constants themselves are exported as f16")
-
-
-def exported_dtype(dtype: torch.dtype) -> DType:
-    """The IR dtype a tensor of ``dtype`` is written as (8-bit floats: see the module doc)."""
-    fmt = FLOAT8_DTYPES.get(dtype)
-    return fmt.exported_as if fmt is not None else to_ir(dtype)
-
-
-def float8_data(t: torch.Tensor, name: str = "") -> ArrayData | None:
-    """A CPU float8 tensor as the exact values it is exported as (a new array), with a
-    warning naming it; None for any other dtype."""
-    fmt = FLOAT8_DTYPES.get(t.dtype)
-    if fmt is None:
-        return None
-    codes = t.detach().cpu().contiguous().view(torch.uint8).numpy()
-    log.warning("%s %s of shape %s: NNEF and tract have no 8-bit floats, so it is exported as "
-                "%s, which holds each of its values exactly", f"tensor {name!r}" if name else "a tensor",
-                fmt.name, list(t.shape), fmt.exported_as)
-    return ArrayData(np.ascontiguousarray(decode_float8(codes, fmt)), fmt.exported_as)
 
 
 _MOVES_DATA = frozenset({

@@ -18,20 +18,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import torch
 
 from t2n.errors import ExtractorError, InvalidArgumentError
 from t2n.frontend import torch_private
-from t2n.frontend.context import LoweringContext, UnsupportedHere
+from t2n.frontend.context import LoweringContext, ScriptLowering, UnsupportedHere
 from t2n.frontend.io import Spec, flatten
 from t2n.frontend.trace_watch import unwatched
 from t2n.ir import Value
-
-if TYPE_CHECKING:
-    from t2n.frontend.lower import Lowering
 
 ExtractorRule = Callable[..., Any]
 """``lower(ctx, module, *args, **kwargs)`` → IR value(s) shaped like ``forward``'s output."""
@@ -174,7 +171,7 @@ class ExtractorContext(LoweringContext):
     """What an extractor's ``lower`` function gets: a Builder at the call's source
     location in ``self.b`` and the module's parameters as IR variables."""
 
-    def __init__(self, lowering: Lowering, node: torch._C.Node, call: ExtractedCall) -> None:
+    def __init__(self, lowering: ScriptLowering, node: torch._C.Node, call: ExtractedCall) -> None:
         super().__init__(lowering, node)
         self.call = call
         self.module = call.module
@@ -193,7 +190,7 @@ class ExtractorContext(LoweringContext):
         return self.lowering.parameter(t, self.lowering.scope_prefix + prefix + name)
 
 
-def lower_extracted(lowering: Lowering, node: torch._C.Node, call: ExtractedCall) -> Any:
+def lower_extracted(lowering: ScriptLowering, node: torch._C.Node, call: ExtractedCall) -> Any:
     """Run the user's rule on one extracted call: the IR values it returns, checked
     against the outputs of the real forward (count, dtype, static sizes)."""
     ctx = ExtractorContext(lowering, node, call)

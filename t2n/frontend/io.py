@@ -24,13 +24,6 @@ log = logging.getLogger("t2n")
 
 
 @attrs.frozen
-class Leaf:
-    """A tensor position in a structure."""
-
-    index: int
-
-
-@attrs.frozen
 class Spec:
     """The structure around the tensors: rebuilds the object from flat tensors."""
 

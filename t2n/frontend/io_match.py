@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
+from t2n.backends.target import Target
 from t2n.errors import IONamesMismatchError, SameIONameError
 from t2n.frontend.io import Spec, io_names
 from t2n.ir import Graph, Value
-
-if TYPE_CHECKING:
-    from t2n.backends.target import Target
 
 log = logging.getLogger("t2n")
 
@@ -119,8 +117,9 @@ def matched_names(given: Sequence[str] | None, tensors: int, spec: Spec | None, 
 
 
 def same_names(inputs: Sequence[str], output_names: Sequence[str] | None, *, allow: bool,
-               khronos: bool) -> tuple[str, ...]:
-    """The given output names that are also input names, if that is allowed here."""
+               target: Target) -> tuple[str, ...]:
+    """The given output names that are also input names, if that is allowed here (by the
+    call's ``allow_same_io_names`` and by ``target``)."""
     same = tuple(n for n in output_names or () if n in inputs)
     if not same:
         return ()
@@ -131,10 +130,10 @@ def same_names(inputs: Sequence[str], output_names: Sequence[str] | None, *, all
             "a copy, under its own name); choose another output name, or pass "
             "allow_same_io_names=True if that output returns the input unchanged"
         )
-    if khronos:
+    if not target.allows_same_io_names:
         raise SameIONameError(
-            f"output name {same[0]!r} is also an input name, which Khronos NNEF cannot express "
-            "(its parser refuses a graph whose result is also a parameter); choose another "
+            f"output name {same[0]!r} is also an input name, which {target} cannot express "
+            "(its graph.nnef cannot list a tensor as both input and output); choose another "
             "output name (the output is then a copy of the input), or export to TractNNEF"
         )
     return same
@@ -177,14 +176,13 @@ def checked_io_names(input_names: Sequence[str] | None, output_names: Sequence[s
     """The names of the graph's inputs and outputs (see :func:`t2n.frontend.io.io_names`),
     after holding the given ones against the traced tensors, and the output names that
     are also input names (allowed pass-throughs)."""
-    from t2n.backends.target import KhronosNNEF
     from t2n.frontend.io import flatten
 
     input_spec = flatten((args, dict(kwargs or {})))[2] if traced.input_paths else None
     given_ins = matched_names(input_names, len(traced.input_paths), input_spec, "input", check=check)
     given_outs = matched_names(output_names, len(traced.output_paths), traced.output_spec, "output", check=check)
     ins, _ = io_names(given_ins, None, traced.input_paths, [], rules=target.identifier_rules)
-    same = same_names(ins, given_outs, allow=allow_same, khronos=isinstance(target, KhronosNNEF))
+    same = same_names(ins, given_outs, allow=allow_same, target=target)
     stand_ins = _stand_ins(given_outs, same, ins) if given_outs is not None else None
     ins, outs = io_names(given_ins, stand_ins, traced.input_paths, traced.output_paths,
                          rules=target.identifier_rules)

@@ -380,6 +380,6 @@ def lower(
     (the same graph once constants are folded, found with far fewer ops). Without it,
     sizes stay graph computations that the dynamic-axes pass can make symbolic.
     ``op_set``: the IR ops the rules may create (default: the built-in ones).
-    ``native_ops``: IR ops the target runs natively (:func:`t2n.backends.nnef.versions.native_ops`)."""
+    ``native_ops``: IR ops the target runs natively (``Target.native_ops()``)."""
     return Lowering(traced, registry, input_names, output_names, static_sizes=static_sizes,
                     op_set=op_set, native_ops=native_ops).run()

@@ -3,19 +3,18 @@
 A family module defines ``RULES = RuleSet("family")`` and decorates functions with
 ``@RULES.rule("aten::relu")``. :meth:`LoweringRegistry.default` collects the rule
 sets of every module in ``t2n.frontend.lowering`` (nothing global is filled by
-import side effects); users extend a copy per compilation.
+import side effects); users extend a copy per compilation. Both are the one registry
+type of :mod:`t2n.registry`.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from t2n.errors import T2NError
+from t2n.registry import DuplicateNameError, Registry, Table, collect, entries_of
 
 if TYPE_CHECKING:
     from t2n.frontend.context import LoweringContext
@@ -23,11 +22,8 @@ if TYPE_CHECKING:
 Rule = Callable[["LoweringContext"], Any]
 
 
-class DuplicateRuleError(T2NError, KeyError):
+class DuplicateRuleError(DuplicateNameError):
     """Two rules claim the same op."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 @attrs.frozen
@@ -39,12 +35,14 @@ class RuleInfo:
     notes: str = ""
 
 
-class RuleSet:
+class RuleSet(Table[RuleInfo]):
     """The rules of one family, filled by :meth:`rule` decorators in its module."""
 
-    def __init__(self, family: str) -> None:
-        self.family = family
-        self.rules: dict[str, RuleInfo] = {}
+    entry: ClassVar[str] = "rule"
+
+    @property
+    def rules(self) -> dict[str, RuleInfo]:
+        return self.entries
 
     def rule(self, *names: str, notes: str = "") -> Callable[[Rule], Rule]:
         def deco(fn: Rule) -> Rule:
@@ -55,36 +53,23 @@ class RuleSet:
         return deco
 
     def add(self, name: str, fn: Rule, notes: str = "") -> None:
-        if name in self.rules:
-            raise DuplicateRuleError(
-                f"{name} has two rules in family {self.family} "
-                f"({_qualname(self.rules[name].fn)} and {_qualname(fn)})"
-            )
-        self.rules[name] = RuleInfo(fn, self.family, notes)
+        self.register(name, RuleInfo(fn, self.family, notes))
+
+    def duplicate(self, name: str, first: RuleInfo, second: RuleInfo) -> Exception:
+        return DuplicateRuleError(
+            f"{name} has two rules in family {self.family} ({_qualname(first.fn)} and {_qualname(second.fn)})"
+        )
 
 
 def _qualname(fn: Rule) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-class LoweringRegistry:
+class LoweringRegistry(Registry[RuleInfo]):
     """Op name → rule. ``extended`` returns a new registry; duplicate names raise
     unless ``override=True`` says the user means to replace a built-in rule."""
 
-    def __init__(self, rules: Mapping[str, RuleInfo] | None = None) -> None:
-        self._rules: dict[str, RuleInfo] = dict(rules or {})
-
-    def get(self, name: str) -> RuleInfo | None:
-        return self._rules.get(name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._rules
-
-    def names(self) -> list[str]:
-        return sorted(self._rules)
-
-    def items(self) -> Iterable[tuple[str, RuleInfo]]:
-        return sorted(self._rules.items())
+    entry: ClassVar[str] = "rule"
 
     def extended(
         self,
@@ -92,7 +77,6 @@ class LoweringRegistry:
         *,
         override: bool = False,
     ) -> LoweringRegistry:
-        out = dict(self._rules)
         sets: list[RuleSet]
         if isinstance(rules, RuleSet):
             sets = [rules]
@@ -103,28 +87,18 @@ class LoweringRegistry:
             sets = [rs]
         else:
             sets = list(rules)
-        for rs in sets:
-            for name, info in rs.rules.items():
-                if name in out and not override:
-                    raise DuplicateRuleError(
-                        f"{name} already has a rule (family {out[name].family}); "
-                        "pass override=True to replace it"
-                    )
-                out[name] = info
-        return LoweringRegistry(out)
+        return self.merged(entries_of(sets), override=override)
+
+    def duplicate(self, name: str, first: RuleInfo, second: RuleInfo) -> Exception:
+        return DuplicateRuleError(
+            f"{name} already has a rule (family {first.family}); pass override=True to replace it"
+        )
 
     _default: LoweringRegistry | None = None
 
     @classmethod
     def default(cls) -> LoweringRegistry:
+        """The ``RULES`` of every module in ``t2n.frontend.lowering``."""
         if cls._default is None:
-            import t2n.frontend.lowering as pkg
-
-            sets = []
-            for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-                mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
-                rs = getattr(mod, "RULES", None)
-                if isinstance(rs, RuleSet):
-                    sets.append(rs)
-            cls._default = LoweringRegistry().extended(sets)
+            cls._default = LoweringRegistry().extended(collect("t2n.frontend.lowering", "RULES", RuleSet))
         return cls._default

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import torch
@@ -28,11 +28,17 @@ import torch
 from t2n.errors import StateMutationError
 from t2n.frontend import torch_private
 from t2n.frontend.context import source_of
-from t2n.frontend.specialization import Specialization, user_frame
+from t2n.frontend.specialization import InputDependence, Specialization, user_frame
 from t2n.frontend.weight_guard import unchanged_check
 
-if TYPE_CHECKING:
-    from t2n.frontend.trace_watch import TraceWatch
+
+class Watch(Protocol):
+    """What the state guard reads of the trace's watch (:class:`t2n.frontend.trace_watch.TraceWatch`)."""
+
+    dependence: InputDependence
+    found: list[Specialization]
+
+    def current_module(self) -> str: ...
 
 
 
@@ -84,7 +90,7 @@ class StateWrites:
         """Version counter and sampled contents: kernels that write a tensor without
         moving its counter (batch norm's running statistics) still show."""
 
-    def before_write(self, target: torch.Tensor, op: str, watch: TraceWatch) -> list[WriteEvent]:
+    def before_write(self, target: torch.Tensor, op: str, watch: Watch) -> list[WriteEvent]:
         """Called just before ``op`` writes into ``target``: copies the state tensors it
         aliases (the first time) and notes the write."""
         key = storage_key(target)
@@ -141,7 +147,7 @@ class StateWrites:
             )
         return start
 
-    def input_writes(self, watch: TraceWatch, events: list[WriteEvent], sources: Sequence[Any]) -> None:
+    def input_writes(self, watch: Watch, events: list[WriteEvent], sources: Sequence[Any]) -> None:
         """Values from the inputs' data written where the trace cannot see end up baked
         into the tensor: noted as specializations."""
         if any(watch.dependence.of_tensor(s) for s in sources if isinstance(s, torch.Tensor)):

@@ -11,8 +11,10 @@ from t2n.ir.dims import (
     parse_dim,
 )
 from t2n.ir.dtypes import DType
-from t2n.ir.graph import Graph, GraphEditError, Op, SourceLoc, Value
-from t2n.ir.printer import IRParseError, parse_graph, print_graph
+from t2n.ir.graph import Graph
+from t2n.ir.nodes import GraphEditError, Op, SourceLoc, Value
+from t2n.ir.parser import IRParseError, parse_graph
+from t2n.ir.printer import print_graph
 from t2n.ir.schema import InferContext, OpSchema, OpSet, OpTable, Trait, UnknownOpError
 from t2n.ir.tensor_data import ArrayData, LazyData, TensorData
 from t2n.ir.types import QuantInfo, Shape, TensorType

@@ -10,7 +10,8 @@ import numpy as np
 
 from t2n.ir.dims import Dim, Sym
 from t2n.ir.dtypes import DType
-from t2n.ir.graph import Graph, SourceLoc, Value
+from t2n.ir.graph import Graph
+from t2n.ir.nodes import SourceLoc, Value
 from t2n.ir.tensor_data import ArrayData, TensorData
 
 

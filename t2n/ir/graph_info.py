@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
-    from t2n.ir.graph import SourceLoc, Value
+    from t2n.ir.nodes import SourceLoc, Value
 
 
 @attrs.frozen

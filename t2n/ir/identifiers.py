@@ -101,8 +101,3 @@ TRACT_IDENTIFIERS = IdentifierRules(TRACT_LITERAL_PREFIXES, "tract")
 def identifier_problem(name: object, *, tract: bool) -> str:
     """Why ``name`` cannot be an identifier in graph.nnef (``tract``: for tract), or ``""``."""
     return (TRACT_IDENTIFIERS if tract else STANDARD_IDENTIFIERS).problem(name)
-
-
-def make_identifier(text: str, *, tract: bool, fallback: str, taken: Callable[[str], bool]) -> str:
-    """:meth:`IdentifierRules.make` with the rules of tract (``tract``) or standard NNEF."""
-    return (TRACT_IDENTIFIERS if tract else STANDARD_IDENTIFIERS).make(text, fallback=fallback, taken=taken)

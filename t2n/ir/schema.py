@@ -6,16 +6,15 @@ reference evaluator in tests.
 from __future__ import annotations
 
 import enum
-import importlib
-import pkgutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import numpy as np
 
 from t2n.errors import InvalidArgumentError, IRLookupError
 from t2n.ir.types import TensorType
+from t2n.registry import DuplicateNameError, Registry, Table, collect, entries_of
 
 
 class Trait(enum.Enum):
@@ -64,7 +63,7 @@ class OpSchema:
         return f"OpSchema({self.name})"
 
 
-class DuplicateKeyError(IRLookupError):
+class DuplicateKeyError(IRLookupError, DuplicateNameError):
     """A table already holds an entry under this name."""
 
 
@@ -72,22 +71,24 @@ class UnknownOpError(IRLookupError):
     """An op kind that the op set does not define."""
 
 
-class OpTable:
+class OpTable(Table[OpSchema]):
     """A family's op schemas, filled by decorators in that family's module.
 
     Nothing global is mutated: :meth:`OpSet.default` collects the tables of the
     modules in ``t2n.ir.ops`` explicitly.
     """
 
-    def __init__(self, family: str) -> None:
-        self.family = family
-        self.schemas: dict[str, OpSchema] = {}
+    entry: ClassVar[str] = "op"
+
+    @property
+    def schemas(self) -> dict[str, OpSchema]:
+        return self.entries
 
     def add(self, schema: OpSchema) -> OpSchema:
-        if schema.name in self.schemas:
-            raise DuplicateKeyError(f"op {schema.name!r} defined twice in family {self.family}")
-        self.schemas[schema.name] = schema
-        return schema
+        return self.register(schema.name, schema)
+
+    def duplicate(self, name: str, first: OpSchema, second: OpSchema) -> Exception:
+        return DuplicateKeyError(f"op {name!r} defined twice in family {self.family}")
 
     def op(
         self,
@@ -108,49 +109,33 @@ class OpTable:
         return deco
 
 
-class OpSet:
+class OpSet(Registry[OpSchema]):
     """The op kinds a graph may use, by name. Immutable: :meth:`extended` returns a new
     op set, so a user's ops live in the op set passed to one ``compile`` call and
     never in the built-in one."""
 
-    def __init__(self, schemas: Iterable[OpSchema] = ()) -> None:
-        self._schemas: dict[str, OpSchema] = {}
-        for s in schemas:
-            self._add(s)
-
-    def _add(self, schema: OpSchema, override: bool = False) -> None:
-        if not isinstance(schema, OpSchema):
-            raise InvalidArgumentError(f"an op set holds OpSchema objects, got {type(schema).__name__} {schema!r}")
-        if schema.name in self._schemas and not override:
-            raise DuplicateKeyError(
-                f"op {schema.name!r} is already in this op set; give it another name, "
-                "or pass override=True to replace it"
-            )
-        self._schemas[schema.name] = schema
+    entry: ClassVar[str] = "op"
 
     def get(self, name: str) -> OpSchema:
-        try:
-            return self._schemas[name]
-        except KeyError:
+        found = super().get(name)
+        if found is None:
             raise UnknownOpError(
                 f"unknown IR op {name!r}: register its OpSchema in the graph's OpSet "
                 "(OpSet.default().extended([...])), passed to compile(op_set=...)"
-            ) from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._schemas
-
-    def names(self) -> list[str]:
-        return sorted(self._schemas)
+            )
+        return found
 
     def extended(self, schemas: OpTable | Iterable[OpSchema], *, override: bool = False) -> OpSet:
         """A new op set with ``schemas`` (an :class:`OpTable` or :class:`OpSchema` objects)
         added; a name already defined raises unless ``override=True``."""
         items = schemas.schemas.values() if isinstance(schemas, OpTable) else schemas
-        out = OpSet(self._schemas.values())
-        for s in items:
-            out._add(s, override)
-        return out
+        return self.merged(((_checked(s).name, s) for s in items), override=override)
+
+    def duplicate(self, name: str, first: OpSchema, second: OpSchema) -> Exception:
+        return DuplicateKeyError(
+            f"op {name!r} is already in this op set; give it another name, "
+            "or pass override=True to replace it"
+        )
 
     _default: OpSet | None = None
 
@@ -158,14 +143,11 @@ class OpSet:
     def default(cls) -> OpSet:
         """All built-in ops: the ``TABLE`` of every module in ``t2n.ir.ops``."""
         if cls._default is None:
-            import t2n.ir.ops as pkg
-
-            out = OpSet()
-            for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-                mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
-                table = getattr(mod, "TABLE", None)
-                if isinstance(table, OpTable):
-                    for schema in table.schemas.values():
-                        out._add(schema)
-            cls._default = out
+            cls._default = OpSet().merged(entries_of(collect("t2n.ir.ops", "TABLE", OpTable)))
         return cls._default
+
+
+def _checked(schema: object) -> OpSchema:
+    if not isinstance(schema, OpSchema):
+        raise InvalidArgumentError(f"an op set holds OpSchema objects, got {type(schema).__name__} {schema!r}")
+    return schema

@@ -5,7 +5,8 @@ from __future__ import annotations
 import networkx as nx
 
 from t2n.errors import IRError
-from t2n.ir.graph import Graph, Op, Value
+from t2n.ir.graph import Graph
+from t2n.ir.nodes import Op, Value
 
 
 class IRVerificationError(IRError, ValueError):

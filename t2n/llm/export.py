@@ -103,7 +103,7 @@ def extension_lines(config: Any) -> list[str]:
 
 
 def _target(tract_version: str | None, force: dict[str, bool], tolerance: str | None) -> Any:
-    from t2n.backends.target import TractNNEF
+    from t2n.backends.tract.target import TractNNEF
 
     options: dict[str, Any] = dict(force)
     if tolerance is not None:
@@ -211,7 +211,9 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
             num_logits_to_keep: int | None, tract_version: str | None, verify: bool,
             tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool],
             samples: tuple[str | None, int | None] = (None, None), forms: LLMForms | None = None) -> Path:
-    from t2n.api import compile, export
+    from t2n.driver.compile import compile_model
+    from t2n.driver.export import export_model
+    from t2n.options import compile_options, write_options
     from t2n.quant.model import quantize
 
     forms = forms or LLMForms()
@@ -238,20 +240,22 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
     (out / "model").mkdir(exist_ok=True)
     path = out / "model" / "model.nnef.tgz"
     LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
-    options: dict[str, Any] = dict(
-        input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
-        custom_extensions=extension_lines(model.config), nnef_variable_naming_scheme=naming,
-        passes=forms.passes())
     example = (example_ids, *layout.empty_cache(2, random=True))
+    weights = None
     if reference is not None:  # streamed: the weights come from the shards
         prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
-        options["weights_from"] = reference["checkpoint"].weights_for(model, prefix)
+        weights = reference["checkpoint"].weights_for(model, prefix)
+    options = compile_options(
+        target, input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
+        custom_extensions=extension_lines(model.config), nnef_variable_naming_scheme=naming,
+        passes=forms.passes(), weights_from=weights,
+        check_io=verify and reference is None and not forms.stateful)
     with torch.no_grad():
         if forms.stateful:  # the stateful graph is the explicit one rewritten
-            artifact = make_stateful(compile(wrapper, example, target, check_io=False, **options), layout)
+            artifact = make_stateful(compile_model(wrapper, example, options), layout)
             artifact.save(path)
         else:
-            artifact = export(wrapper, example, path, target, check_io=verify and reference is None, **options)
+            artifact = export_model(wrapper, example, write_options(path), options)
     sampler = wrapper if reference is None else _streamed_reference(
         reference, artifact, example, target, compression=compression, num_logits_to_keep=num_logits_to_keep,
         verify=verify, inputs_dtype=samples[0], check=not forms.stateful)

@@ -34,7 +34,7 @@ def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_to
 
     import tract
 
-    from t2n.check.tract_child import _to_numpy
+    from t2n.backends.tract.child import _to_numpy
 
     path = Path(artifact_path)
     if path.is_dir():

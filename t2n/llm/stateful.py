@@ -83,7 +83,7 @@ def run_steps(path: str, steps: Sequence[Any]) -> list[np.ndarray]:
     other in one state (the first with an empty cache)."""
     import tract
 
-    from t2n.check.tract_child import _to_numpy
+    from t2n.backends.tract.child import _to_numpy
     from t2n.llm.generate import load_runnable
 
     state = load_runnable(path).spawn_state()
@@ -127,8 +127,8 @@ def check_llm_forms(kv_cache: object, tract_version: str | None, **flags: object
     """Refuse a bad ``kv_cache`` or flag (``InvalidArgumentError``), and a stateful cache
     for a tract that cannot load it (``NotExpressibleError`` naming the version needed),
     before anything is written."""
-    from t2n.backends.nnef.versions import min_tract_version
-    from t2n.backends.target import TractNNEF
+    from t2n.backends.tract.target import TractNNEF
+    from t2n.backends.tract.versions import min_tract_version
 
     if kv_cache not in ("explicit", "stateful"):
         raise InvalidArgumentError(f"kv_cache must be 'explicit' or 'stateful', got {kv_cache!r}")

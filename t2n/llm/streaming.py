@@ -73,7 +73,7 @@ def _in_model_dtype(data: TensorData, owner: torch.Tensor) -> TensorData:
     """A float shard tensor as the f32/f16 of the model tensor it fills (converted on the
     workers of :mod:`t2n.quant.parallel`); other data as it is."""
     from t2n.quant.parallel import ConvertedOnWorkers
-    from t2n.serialize.torch_io import TORCH_TO_IR
+    from t2n.torch_data import TORCH_TO_IR
 
     want = TORCH_TO_IR.get(owner.dtype)
     floats = (DType.F32, DType.F16, DType.BF16)
@@ -242,7 +242,7 @@ def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, re
     from t2n.quant.model import SCALES_ATTR, _selected
     from t2n.quant.q4_0 import QuantizedOnRead, shape_problem
     from t2n.quant.recipes import recipe_of
-    from t2n.serialize.torch_io import ir_dtype
+    from t2n.torch_data import ir_dtype
 
     chosen = recipe_of(recipe)
     done: dict[int, np.ndarray] = {}

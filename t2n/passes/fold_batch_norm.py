@@ -3,12 +3,15 @@ deconv or linear layer that produces their input."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 
 from t2n.ir import ArrayData, DType, Graph, Op, Value
 from t2n.ir.graph import constant_data, is_constant
-from t2n.passes.base import Pass, PassResult, replace_with_values
+from t2n.passes.base import PassResult
+from t2n.passes.rewrite import Pattern, PatternPass, Replacement, only_reader
 
 _FOLDABLE_DTYPES = (DType.F16, DType.F32, DType.F64)
 
@@ -23,11 +26,6 @@ def in_memory_weight(v: Value) -> bool:
     whole and keep a scaled copy alive, defeating a bigger-than-memory export."""
     p = v.producer
     return is_float_constant(v) and p is not None and isinstance(p.attrs["data"], ArrayData)
-
-
-def sole_reader(graph: Graph, v: Value, op: Op) -> bool:
-    """``op`` is the only reader of ``v`` and ``v`` is no graph output."""
-    return not graph.is_output(v) and all(user is op for user, _ in v.uses)
 
 
 def channel_axis(p: Op) -> int | None:
@@ -126,7 +124,7 @@ class LayerChain:
 def layer_chain(graph: Graph, y: Value, reader: Op) -> LayerChain | None:
     """How ``y`` (read by ``reader`` only) comes from a layer, if it does."""
     p = y.producer
-    if p is None or not sole_reader(graph, y, reader):
+    if p is None or not only_reader(graph, y, reader):
         return None
     if channel_axis(p) is not None:
         return LayerChain(p)
@@ -137,13 +135,64 @@ def layer_chain(graph: Graph, y: Value, reader: Op) -> LayerChain | None:
         return None
     z, bias = parts
     q = z.producer
-    if q is None or z.type != y.type or channel_axis(q) is None or not sole_reader(graph, z, p):
+    if q is None or z.type != y.type or channel_axis(q) is None or not only_reader(graph, z, p):
         return None
     return LayerChain(q, p, bias)
 
 
 @attrs.frozen
-class FoldBatchNorm(Pass):
+class _Fold:
+    """A fold found around one ``mul`` (scale) or ``add`` (shift) and what it needs."""
+
+    chain: LayerChain
+    vec: np.ndarray = attrs.field(eq=False)
+    y: Value
+    bias_vec: np.ndarray | None = attrs.field(eq=False)
+    """The chain's bias ``add`` as a per-channel vector, when it has one."""
+    layer_bias: np.ndarray | None = attrs.field(eq=False)
+    """The layer's own constant bias (zeros if it has none), where the fold needs it."""
+
+
+def match_fold(graph: Graph, op: Op) -> _Fold | None:
+    """The fold of ``op`` (``mul``/``add`` by a per-channel constant) into the layer that
+    makes its other operand, when it is exact (see :class:`FoldBatchNorm`)."""
+    if op.kind not in ("mul", "add") or op.output.type.dtype not in _FOLDABLE_DTYPES:
+        return None
+    parts = constant_operand(op)
+    if parts is None or parts[0].type != op.output.type:
+        return None
+    y, c = parts
+    chain = layer_chain(graph, y, op)
+    if chain is None:
+        return None
+    data = constant_data(c)
+    vec = None if data is None else per_channel_vector(data, y, chain.axis)
+    if vec is None:
+        return None
+    p = chain.layer
+    bvec = _bias_vector(chain, y)
+    if chain.bias is not None and bvec is None:
+        return None
+    if op.kind == "mul":
+        has_bias = p.kind != "matmul" and len(p.inputs) > 2
+        conv_bias = _layer_bias(p) if has_bias else None
+        if has_bias and conv_bias is None:
+            return None
+        return _Fold(chain, vec, y, bvec, conv_bias)
+    if chain.bias_add is not None:
+        return _Fold(chain, vec, y, bvec, None)
+    if p.kind == "matmul":
+        return None  # matmul + constant add is already the linear layer's own form
+    old = _layer_bias(p)
+    return None if old is None else _Fold(chain, vec, y, None, old)
+
+
+def _folded(graph: Graph, op: Op, fold: _Fold) -> Replacement:
+    return _fold_scale(graph, fold, op) if op.kind == "mul" else _fold_shift(graph, fold, op)
+
+
+@attrs.frozen
+class FoldBatchNorm(PatternPass):
     """``mul(layer(x), s)`` and ``add(layer(x), t)`` with constant per-channel ``s`` and
     ``t`` become one layer with scaled weights and a shifted bias, where the layer is a
     conv, a deconv, or a matmul by a constant 2-D weight (optionally followed by a
@@ -154,28 +203,12 @@ class FoldBatchNorm(Pass):
 
     name = "fold-batch-norm"
 
+    def patterns(self) -> list[Pattern[Any]]:
+        return [Pattern("folded", match_fold, _folded)]
+
     def run(self, graph: Graph) -> PassResult:
-        folded = 0
-        for op in graph.ops():
-            if op not in graph or op.kind not in ("mul", "add"):
-                continue
-            if op.output.type.dtype not in _FOLDABLE_DTYPES:
-                continue
-            parts = constant_operand(op)
-            if parts is None or parts[0].type != op.output.type:
-                continue
-            y, c = parts
-            chain = layer_chain(graph, y, op)
-            if chain is None:
-                continue
-            data = constant_data(c)
-            vec = None if data is None else per_channel_vector(data, y, chain.axis)
-            if vec is None:
-                continue
-            fold = _fold_scale if op.kind == "mul" else _fold_shift
-            if fold(graph, chain, vec, op, y):
-                folded += 1
-        return PassResult(graph, folded > 0, {"folded": folded})
+        result = super().run(graph)
+        return PassResult(graph, result.modified, {"folded": result.stats.get("folded", 0)})
 
 
 def _bias_vector(chain: LayerChain, y: Value) -> np.ndarray | None:
@@ -193,56 +226,30 @@ def _layer_bias(p: Op) -> np.ndarray | None:
     return None if b is None else b.astype(np.float64).reshape(-1)
 
 
-def _finish(graph: Graph, op: Op, out: Value, dead: list[Op | None], layer: Value | None = None) -> bool:
-    """``out`` replaces ``op``; the ``dead`` ops go; a new ``layer`` output takes the
-    name of the layer output it replaces."""
-    replace_with_values(graph, op, [out])
-    names = [d.output.name for d in dead if d is not None]
-    for d in dead:
-        if d is not None:
-            graph.remove(d)
-    if layer is not None and layer is not out and names:
-        graph.rename(layer, names[-1])
-    return True
-
-
-def _fold_scale(graph: Graph, chain: LayerChain, vec: np.ndarray, op: Op, y: Value) -> bool:
+def _fold_scale(graph: Graph, fold: _Fold, op: Op) -> Replacement:
     """s * (x W + b) = x (W s) + b s."""
-    p = chain.layer
-    bvec = _bias_vector(chain, y)
-    if chain.bias is not None and bvec is None:
-        return False
-    conv_bias = _layer_bias(p) if p.kind != "matmul" and len(p.inputs) > 2 else None
-    if p.kind != "matmul" and len(p.inputs) > 2 and conv_bias is None:
-        return False
-    dt = y.type.dtype
+    chain, vec, p = fold.chain, fold.vec, fold.chain.layer
+    dt = fold.y.type.dtype
     weight = _scaled_weight(graph, p, vec)
-    bias_v = _vector_const(graph, conv_bias * vec, dt, p.inputs[2].name, p) if conv_bias is not None else None
+    bias_v = (_vector_const(graph, fold.layer_bias * vec, dt, p.inputs[2].name, p)
+              if fold.layer_bias is not None else None)
     layer = out = _relayer(graph, p, weight, bias_v)
-    if chain.bias_add is not None and chain.bias is not None and bvec is not None:
-        shifted = _vector_const(graph, bvec * vec, dt, chain.bias.name, chain.bias_add)
+    if chain.bias_add is not None and chain.bias is not None and fold.bias_vec is not None:
+        shifted = _vector_const(graph, fold.bias_vec * vec, dt, chain.bias.name, chain.bias_add)
         out = graph.create_op("add", [layer, shifted], names=[chain.bias_add.output.name],
                               loc=chain.bias_add.loc).output
-    return _finish(graph, op, out, [chain.bias_add, p], layer)
+    # the new layer takes the name of the one it replaces
+    return {op.output: out} if layer is out else {op.output: out, p.output: layer}
 
 
-def _fold_shift(graph: Graph, chain: LayerChain, vec: np.ndarray, op: Op, y: Value) -> bool:
+def _fold_shift(graph: Graph, fold: _Fold, op: Op) -> Replacement:
     """(x W + b) + t = x W + (b + t)."""
-    p = chain.layer
-    dt = y.type.dtype
-    if chain.bias_add is not None and chain.bias is not None:
-        bvec = _bias_vector(chain, y)
-        if bvec is None:
-            return False
-        shifted = _vector_const(graph, bvec + vec, dt, chain.bias.name, chain.bias_add)
-        out = graph.create_op("add", [p.output, shifted], names=[chain.bias_add.output.name],
-                              loc=chain.bias_add.loc).output
-        return _finish(graph, op, out, [chain.bias_add])
-    if p.kind == "matmul":
-        return False  # matmul + constant add is already the linear layer's own form
-    old = _layer_bias(p)
-    if old is None:
-        return False
+    chain, vec, p = fold.chain, fold.vec, fold.chain.layer
+    dt = fold.y.type.dtype
+    if chain.bias_add is not None and chain.bias is not None and fold.bias_vec is not None:
+        shifted = _vector_const(graph, fold.bias_vec + vec, dt, chain.bias.name, chain.bias_add)
+        return graph.create_op("add", [p.output, shifted], names=[chain.bias_add.output.name],
+                               loc=chain.bias_add.loc).output
+    assert fold.layer_bias is not None
     name = p.inputs[2].name if len(p.inputs) > 2 else "bias"
-    out = _relayer(graph, p, p.inputs[1], _vector_const(graph, old + vec, dt, name, p))
-    return _finish(graph, op, out, [p])
+    return _relayer(graph, p, p.inputs[1], _vector_const(graph, fold.layer_bias + vec, dt, name, p))

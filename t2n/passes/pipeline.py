@@ -32,7 +32,7 @@ from t2n.passes.dynamic_axes import DynamicAxes
 from t2n.passes.fold_batch_norm import FoldBatchNorm
 from t2n.passes.manager import DumpFn, PassManager
 from t2n.passes.precision import precision_passes
-from t2n.passes.spec import DEFAULT_PIPELINE, NAME_RE, REQUIRED, PipelineSpec, parse_pipeline
+from t2n.passes.spec import DEFAULT_PIPELINE, NAME_RE, REQUIRED, PipelineSpec, parse_spec
 
 
 def cleanup(verify_each: bool = False, dump: DumpFn | None = None) -> PassManager:
@@ -62,6 +62,19 @@ def builtin_passes(
         "dead-node-elimination": DeadNodeElimination(),
         **precision_passes(),
     }
+
+
+def parse_pipeline(
+    spec: PipelineSpec | object,
+    known: Mapping[str, Pass] | None = None,
+    *,
+    default: Sequence[str] = DEFAULT_PIPELINE,
+    required: Sequence[str] = REQUIRED,
+) -> list[Pass]:
+    """The passes ``spec`` names, in order (:func:`t2n.passes.spec.parse_spec`), by
+    default among the built-in passes. A command-line tool can pass its ``--passes``
+    text straight here: ``parse_pipeline("default,-fold-batch-norm")``."""
+    return parse_spec(spec, builtin_passes() if known is None else known, default=default, required=required)
 
 
 def check_pass_registry(registry: object) -> dict[str, Pass]:
@@ -106,7 +119,7 @@ def compile_pipeline(
     those (then the final cleanup)."""
     known = {**(builtins if builtins is not None else builtin_passes(verify_each=verify_each, dump=dump)),
              **check_pass_registry(registry)}
-    stages = parse_pipeline(spec, known, default=DEFAULT_PIPELINE, required=REQUIRED)
+    stages = parse_spec(spec, known, default=DEFAULT_PIPELINE, required=REQUIRED)
     if not fold_batch_norm:
         stages = [p for p in stages if p.display_name != "fold-batch-norm"]
     names = [p.display_name for p in stages]
@@ -141,4 +154,4 @@ def default_pipeline(
 
 
 __all__ = ["DEFAULT_PIPELINE", "REQUIRED", "builtin_passes", "check_pass_registry", "cleanup",
-           "compile_pipeline", "default_pipeline"]
+           "compile_pipeline", "default_pipeline", "parse_pipeline"]

@@ -14,20 +14,17 @@ not match keeps its decomposed form. Older tract targets write the decomposed fo
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from typing import Any
 
 import attrs
 import numpy as np
 
 from t2n.ir import Graph, Op, Value
 from t2n.ir.graph import constant_data
-from t2n.passes.base import Pass, PassResult
-from t2n.passes.matching import only_reader, producer_of, take_place
+from t2n.passes.rewrite import Pattern, PatternPass, only_reader, producer_of
 
 _INT_MAX = np.iinfo(np.int64).max
 
-_T = TypeVar("_T")
 
 
 def _ints(v: Value) -> list[int] | None:
@@ -111,22 +108,6 @@ def _rms_operands(graph: Graph, mul: Op) -> tuple[Value, int, float] | None:
     return None
 
 
-def _rewrite_all(graph: Graph, find: Callable[[Graph, Op], _T | None],
-                 build: Callable[[Graph, Op, _T], Value]) -> int:
-    """Replace every op ``find`` accepts by what ``build`` makes of the match; the ops
-    left unread are dropped and the new value takes the old one's name."""
-    count = 0
-    for op in graph.ops():
-        if op not in graph:  # dropped with an earlier match
-            continue
-        found = find(graph, op)
-        if found is None:
-            continue
-        take_place(graph, op.output, build(graph, op, found))
-        count += 1
-    return count
-
-
 def _build_rope(graph: Graph, op: Op, found: tuple[Value, Value, Value]) -> Value:
     return graph.create_op("apply_rope", list(found), loc=op.loc, names=["rope"]).output
 
@@ -137,22 +118,20 @@ def _build_rms(graph: Graph, op: Op, found: tuple[Value, int, float]) -> Value:
 
 
 @attrs.frozen
-class ReifyRope(Pass):
+class ReifyRope(PatternPass):
     """Rotary position embeddings (rotate-half form) as ``apply_rope`` ops."""
 
     name = "reify-rope"
 
-    def run(self, graph: Graph) -> PassResult:
-        count = _rewrite_all(graph, _rope_operands, _build_rope)
-        return PassResult(graph, count > 0, {"rotary embeddings": count} if count else {})
+    def patterns(self) -> list[Pattern[Any]]:
+        return [Pattern("rotary embeddings", _rope_operands, _build_rope)]
 
 
 @attrs.frozen
-class ReifyRmsNorm(Pass):
+class ReifyRmsNorm(PatternPass):
     """RMS normalizations written with a mean of squares as ``rms_norm`` ops."""
 
     name = "reify-rms-norm"
 
-    def run(self, graph: Graph) -> PassResult:
-        count = _rewrite_all(graph, _rms_operands, _build_rms)
-        return PassResult(graph, count > 0, {"rms norms": count} if count else {})
+    def patterns(self) -> list[Pattern[Any]]:
+        return [Pattern("rms norms", _rms_operands, _build_rms)]

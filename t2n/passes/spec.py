@@ -32,7 +32,7 @@ from t2n.errors import InvalidArgumentError
 from t2n.passes.base import Pass
 
 PipelineSpec = str | Sequence[str | Pass]
-"""What ``compile(passes=...)`` and :func:`parse_pipeline` accept."""
+"""What ``compile(passes=...)`` and :func:`parse_spec` accept."""
 
 DEFAULT_PIPELINE: tuple[str, ...] = ("bf16-as", "dynamic-axes", "cleanup", "fold-batch-norm", "cleanup")
 """The names ``default`` stands for in a pipeline spec."""
@@ -60,9 +60,9 @@ class _Item:
     anchor: str | None = None
 
 
-def parse_pipeline(
+def parse_spec(
     spec: PipelineSpec | object,
-    known: Mapping[str, Pass] | None = None,
+    known: Mapping[str, Pass],
     *,
     default: Sequence[str] = DEFAULT_PIPELINE,
     required: Collection[str] = REQUIRED,
@@ -70,15 +70,10 @@ def parse_pipeline(
     """The passes ``spec`` (a :data:`PipelineSpec`, checked here) names, in order (see
     the module docstring for the syntax).
 
-    ``known`` maps each name a spec may use to its pass (by default the built-in
-    passes, :func:`t2n.passes.builtin_passes`); ``default`` lists the names ``default``
-    stands for; names in ``required`` cannot be removed. A command-line tool can pass
-    its ``--passes`` text straight here: ``parse_pipeline("default,-fold-batch-norm")``.
+    ``known`` maps each name a spec may use to its pass
+    (:func:`t2n.passes.parse_pipeline` gives the built-in passes); ``default`` lists the
+    names ``default`` stands for; names in ``required`` cannot be removed.
     """
-    if known is None:
-        from t2n.passes.pipeline import builtin_passes
-
-        known = builtin_passes()
     items = _items(spec)
     if not items or isinstance(items[0], Pass) or items[0].sign:
         items = [_Item("default", "", "default"), *items]
@@ -175,4 +170,4 @@ def _add(pipeline: list[_Stage], item: _Item, stage: _Stage) -> None:
     pipeline.insert(at if item.where == "before" else at + 1, stage)
 
 
-__all__ = ["DEFAULT_PIPELINE", "NAME_RE", "REQUIRED", "PipelineSpec", "parse_pipeline"]
+__all__ = ["DEFAULT_PIPELINE", "NAME_RE", "REQUIRED", "PipelineSpec", "parse_spec"]

@@ -9,7 +9,7 @@ import numpy as np
 
 from t2n.ir import Graph, Op, Value
 from t2n.ir.graph import constant_data
-from t2n.passes.matching import only_reader, producer_of
+from t2n.passes.rewrite import only_reader, producer_of
 
 
 @attrs.frozen

@@ -25,6 +25,7 @@ from t2n.quant.parallel import ordered_map
 from t2n.quant.q4_0 import BLOCK, Q40Data, shape_problem
 from t2n.quant.q4_0_kernel import SLAB_BLOCKS, f16, quantize_values_, values_of
 from t2n.quant.recipes import Q40Recipe, recipe_of
+from t2n.torch_data import tensor_data
 
 logger = logging.getLogger("t2n.quant")
 
@@ -178,8 +179,6 @@ def with_q4_0(scales: dict[int, np.ndarray], t: torch.Tensor, data: TensorData, 
 def quantized_state(model: torch.nn.Module) -> dict[str, torch.Tensor | TensorData]:
     """``model.state_dict()`` with its Q4_0 weights as Q4_0 tensor data, ready for
     ``t2n.export_tensors_to_nnef``."""
-    from t2n.serialize.torch_io import tensor_data
-
     scales = q4_0_scales(model)
     named = dict(model.named_parameters(remove_duplicate=False))
     out: dict[str, torch.Tensor | TensorData] = {}
@@ -193,8 +192,6 @@ def quantize_tensor(tensor: torch.Tensor, recipe: str | Q40Recipe = "min_max_q4_
                     name: str = "tensor") -> Q40Data:
     """A Q4_0 copy of ``tensor`` (which is not changed), for ``export_tensors_to_nnef``.
     A tensor that cannot be Q4_0 is refused with :class:`InvalidArgumentError` naming it."""
-    from t2n.serialize.torch_io import tensor_data
-
     chosen = recipe_of(recipe)
     if not isinstance(tensor, torch.Tensor):
         raise InvalidArgumentError(f"quantize_tensor: {name!r} is a {type(tensor).__name__}, not a tensor")

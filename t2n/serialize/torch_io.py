@@ -1,6 +1,5 @@
 """The torch edge of serialization: torch tensors and checkpoints in, ``.dat`` files out.
 
-* :func:`tensor_data`: a zero-copy view of a CPU tensor as IR tensor data.
 * :func:`export_tensors_to_nnef`, :func:`export_tensors_from_disk_to_nnef`,
   :func:`iter_torch_tensors_from_disk`: the public tensor-export helpers.
 * :func:`weight_source` / :func:`resolve_weights`: weights that live on disk, for
@@ -35,26 +34,16 @@ import numpy as np
 import torch
 
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError
-from t2n.ir import ArrayData, DType, LazyData, TensorData
+from t2n.ir import DType, LazyData, TensorData
 from t2n.ir.dtypes import bf16_export_dtype
 from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileStamp, _chunks_of, converted
 from t2n.quant.parallel import convert_chunk
 from t2n.serialize.filecheck import check_stamp, read_mappings
 from t2n.serialize.safetensors_reader import open_weights, safetensors_files
 from t2n.serialize.tensors import WrittenTensor, write_tensors
+from t2n.torch_data import IR_TO_TORCH, exported_dtype, float8_data, tensor_data
 
 log = logging.getLogger("t2n")
-
-TORCH_TO_IR: dict[torch.dtype, DType] = {
-    torch.bool: DType.BOOL, torch.uint8: DType.U8, torch.int8: DType.I8, torch.int16: DType.I16,
-    torch.int32: DType.I32, torch.int64: DType.I64, torch.float16: DType.F16,
-    torch.bfloat16: DType.BF16, torch.float32: DType.F32, torch.float64: DType.F64,
-}
-for _name, _dt in (("uint16", DType.U16), ("uint32", DType.U32), ("uint64", DType.U64)):
-    if hasattr(torch, _name):
-        TORCH_TO_IR[getattr(torch, _name)] = _dt
-IR_TO_TORCH = {v: k for k, v in TORCH_TO_IR.items()}
-
 
 # -- conversion -----------------------------------------------------------------------
 
@@ -64,39 +53,6 @@ convert_raw_fast = convert_chunk
 
 
 # -- tensors --------------------------------------------------------------------------
-
-
-def ir_dtype(dtype: torch.dtype) -> DType:
-    try:
-        return TORCH_TO_IR[dtype]
-    except KeyError:
-        raise InvalidArgumentError(f"torch dtype {dtype} has no NNEF form") from None
-
-
-def tensor_data(t: torch.Tensor | np.ndarray | TensorData) -> TensorData:
-    """IR tensor data for a tensor: a zero-copy view of a CPU tensor's memory (bf16 as
-    its raw bits); other devices are copied to the CPU."""
-    if isinstance(t, TensorData):
-        return t
-    if isinstance(t, np.ndarray):
-        return ArrayData(t)
-    if not isinstance(t, torch.Tensor):
-        raise InvalidArgumentError(f"expected a torch.Tensor, got {type(t).__name__}")
-    t = t.detach()
-    if t.is_meta:
-        raise InvalidArgumentError("a tensor on the meta device has no data to write")
-    if t.layout != torch.strided:
-        raise InvalidArgumentError(f"only dense tensors can be written, not {t.layout}")
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.is_conj():
-        t = t.resolve_conj()
-    if t.is_neg():
-        t = t.resolve_neg()
-    dtype = ir_dtype(t.dtype)
-    if dtype is DType.BF16:
-        return ArrayData(t.view(torch.int16).numpy().view(np.uint16), DType.BF16)
-    return ArrayData(t.numpy(), dtype)
 
 
 def _meta_like(data: TensorData) -> torch.Tensor:
@@ -233,8 +189,6 @@ def _mapped_tensor_data(t: torch.Tensor, ranges: list[tuple[int, int]],
 
 def _float8_as_exported(tensors: dict[str, torch.Tensor]) -> dict[str, TensorData]:
     """The float8 tensors among ``tensors``, converted to what they are exported as."""
-    from t2n.frontend.dtypes import float8_data
-
     out: dict[str, TensorData] = {}
     for n, t in tensors.items():
         data = float8_data(t, n)
@@ -308,18 +262,39 @@ def export_tensors_to_nnef(
     no file of this call is left. ``progress``: a bar on a terminal (``None``: when
     stderr is one and the write is large), and INFO log records.
     """
-    from t2n.options import check_tensor_export_args
-
     check_tensor_export_args(name_to_tensor, bf16_as=bf16_as, progress=progress, sync=sync)
     data = _named_tensor_data(name_to_tensor, "name_to_tensor")
     return write_tensors(data, output_dir, bf16_as=bf16_as, progress=progress, sync=sync)
 
 
+def check_tensor_export_args(
+    tensors: object = None, *, bf16_as: object, progress: object, sync: object, filter_key: object = None,
+) -> None:
+    """The arguments of ``export_tensors_to_nnef`` / ``export_tensors_from_disk_to_nnef``,
+    checked before anything is read or written."""
+    if tensors is not None:
+        if not isinstance(tensors, Mapping):
+            raise InvalidArgumentError(
+                f"name_to_tensor must be a mapping name → tensor (such as model.state_dict()), "
+                f"got {type(tensors).__name__}"
+            )
+        bad = next((k for k in tensors if not isinstance(k, str)), None)
+        if bad is not None:
+            raise InvalidArgumentError(f"name_to_tensor keys must be strings (tensor names), got {bad!r}")
+    bf16_export_dtype(bf16_as)
+    if progress is not None and not isinstance(progress, bool):
+        raise InvalidArgumentError(f"progress must be None, True or False, got {progress!r}")
+    if not isinstance(sync, bool):
+        raise InvalidArgumentError(f"sync must be True or False, got {sync!r}")
+    if filter_key is not None and not callable(filter_key):
+        raise InvalidArgumentError(
+            f"filter_key must be a function of the tensor name returning a bool, got {filter_key!r}"
+        )
+
+
 def _named_tensor_data(tensors: Mapping[str, Any], what: str) -> dict[str, TensorData]:
     """IR data of each named tensor (float8 ones converted, with a warning), refusing
     values that are not tensors or arrays by name."""
-    from t2n.frontend.dtypes import float8_data
-
     out: dict[str, TensorData] = {}
     for name, t in tensors.items():
         if not isinstance(t, (torch.Tensor, np.ndarray, TensorData)):
@@ -353,8 +328,6 @@ def export_tensors_from_disk_to_nnef(
     Returns ``{name: WrittenTensor}``; names map to files as in
     :func:`export_tensors_to_nnef`.
     """
-    from t2n.options import check_tensor_export_args
-
     check_tensor_export_args(bf16_as=bf16_as, progress=progress, sync=sync, filter_key=filter_key)
     bf16_export_dtype(bf16_as)
     source = open_checkpoint(path, map_location)
@@ -385,14 +358,6 @@ def weight_source(
     raise InvalidArgumentError(
         f"weights_from must be a checkpoint path or a mapping of tensors, not {type(weights_from).__name__}"
     )
-
-
-def _exported_dtype(dtype: torch.dtype) -> DType:
-    """What a parameter of ``dtype`` is exported as (float8 as the type holding it exactly)."""
-    from t2n.frontend.dtypes import FLOAT8_DTYPES
-
-    fmt = FLOAT8_DTYPES.get(dtype)
-    return fmt.exported_as if fmt is not None else ir_dtype(dtype)
 
 
 def has_meta_tensors(module: torch.nn.Module) -> bool:
@@ -428,7 +393,7 @@ def resolve_weights(
                 missing.append(aliases[0])
             continue
         data = source[found]
-        want = _exported_dtype(t.dtype)
+        want = exported_dtype(t.dtype)
         if tuple(data.shape) != tuple(t.shape):
             wrong.append(f"{found}: shape {list(data.shape)} in the weights, {list(t.shape)} in the model")
             continue
@@ -456,5 +421,5 @@ def resolve_weights(
 __all__ = [
     "convert_raw_fast", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "has_meta_tensors", "iter_torch_tensors_from_disk", "load_torch_checkpoint", "open_checkpoint",
-    "resolve_weights", "safetensors_files", "tensor_data", "weight_source",
+    "resolve_weights", "safetensors_files", "weight_source",
 ]

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from t2n.backends.target import KhronosNNEF, Target, TractNNEF
+from t2n.backends.khronos.target import KhronosNNEF
+from t2n.backends.target import Target
+from t2n.backends.tract.target import TractNNEF
 from t2n.errors import T2NError
 from t2n.ir import parse_graph
 

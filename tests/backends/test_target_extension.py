@@ -212,7 +212,7 @@ class _BareTarget(t2n.Target):
     name = "bare"
 
     def renderer(self):
-        from t2n.backends.nnef.renderer import KhronosRenderer
+        from t2n.backends.khronos.renderer import KhronosRenderer
 
         return KhronosRenderer(self, t2n.KhronosNNEF().builtin_emitters())
 

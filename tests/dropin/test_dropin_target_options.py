@@ -14,7 +14,7 @@ from packaging.version import Version
 from torch import nn
 
 import t2n
-from t2n.backends.target import TRACT_LATEST
+from t2n.backends.tract.target import TRACT_LATEST
 from t2n.errors import InvalidArgumentError
 
 X = torch.rand(2, 3)

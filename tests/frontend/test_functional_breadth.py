@@ -1,7 +1,7 @@
 """Every function of torch.nn.functional with an inference meaning, exported and run
 in tract and in the Khronos interpreter (or refused for Khronos, by name, where
 standard NNEF has no form); and every public function classified in
-``t2n.frontend.functional_coverage``, so the table in docs/operators.md stays true."""
+``tools.functional_coverage``, so the table in docs/operators.md stays true."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from t2n.frontend import functional_coverage as coverage
 from t2n.testing import check_export
+from tools import functional_coverage as coverage
 
 r = torch.randn
 

@@ -1,4 +1,4 @@
-"""The frontend parity table (``python -m t2n.frontend.parity``) and the expectation
+"""The frontend parity table (``python -m tools.parity_table``) and the expectation
 patterns of ``tests/frontend_parity.py``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import frontend_parity
 import pytest
 
-from t2n.frontend import parity
+from tools import parity_table as parity
 
 L = "tests/layers/test_conv.py::test_conv"
 A = "tests/architectures/test_transformers.py::test_architecture_in_tract_and_khronos"

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from t2n import LoweringRegistry, compile
-from t2n.backends.target import TractNNEF
+from t2n.backends.tract.target import TractNNEF
 from t2n.errors import UnsupportedOpsError
 from t2n.frontend.lowering import core_aten
 from t2n.testing import Lambda, check_dynamic, check_export, check_fn

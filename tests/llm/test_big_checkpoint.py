@@ -43,7 +43,7 @@ def _tract_prefill(out: Path, model: Any) -> tuple[list[np.ndarray], tuple[torch
     """tract's outputs for the prompt and an empty cache, and PyTorch's on ``model``."""
     import tract
 
-    from t2n.check.tract_child import _to_numpy
+    from t2n.backends.tract.child import _to_numpy
 
     layout = cache_layout(model)
     cache = layout.empty_cache(0)

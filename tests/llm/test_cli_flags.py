@@ -15,10 +15,11 @@ import pytest
 import torch
 from cli.cli_support import make_runner
 
-from t2n.check.io_npz import read_io_npz, replay_io_npz
+from t2n.check.io_npz import read_io_npz
+from t2n.cli.check import replay_io_npz
+from t2n.cli.llm import show_progress
 from t2n.errors import InvalidArgumentError
 from t2n.llm import export_llm, tract_greedy_generate
-from t2n.llm.cli import show_progress
 
 from .folders import save_checkpoint
 from .tiny_models import reference_tokens, tiny_model
@@ -37,7 +38,7 @@ FLAGS = ("--local-dir", "--export-dirpath", "--force-module-dtype", "--force-inp
 def test_help_documents_every_flag() -> None:
     from click.testing import CliRunner
 
-    from t2n.llm.cli import llm_command
+    from t2n.cli.llm import llm_command
 
     text = CliRunner().invoke(llm_command, ["--help"], terminal_width=200).output
     helps = {opt: param.help for param in llm_command.params if isinstance(param, click.Option)

@@ -61,7 +61,7 @@ def test_samples_replay_in_tract(tmp_path: Path) -> None:
     tract reproduces."""
     import tract
 
-    from t2n.check.tract_child import _to_numpy
+    from t2n.backends.tract.child import _to_numpy
 
     export_llm(tiny_model("qwen2"), tmp_path / "out", verify=False)
     runnable = tract.nnef().load(str(tmp_path / "out" / "model" / "model.nnef.tgz")).into_runnable()

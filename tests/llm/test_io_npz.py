@@ -1,5 +1,5 @@
 """``OUT/tests/io.npz``: the prefill and decode steps PyTorch ran, replayed in tract by
-``t2n check --io``, ``t2n.check.io_npz.replay_io_npz`` and ``Artifact.check``; a tampered
+``t2n check --io``, ``t2n.cli.check.replay_io_npz`` and ``Artifact.check``; a tampered
 file fails the check. And the tokenizer and config written beside the graph."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from t2n.check.io_npz import IOStep, read_io_npz, replay_io_npz, write_io_npz
+from t2n.check.io_npz import IOStep, read_io_npz, write_io_npz
+from t2n.cli.check import replay_io_npz
 from t2n.errors import CheckMismatchError, InvalidArgumentError
 from t2n.llm import export_llm
 

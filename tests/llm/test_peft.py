@@ -57,7 +57,7 @@ def _tract_reads(archive: Path, names: list[str], tmp: Path) -> list[np.ndarray]
     """tract runs a graph whose outputs are the archive's tensors, as variables."""
     import tract
 
-    from t2n.check.tract_child import _to_numpy
+    from t2n.backends.tract.child import _to_numpy
 
     folder = tmp / "graph"
     with tarfile.open(archive) as tar:

@@ -137,8 +137,7 @@ def test_cli_stateful_with_reified_ops(tmp_path: Path) -> None:
 
 def test_graph_refuses_to_remove_a_read_input() -> None:
     """``Graph.remove_input`` drops only an input nobody reads (else ``GraphEditError``)."""
-    from t2n.ir import DType, Graph, TensorType
-    from t2n.ir.graph import GraphEditError
+    from t2n.ir import DType, Graph, GraphEditError, TensorType
 
     graph = Graph()
     x = graph.add_input(TensorType(DType.F32, (2,)), "x")

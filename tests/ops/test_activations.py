@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from t2n.backends.target import TractNNEF
+from t2n.backends.tract.target import TractNNEF
 from t2n.testing import Lambda, check_export
 
 

@@ -169,7 +169,7 @@ def test_identical_fills_are_what_tract_fails_on(monkeypatch):
                                                                                            np.float32(0))))
     art = t2n.compile(TwiceMasked().eval(), (qkv()[0], padding()), t2n.TractNNEF())
     assert len({fill for _, _, fill in addends(art.graph_nnef)}) == 1
-    from t2n.check.tract_versions import installed_tract_version
+    from t2n.backends.tract.environments import installed_tract_version
 
     assert installed_tract_version() == "0.23.9", (
         f"the Dummy-op failure is tract 0.23.9's (installed: {installed_tract_version()}): "
@@ -199,7 +199,7 @@ def test_the_smallest_graph_tract_fails_on(tmp_path, fills):
     addend, the second mask read again. With different fills it runs."""
     import tract
 
-    from t2n.check.tract_versions import installed_tract_version
+    from t2n.backends.tract.environments import installed_tract_version
 
     (tmp_path / "graph.nnef").write_text(MINIMAL_TRIGGER.replace("FILL1", fills[0]).replace("FILL2", fills[1]))
     mask = np.array([True, True, False, True, False, True, True])
@@ -266,8 +266,8 @@ def test_older_tract_runs_the_additive_masks(version, tmp_path):
     """The add form is standard NNEF: tract releases before 0.23 run it too."""
     from tract_matrix_support import environment_or_skip
 
+    from t2n.backends.tract.environments import TractJob, run_jobs
     from t2n.check.compare import Tolerance, compare
-    from t2n.check.tract_versions import TractJob, run_jobs
 
     environment_or_skip(version)  # made on first use; under CI a failure to make it fails
     art = t2n.compile(TwiceMasked().eval(), (qkv()[0], padding()), t2n.TractNNEF(version))

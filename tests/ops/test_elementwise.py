@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from t2n.backends.target import TractNNEF
+from t2n.backends.tract.target import TractNNEF
 from t2n.ir import OpSet
 from t2n.testing import Lambda, check_export
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import t2n
-from t2n.backends.nnef.emit.rnn import FUSED_BELOW
+from t2n.backends.tract.emit.rnn import FUSED_BELOW
 
 
 class First(nn.Module):
@@ -70,7 +70,7 @@ def test_older_tract_keeps_the_projection_outside():
 
 
 def test_the_ir_op_evaluates_like_pytorch():
-    from t2n.ir.ops.gru_sequence import _eval
+    from t2n.backends.tract.ops import _gru_eval
     from t2n.ir.ops.rnn import GATE_ORDER
 
     torch.manual_seed(0)
@@ -79,6 +79,6 @@ def test_the_ir_op_evaluates_like_pytorch():
     order = [k for g in GATE_ORDER["gru"] for k in range(g * 4, (g + 1) * 4)]
     w_ih, w_hh = gru.weight_ih_l0.detach()[order], gru.weight_hh_l0.detach()[order]
     b = torch.cat([gru.bias_ih_l0.detach()[order], gru.bias_hh_l0.detach()[order]])
-    y, h = _eval([x.numpy(), w_ih.numpy(), w_hh.numpy(), h0.numpy(), b.numpy()], {"hidden": 4})
+    y, h = _gru_eval([x.numpy(), w_ih.numpy(), w_hh.numpy(), h0.numpy(), b.numpy()], {"hidden": 4})
     want = gru(x)[0].detach().numpy()
     assert abs(y - want).max() < 1e-5 and abs(h - want[:, -1]).max() < 1e-5

@@ -20,7 +20,8 @@ from t2n.quant import q4_0, q4_0_kernel
 from t2n.quant.model import quantize_weight_
 from t2n.quant.parallel import ConvertedOnWorkers, ordered_map
 from t2n.serialize.dat import dat_bytes
-from t2n.serialize.torch_io import convert_raw_fast, tensor_data
+from t2n.serialize.torch_io import convert_raw_fast
+from t2n.torch_data import tensor_data
 
 # -- the reference: the algorithm before the kernel, one numpy step per formula --------
 

@@ -144,9 +144,9 @@ def test_a_name_too_long_is_refused_before_writing(tmp_path, suffix):
 
 
 def test_export_with_a_name_too_long_fails_before_compiling(tmp_path, monkeypatch):
-    import t2n.api
+    import t2n.driver.export
 
-    monkeypatch.setattr(t2n.api, "compile", lambda *a, **k: pytest.fail("compiled"))
+    monkeypatch.setattr(t2n.driver.export, "compile_model", lambda *a, **k: pytest.fail("compiled"))
     with pytest.raises(ArtifactWriteError, match="too long"):
         t2n.export(Wide().eval(), (X,), tmp_path / ("m" * 300 + ".tar"))
     assert os.listdir(tmp_path) == []
@@ -298,13 +298,13 @@ def test_sigterm_during_artifact_save(tmp_path):
 
 def test_sigterm_during_export_while_weights_are_written(tmp_path):
     proc = _run(f"""
-        import time, torch, t2n, t2n.api
+        import time, torch, t2n, t2n.driver.export
 
         def slow_compile(*args, **kwargs):
             print("writing", flush=True)  # the early writer thread is writing the weights
             time.sleep(60)
 
-        t2n.api.compile = slow_compile
+        t2n.driver.export.compile_model = slow_compile
         t2n.export(torch.nn.Linear(64, 4096), (torch.randn(1, 64),), {str(tmp_path / "m.tar")!r})
     """)
     rc, out, err = _terminate_when_ready(proc, tmp_path)

@@ -22,7 +22,7 @@ import torch
 
 import t2n
 from t2n.backends.nnef.context import DuplicateEmitterError, EmitterTable
-from t2n.backends.nnef.renderer import TractRenderer, emitter_table
+from t2n.backends.tract.renderer import TractRenderer
 from t2n.errors import EmissionError, IRError, IRLookupError, T2NError
 from t2n.frontend.registry import DuplicateRuleError, LoweringRegistry, RuleSet
 from t2n.ir import (
@@ -193,7 +193,7 @@ def _target_with_relu(emitter):
 
     class Custom(t2n.TractNNEF):
         def renderer(self):
-            return TractRenderer(self, {**emitter_table("tract"), "relu": emitter})
+            return TractRenderer(self, {**t2n.TractNNEF().emitter_table(), "relu": emitter})
 
     return Custom()
 

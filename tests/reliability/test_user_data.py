@@ -159,7 +159,7 @@ def test_save_refuses_what_t2n_did_not_write(tmp_path, artifact, case):
 @pytest.mark.parametrize("case", ["user folder", "folder named x.tar", "text file as .tar",
                                   "file where a folder goes"])
 def test_export_refuses_before_compiling(tmp_path, monkeypatch, case):
-    import t2n.api
+    import t2n.driver.export
 
     path = _make_bad(tmp_path, case)
     before = _snapshot(tmp_path)
@@ -167,7 +167,7 @@ def test_export_refuses_before_compiling(tmp_path, monkeypatch, case):
     def never(*args, **kwargs):
         raise AssertionError("compiled although the destination is refused")
 
-    monkeypatch.setattr(t2n.api, "compile", never)
+    monkeypatch.setattr(t2n.driver.export, "compile_model", never)
     with pytest.raises(OverwriteRefusedError) as exc_info:
         t2n.export(Small().eval(), (X,), path)
     _assert_refusal(exc_info, path)

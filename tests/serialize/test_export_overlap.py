@@ -93,10 +93,10 @@ def test_folded_weights_are_taken_back_and_rewritten(tmp_path):
 def test_weight_modified_during_compile_is_rewritten(tmp_path, monkeypatch):
     """Written early, then changed in place before the compile ends: its version counter
     says so, and the archive holds the new values."""
-    import t2n.driver.stages
+    from t2n.frontend.jit import frontend as jit_frontend
 
     model = Mlp().eval()
-    lower_ = t2n.driver.stages.lower
+    lower_ = jit_frontend.lower
 
     def lower_then_edit(*args, **kwargs):
         graph = lower_(*args, **kwargs)
@@ -104,7 +104,7 @@ def test_weight_modified_during_compile_is_rewritten(tmp_path, monkeypatch):
             model.up.weight.mul_(2.0)
         return graph
 
-    monkeypatch.setattr(t2n.driver.stages, "lower", lower_then_edit)
+    monkeypatch.setattr(jit_frontend, "lower", lower_then_edit)
     art = t2n.export(model, (X,), tmp_path / "e.tar")
     assert art.stats["overlap"]["kept"] == 0 and art.stats["overlap"]["written_early"] == 6
     members = dict(_members(tmp_path / "e.tar"))
@@ -147,12 +147,12 @@ def test_failed_compile_leaves_nothing(tmp_path):
 
 
 def test_interrupted_export_leaves_nothing(tmp_path, monkeypatch):
-    import t2n.api
+    import t2n.driver.export
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(t2n.api, "compile", interrupted)
+    monkeypatch.setattr(t2n.driver.export, "compile_model", interrupted)
     with pytest.raises(KeyboardInterrupt):
         t2n.export(Mlp().eval(), (X,), tmp_path / "m.tar")
     assert list(tmp_path.iterdir()) == []

@@ -14,8 +14,8 @@ import torch.nn as nn
 from tract_matrix_support import environment_or_skip
 
 import t2n
-from t2n.check import tract_versions
-from t2n.check.tract_versions import TractJob, run_in_tract_version, run_jobs, tract_python
+from t2n.backends.tract import environments as tract_versions
+from t2n.backends.tract.environments import TractJob, run_in_tract_version, run_jobs, tract_python
 from t2n.errors import EngineCrashedError, EngineError, InvalidArgumentError, TractEnvironmentError
 
 INSTALLED = tract_versions.installed_tract_version() or "0.23.9"

@@ -5,7 +5,7 @@ fused tract form is new in 0.23 (rms_norm, silu, tanh-GELU, is_inf/is_nan, any/a
 whose older kernels differ (integer sign and division, average pools counting padding).
 
 One test per version: its models are exported, then run together in one child process
-of that version's environment (t2n.check.tract_versions)."""
+of that version's environment (t2n.backends.tract.environments)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import torch.nn as nn
 from tract_matrix_support import VERSIONS, environment_or_skip
 
 import t2n
+from t2n.backends.tract.environments import TractJob, run_jobs
 from t2n.check.compare import Tolerance, compare
-from t2n.check.tract_versions import TractJob, run_jobs
 from t2n.errors import EngineError
 
 Case = tuple[nn.Module, tuple[torch.Tensor, ...], dict[str, object], list[tuple[torch.Tensor, ...]], str]

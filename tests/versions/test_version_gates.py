@@ -1,5 +1,5 @@
 """What TractNNEF(version) writes: an operation only for a tract that loads it (the table
-in t2n.backends.nnef.versions), the decomposed form for older ones, and a typed refusal
+in t2n.backends.tract.versions), the decomposed form for older ones, and a typed refusal
 naming the version to use where no older form exists. Renders only (fast); the matrix
 tests run the artifacts in the engines."""
 
@@ -13,10 +13,10 @@ import torch.nn as nn
 
 import t2n
 from t2n.backends.nnef.context import nnef_float
-from t2n.backends.nnef.versions import TRACT_REQUIREMENTS, target_has, version_table_rows
 from t2n.backends.target import parse_version
+from t2n.backends.tract.versions import TRACT_REQUIREMENTS, target_has, version_table_rows
 from t2n.errors import NotExpressibleError
-from t2n.frontend.coverage import tract_version_section
+from tools.operator_table import tract_version_section
 
 
 class _Fused(nn.Module):
@@ -133,9 +133,9 @@ def test_documentation_section_lists_every_row():
         assert name in text and since in text
 
 
-def test_a_target_without_tract_versions_is_taken_to_have_everything():
-    assert target_has(object(), "tract_core_silu")  # type: ignore[arg-type]
+def test_target_has_gates_by_the_tract_version():
     assert target_has(t2n.TractNNEF("0.23.9"), "tract_core_silu")
+    assert target_has(t2n.TractNNEF("0.19.0"), "tract_core_erf")  # no entry: every version
     assert not target_has(t2n.TractNNEF("0.22.4"), "tract_core_silu")
 
 

@@ -3,19 +3,35 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol
 
 import attrs
 import numpy as np
 
 from t2n.backends.nnef.naming import Namer
-from t2n.errors import OpProblem, T2NError
+from t2n.errors import OpProblem
 from t2n.ir import ArrayData, DType, Graph, Op, Sym, TensorData, Trait, Value
-from t2n.ir.identifiers import free_name
+from t2n.ir.identifiers import IdentifierRules, free_name
+from t2n.registry import DuplicateNameError, Registry, Table, collect, entries_of
 
-if TYPE_CHECKING:
-    from t2n.backends.target import Target
+
+class RenderTarget(Protocol):
+    """What rendering reads of a target (:class:`t2n.backends.target.Target`): emitters
+    ask ``ctx.target.at_least("0.23.0")`` or ``ctx.target.bf16_as``."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def bf16_as(self) -> DType: ...
+
+    @property
+    def identifier_rules(self) -> IdentifierRules: ...
+
+    def at_least(self, version: str) -> bool: ...
+
+    def fragment_text(self, name: str) -> str: ...
 
 
 @attrs.frozen
@@ -86,7 +102,7 @@ class EmitContext:
     """What an emitter works with. Emitters call :meth:`arg` for operands and
     :meth:`assign` / :meth:`call` to write lines."""
 
-    def __init__(self, target: Target, graph: Graph) -> None:
+    def __init__(self, target: RenderTarget, graph: Graph) -> None:
         self.target = target
         self.graph = graph
         self.lines: list[str] = []
@@ -274,24 +290,24 @@ class EmitContext:
 Emitter = Callable[[EmitContext, Op], None]
 
 
-class DuplicateEmitterError(T2NError, KeyError):
+class DuplicateEmitterError(DuplicateNameError):
     """Two emitters claim the same IR op in one table."""
 
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
-
-class EmitterTable:
+class EmitterTable(Table[Emitter]):
     """A family's emitters by IR op kind (duplicate keys raise)."""
 
-    def __init__(self, family: str) -> None:
-        self.family = family
-        self.emitters: dict[str, Emitter] = {}
+    entry: ClassVar[str] = "emitter"
+
+    @property
+    def emitters(self) -> dict[str, Emitter]:
+        return self.entries
 
     def add(self, kind: str, fn: Emitter) -> None:
-        if kind in self.emitters:
-            raise DuplicateEmitterError(f"emitter for {kind!r} defined twice in {self.family}")
-        self.emitters[kind] = fn
+        self.register(kind, fn)
+
+    def duplicate(self, name: str, first: Emitter, second: Emitter) -> Exception:
+        return DuplicateEmitterError(f"emitter for {name!r} defined twice in {self.family}")
 
     def emitter(self, *kinds: str) -> Callable[[Emitter], Emitter]:
         def deco(fn: Emitter) -> Emitter:
@@ -301,15 +317,24 @@ class EmitterTable:
 
         return deco
 
-    def __len__(self) -> int:
-        return len(self.emitters)
+
+class EmitterSet(Registry[Emitter]):
+    """IR op kind → emitter: the tables a target renders with, merged."""
+
+    entry: ClassVar[str] = "emitter"
+
+    def duplicate(self, name: str, first: Emitter, second: Emitter) -> Exception:
+        return DuplicateEmitterError(f"two emitters for {name!r} ({_qualname(first)} and {_qualname(second)})")
+
+    @classmethod
+    def collected(cls, package: str, attribute: str) -> dict[str, Emitter]:
+        """The emitters of the ``attribute`` table (``"COMMON"``, ``"TRACT"``...) of every
+        module of ``package`` (two for one IR op raise)."""
+        return dict(cls().merged(entries_of(collect(package, attribute, EmitterTable))).items())
 
 
-def merge_tables(tables: Sequence[Mapping[str, Emitter]]) -> dict[str, Emitter]:
-    out: dict[str, Emitter] = {}
-    for t in tables:
-        out.update(t)
-    return out
+def _qualname(fn: Emitter) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
 
 
 __all__ = ["ArrayData", "EmitContext", "EmitterTable", "Raw", "TensorFile", "literal", "nnef_type"]

@@ -1,36 +1,33 @@
 """Render an IR graph as an NNEF document plus the tensors it refers to.
 
-One base renderer walks the graph; tract and Khronos differ by their emitter
-tables (the target's :meth:`~t2n.backends.target.Target.emitter_table`: the
-``COMMON``/``TRACT``/``KHRONOS`` tables of every module in ``t2n.backends.nnef.emit``,
-then the user's), by the emission context's literal rules and by a few hooks
-(inputs, header, properties).
+One base renderer walks the graph; each target's renderer (``t2n.backends.tract``,
+``t2n.backends.khronos``) overrides a few hooks (inputs, header, properties) and gives
+its emission context's literal rules. They differ by their emitter tables (the
+target's :meth:`~t2n.backends.target.Target.emitter_table`: the ``COMMON`` tables of
+``t2n.backends.nnef.emit``, then the target's own ``TRACT``/``KHRONOS`` tables of
+``t2n.backends.<target>.emit``, then the user's).
 Everything is rendered in memory first: an export that cannot be expressed fails
 before a byte is written.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from collections.abc import Collection, Mapping
+import functools
+from collections.abc import Mapping
 
 import attrs
 
 from t2n.backends.nnef.context import (
-    DuplicateEmitterError,
     EmitContext,
     Emitter,
-    EmitterTable,
+    EmitterSet,
     Raw,
+    RenderTarget,
     TensorFile,
     literal,
     nnef_type,
 )
 from t2n.backends.nnef.emit.quant import graph_quant_text
-from t2n.backends.nnef.tract import TractEmitContext
-from t2n.backends.nnef.versions import TRACT_ASSERT, symbol_use_problems, target_has
-from t2n.backends.target import KhronosNNEF, Target, TractNNEF
 from t2n.errors import EmissionError, NotExpressibleError, OpProblem
 from t2n.ir import DType, Graph, Op, Value
 
@@ -47,23 +44,6 @@ class RenderedModel:
     output_ids: tuple[str, ...]
 
 
-def _tables(flavour: str) -> dict[str, Emitter]:
-    import t2n.backends.nnef.emit as pkg
-
-    common: dict[str, Emitter] = {}
-    special: dict[str, Emitter] = {}
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        for attr, dest in (("COMMON", common), (flavour.upper(), special)):
-            table = getattr(mod, attr, None)
-            if isinstance(table, EmitterTable):
-                for k, fn in table.emitters.items():
-                    if k in dest:
-                        raise DuplicateEmitterError(f"two {attr} emitters for {k!r} (second in {info.name})")
-                    dest[k] = fn
-    return {**common, **special}
-
-
 class NNEFRenderer:
     """Base renderer. Subclasses override the hooks below and supply a table."""
 
@@ -71,9 +51,12 @@ class NNEFRenderer:
     context_type: type[EmitContext] = EmitContext
     """The emission context, whose literal rules follow the target's engine."""
 
-    def __init__(self, target: Target, emitters: Mapping[str, Emitter]) -> None:
+    def __init__(self, target: RenderTarget, emitters: Mapping[str, Emitter],
+                 refusals: Mapping[str, str] | None = None) -> None:
         self.target = target
         self.emitters = dict(emitters)
+        self.refusals = dict(refusals or {})
+        """IR op → why the target has no form for it (said when a graph holds one)."""
 
     def supports(self, kind: str) -> bool:
         return kind == "const" or kind in self.emitters
@@ -144,7 +127,8 @@ class NNEFRenderer:
         """Every op the target has no form for, listed at once before anything is emitted."""
         problems = [
             OpProblem(op.loc.aten or op.kind, op.loc.module, op.loc.source,
-                      f"IR op '{op.kind}' has no {self.flavour} form")
+                      f"IR op '{op.kind}' has no {self.flavour} form"
+                      + (f": {self.refusals[op.kind]}" if op.kind in self.refusals else ""))
             for op in graph.ops()
             if not self.supports(op.kind)
         ]
@@ -208,117 +192,12 @@ class NNEFRenderer:
         return "\n".join(lines) + "\n"
 
 
-class TractRenderer(NNEFRenderer):
-    flavour = "tract"
-    context_type = TractEmitContext
-    target: TractNNEF
-
-    _STD_EXTERNAL = {DType.F32: "scalar", DType.I64: "integer", DType.BOOL: "logical"}
-
-    def render(self, graph: Graph) -> RenderedModel:
-        rendered = super().render(graph)
-        problems = symbol_use_problems(self.target, rendered.graph_nnef, self.symbols(graph))
-        if problems:
-            raise NotExpressibleError(problems, str(self.target))
-        return rendered
-
-    def external(self, ctx: EmitContext, v: Value) -> str:
-        shape = literal(list(v.type.shape))
-        kind = self._STD_EXTERNAL.get(v.type.dtype)
-        if kind is not None:
-            return f"external<{kind}>(shape = {shape})"
-        dt = self.written_dtype(v.type.dtype)
-        return f'tract_core_external(shape = {shape}, datum_type = "{dt.value}")'
-
-    def header_extensions(self, ctx: EmitContext, graph: Graph) -> list[str]:
-        ctx.use_registry("tract_core")
-        regs = [e for e in ctx.extensions if e.startswith("tract_registry")]
-        symbols = self.symbols(graph)
-        syms = [f"tract_symbol {s}" for s in symbols]
-        custom = [e.strip().rstrip(";") for e in
-                  [*self.target.custom_extensions, *graph.info.custom_extensions]]
-        # Dynamic axes are never empty unless a custom line bounds the symbol itself
-        # (a KV-cache length may be 0): saying so lets tract simplify shape expressions.
-        bounded = {s for s in symbols if any(c.replace(" ", "").startswith(f"tract_assert{s}>=")
-                                             for c in custom)}
-        asserts = ([f"tract_assert {s} >= 1" for s in symbols if s not in bounded]
-                   if target_has(self.target, TRACT_ASSERT) else [])
-        rest = [e for e in ctx.extensions if not e.startswith("tract_registry")]
-        return regs + syms + asserts + rest + custom
-
-    def preamble_fragments(self, ctx: EmitContext, graph: Graph) -> list[str]:
-        props = {**self.target.extra_properties(), **graph.info.properties}
-        items = ",\n".join(f"        ({literal(k)}, {literal(props[k])})" for k in sorted(props))
-        fragment = (
-            "fragment tract_core_properties(\n) -> (properties: (string, tensor<scalar>)[])\n{\n"
-            f"    properties = [\n{items}\n    ];\n}}"
-        )
-        return [fragment, *ctx.fragments.values()]
+def common_emitters() -> dict[str, Emitter]:
+    """The emitters every NNEF target shares: the ``COMMON`` table of every module of
+    ``t2n.backends.nnef.emit``. A target's own tables add to (and replace) them."""
+    return dict(_common())
 
 
-KHRONOS_ANY_TYPE = frozenset(
-    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "cast", "select", "reverse"]
-)
-"""IR ops whose standard NNEF form is generic over scalar/integer/logical tensors."""
-
-KHRONOS_LOGICAL = frozenset(["and", "or", "not", "xor", "any_reduce", "all_reduce"])
-"""IR ops that standard NNEF defines on logical tensors."""
-
-
-def khronos_type_problems(graph: Graph, emittable: Collection[str] | None = None) -> list[OpProblem]:
-    """Standard NNEF computes only on ``scalar`` (real) tensors: integer arithmetic,
-    comparisons of integers and the like have no standard form. Ops outside
-    ``emittable`` (no Khronos form at all) are left out: they are reported once, as such."""
-    problems = []
-    for op in graph.ops():
-        if op.kind in KHRONOS_ANY_TYPE or (emittable is not None and op.kind not in emittable):
-            continue
-        operands = op.inputs[1:] if op.kind == "gather" else op.inputs
-        if op.kind in KHRONOS_LOGICAL:
-            bad = [v for v in operands if v.type.dtype is not DType.BOOL]
-        else:
-            bad = [v for v in operands if not v.type.dtype.is_float]
-        if bad:
-            problems.append(OpProblem(
-                op.loc.aten or op.kind, op.loc.module, op.loc.source,
-                f"'{op.kind}' on {bad[0].type.dtype} tensors: standard NNEF defines it only on "
-                f"{'logical' if op.kind in KHRONOS_LOGICAL else 'scalar (real)'} tensors",
-            ))
-    return problems
-
-
-class KhronosRenderer(NNEFRenderer):
-    flavour = "Khronos NNEF"
-
-    def check_graph(self, graph: Graph) -> list[OpProblem]:
-        problems = khronos_type_problems(graph, self.target.emitter_table())
-        for v in graph.inputs:
-            if not v.type.shape.is_static:
-                problems.append(OpProblem(
-                    "input", "", "",
-                    f"input '{v.name}' has symbolic shape {v.type.shape}; Khronos NNEF has no "
-                    "dynamic dimensions (export to TractNNEF, or drop dynamic_axes)",
-                ))
-        return problems
-
-    def header_extensions(self, ctx: EmitContext, graph: Graph) -> list[str]:
-        if ctx.fragments:
-            return ["KHR_enable_fragment_definitions", "KHR_enable_operator_expressions"]
-        return []
-
-
-_TABLE_CACHE: dict[str, dict[str, Emitter]] = {}
-
-
-def emitter_table(flavour: str) -> dict[str, Emitter]:
-    if flavour not in _TABLE_CACHE:
-        _TABLE_CACHE[flavour] = _tables(flavour)
-    return _TABLE_CACHE[flavour]
-
-
-def tract_renderer(target: TractNNEF) -> TractRenderer:
-    return TractRenderer(target, target.emitter_table())
-
-
-def khronos_renderer(target: KhronosNNEF) -> KhronosRenderer:
-    return KhronosRenderer(target, target.emitter_table())
+@functools.cache
+def _common() -> dict[str, Emitter]:
+    return EmitterSet.collected("t2n.backends.nnef.emit", "COMMON")

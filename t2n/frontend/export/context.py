@@ -13,17 +13,21 @@ from __future__ import annotations
 import builtins
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 import torch.fx
 
-from t2n.frontend.context import LoweringContext, UnsupportedHere
+from t2n.frontend.context import GraphLowering, LoweringContext, UnsupportedHere
 from t2n.frontend.dtypes import to_ir
 from t2n.ir import Builder, DType, SourceLoc
 
-if TYPE_CHECKING:
-    from t2n.frontend.export.lower import ProgramLowering
+
+class ProgramLoweringState(GraphLowering, Protocol):
+    """The export frontend's lowering (:class:`t2n.frontend.export.lower.ProgramLowering`)
+    as its rule context reads it."""
+
+    def schema_args(self, node: torch.fx.Node, schema: torch.FunctionSchema | None) -> list[Any]: ...
 
 _MISSING = object()
 
@@ -31,7 +35,7 @@ _MISSING = object()
 class FxLoweringContext(LoweringContext):
     """Arguments and helpers for one FX ``call_function`` node (see the base class)."""
 
-    def __init__(self, lowering: ProgramLowering, node: torch.fx.Node, kind: str,
+    def __init__(self, lowering: ProgramLoweringState, node: torch.fx.Node, kind: str,
                  schema: torch.FunctionSchema | None) -> None:
         # The base initialiser reads a TorchScript node; set the same fields from FX.
         self.lowering = lowering  # type: ignore[assignment]

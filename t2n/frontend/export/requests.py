@@ -259,18 +259,5 @@ def export_request(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | 
                            dynamic_axes=dynamic_axes, dynamic_shapes=dynamic_shapes)
 
 
-def dynamic_request_for(frontend: str, model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None,
-                        input_names: Sequence[str] | None, dynamic_axes: Mapping[str, Any] | None,
-                        dynamic_shapes: Any) -> DynamicRequest | None:
-    """:func:`export_request` for ``frontend="export"``; ``None`` for the jit frontend,
-    which takes ``dynamic_axes`` only (``dynamic_shapes`` is refused there)."""
-    if frontend == "export":
-        return export_request(model, args, kwargs, input_names, dynamic_axes, dynamic_shapes)
-    if dynamic_shapes is not None:
-        raise InvalidArgumentError(
-            "dynamic_shapes (torch.export's form) is for frontend=\"export\"; with the jit frontend "
-            "give dynamic_axes={'input_0': {1: 'S'}}, or pass frontend=\"export\"")
-    return None
-
-__all__ = ["DynamicRequest", "dynamic_request", "dynamic_request_for", "export_request", "input_names_of",
+__all__ = ["DynamicRequest", "dynamic_request", "export_request", "input_names_of",
            "with_ranges"]

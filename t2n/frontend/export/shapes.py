@@ -40,7 +40,6 @@ from t2n.errors import DynamicAxesError
 from t2n.frontend.export.requests import (
     DynamicRequest,
     dynamic_request,
-    dynamic_request_for,
     export_request,
     input_names_of,
     with_ranges,
@@ -261,5 +260,5 @@ def lowering_shapes(exported: Any, input_names: Sequence[str],
 
 
 __all__ = ["DynamicRequest", "ProgramShapes", "SymbolTable", "assertion_lines", "baked_sizes", "dynamic_request",
-           "dynamic_request_for", "export_request", "input_names_of", "lowering_shapes", "program_shapes",
+           "export_request", "input_names_of", "lowering_shapes", "program_shapes",
            "report_baked", "symbol_table", "with_ranges"]

@@ -171,8 +171,8 @@ def replace_size_calls_with_constants(s: HardenState) -> int:
                 seen.add(cur.unique())
                 producer = cur.node()
                 if producer.kind() in _SIZE_OPS:
-                    if producer.owningBlock() != top and _hoist(producer, top):
-                        pass
+                    if producer.owningBlock() != top:
+                        _hoist(producer, top)  # moved to the top level when it can be, to be probed
                     if producer.owningBlock() == top:
                         wanted[cur.unique()] = cur
                     continue

@@ -3,8 +3,8 @@
 ``force-attention-inner-in-f32``, ``force-linear-accumulation-in-f32`` and
 ``force-norm-in-f32`` each find their regions by pattern in the IR and cast at the
 regions' boundaries only (:mod:`t2n.passes.precision.regions`). ``TractNNEF``'s options
-of the same names (with ``_``) add them to the default pipeline; a pipeline spec can name
-them too.
+of the same names (with ``_``) add them to the default pipeline
+(``Target.forced_f32_passes``); a pipeline spec can name them too.
 
 They are tract-only: standard NNEF has no per-tensor numeric precision (its tensors are
 ``scalar``, ``integer`` or ``logical`` and the consumer picks the precision), so a cast
@@ -13,8 +13,6 @@ target.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from t2n.errors import InvalidArgumentError
 from t2n.passes.base import Pass
@@ -25,23 +23,10 @@ from t2n.passes.precision.linear import ForceLinearAccumulationInF32
 from t2n.passes.precision.norm import ForceNormInF32
 from t2n.passes.precision.regions import F32Rewriter, Region
 
-FORCE_F32_OPTIONS: Mapping[str, str] = {
-    "force_attention_inner_in_f32": ForceAttentionInnerInF32.name,
-    "force_linear_accumulation_in_f32": ForceLinearAccumulationInF32.name,
-    "force_norm_in_f32": ForceNormInF32.name,
-}
-"""Target option → the pass it adds, in the order the pipeline runs them."""
-
 
 def precision_passes() -> dict[str, Pass]:
     """The f32-forcing passes by their pipeline names."""
     return {p.name: p for p in (ForceAttentionInnerInF32(), ForceLinearAccumulationInF32(), ForceNormInF32())}
-
-
-def forced_pass_names(options: object) -> list[str]:
-    """The pass names a target's ``force_*_in_f32`` options ask for (none for a target
-    without those options)."""
-    return [name for option, name in FORCE_F32_OPTIONS.items() if getattr(options, option, False) is True]
 
 
 def _stages(p: Pass) -> list[Pass]:
@@ -65,6 +50,6 @@ def check_forcing_target(pipeline: Pass, *, target: str, allowed: bool) -> None:
         )
 
 
-__all__ = ["FORCE_F32_OPTIONS", "F32Rewriter", "ForceAttentionInnerInF32", "ForceF32Pass",
+__all__ = ["F32Rewriter", "ForceAttentionInnerInF32", "ForceF32Pass",
            "ForceLinearAccumulationInF32", "ForceNormInF32", "Region", "check_forcing_target",
-           "forced_pass_names", "precision_passes"]
+           "precision_passes"]

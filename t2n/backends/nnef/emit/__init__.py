@@ -1,4 +1,5 @@
-"""NNEF emitters by op family. Each module may define ``COMMON`` (both targets),
-``TRACT`` and ``KHRONOS`` tables; a target's entries override the common ones. These
-are the built-in tables (``Target.builtin_emitters``); a user adds or replaces
-emitters for one target with ``Target.with_emitters``, without editing them."""
+"""The NNEF emitters every target shares, by op family: each module defines a ``COMMON``
+table (and the helpers its targets' own emitters reuse). A target's own tables
+(``t2n.backends.tract.emit``, ``t2n.backends.khronos.emit``) add to and replace these;
+a user adds or replaces emitters for one target with ``Target.with_emitters``, without
+editing any of them."""

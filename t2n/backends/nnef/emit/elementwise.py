@@ -5,27 +5,15 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
 from t2n.backends.nnef.emit.erf import emit_erf
-from t2n.backends.nnef.versions import F64_ABS, INT_DIV_BY_CONSTANT, INT_SIGN, tract_has
 from t2n.ir import DType, Op, Value
 
 COMMON = EmitterTable("elementwise")
-TRACT = EmitterTable("elementwise/tract")
-KHRONOS = EmitterTable("elementwise/khronos")
+
 
 SAME_NAME = ["neg", "abs", "sign", "exp", "log", "log2", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "floor", "ceil", "sigmoid", "relu", "not", "add", "sub", "mul", "div", "pow", "min", "max", "lt", "gt", "le", "ge", "eq", "ne", "and", "or"]
 """IR ops whose NNEF operation has the same name and operands on both targets."""
-
-TRACT_NAMES = {
-    "erf": "tract_core_erf", "round": "tract_core_round_even", "xor": "tract_core_xor",
-    "bitand": "tract_core_bitand", "bitor": "tract_core_bitor",
-    "bitxor": "tract_core_bitxor", "bitnot": "tract_core_bitnot",
-}
-"""IR ops that map 1:1 onto a tract extension. Bitwise ops on integers have no
-standard NNEF form: Khronos refuses them."""
 
 
 def operands(ctx: EmitContext, op: Op) -> list[Raw]:
@@ -34,7 +22,7 @@ def operands(ctx: EmitContext, op: Op) -> list[Raw]:
     return [Raw(ctx.arg_at_rank(v, rank)) for v in op.inputs]
 
 
-def _same(name: str):  # type: ignore[no-untyped-def]
+def same_name(name: str):  # type: ignore[no-untyped-def]
     def emit(ctx: EmitContext, op: Op) -> None:
         ctx.emit(op.output, name, *operands(ctx, op))
 
@@ -42,12 +30,7 @@ def _same(name: str):  # type: ignore[no-untyped-def]
 
 
 for _k in SAME_NAME:
-    COMMON.add(_k, _same(_k))
-for _k, _name in TRACT_NAMES.items():
-    TRACT.add(_k, _same(_name))
-
-KHRONOS.add("round", _same("round"))
-KHRONOS.add("select", _same("select"))
+    COMMON.add(_k, same_name(_k))
 
 
 def typed_literal(ctx: EmitContext, value: float, dtype: DType) -> Raw | float:
@@ -55,60 +38,10 @@ def typed_literal(ctx: EmitContext, value: float, dtype: DType) -> Raw | float:
     return ctx.typed_float(value, dtype)
 
 
-def _f32_exact(x: float) -> bool:
-    with np.errstate(over="ignore"):
-        return float(np.float32(x)) == x
-
-
-@TRACT.emitter("select")
-def select_tract(ctx: EmitContext, op: Op) -> None:
-    """Scalar float branches become typed literals (f64 ones that f32 cannot hold
-    go to a .dat through ``arg``)."""
-    cond, a, b = op.inputs
-    branches: list[Raw | float] = []
-    for v in (a, b):
-        data = ctx.const_data(v)
-        value = float(data.item()) if data is not None and data.ndim == 0 and v.type.dtype.is_float else None
-        if value is not None and not math.isnan(value) and _f32_exact(value):
-            branches.append(typed_literal(ctx, value, v.type.dtype))
-        else:
-            branches.append(Raw(ctx.arg_at_rank(v, op.output.rank)))
-    ctx.emit(op.output, "select", Raw(ctx.arg_at_rank(cond, op.output.rank)), *branches)
-
-
 @COMMON.emitter("rcp")
 def rcp(ctx: EmitContext, op: Op) -> None:
     """``div(1, x)``: ``rcp`` is standard but tract spells it ``recip``."""
     ctx.emit(op.output, "div", 1.0, op.inputs[0])
-
-
-def _int_square_tract(ctx: EmitContext, op: Op) -> None:
-    """tract rewrites ``mul(x, x)`` (and ``pow(x, 2)``) into its ``square``, which has
-    no integer kernel: ``-((-x) * x)`` keeps the operands distinct."""
-    x = op.inputs[0]
-    ctx.emit(op.output, "neg", Raw(ctx.call("mul", Raw(ctx.emit("sq_neg", "neg", x)), x)))
-
-
-@TRACT.emitter("square")
-def square_tract(ctx: EmitContext, op: Op) -> None:
-    if op.inputs[0].type.dtype.is_float:
-        ctx.emit(op.output, "square", op.inputs[0])
-    else:
-        _int_square_tract(ctx, op)
-
-
-@TRACT.emitter("mul")
-def mul_tract(ctx: EmitContext, op: Op) -> None:
-    a, b = op.inputs
-    if a is b and not a.type.dtype.is_float:
-        _int_square_tract(ctx, op)
-    else:
-        ctx.emit(op.output, "mul", *operands(ctx, op))
-
-
-@KHRONOS.emitter("square")
-def square_khronos(ctx: EmitContext, op: Op) -> None:
-    ctx.emit(op.output, "mul", op.inputs[0], op.inputs[0])
 
 
 @COMMON.emitter("trunc")
@@ -161,24 +94,12 @@ def atan2(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, "select", Raw(ctx.call("gt", x, 0.0)), a, inner)
 
 
-def _is_nan_generic(ctx: EmitContext, op: Op) -> None:
+def is_nan_standard(ctx: EmitContext, op: Op) -> None:
     x = op.inputs[0]
     ctx.emit(op.output, "ne", x, x)
 
 
-@TRACT.emitter("is_nan")
-def is_nan_tract(ctx: EmitContext, op: Op) -> None:
-    """tract's is_nan and is_inf have no f64 kernel (and no is_nan before 0.23)."""
-    if op.inputs[0].type.dtype is DType.F64 or not tract_has(ctx, "tract_core_is_nan"):
-        _is_nan_generic(ctx, op)
-    else:
-        ctx.emit(op.output, "tract_core_is_nan", op.inputs[0])
-
-
-KHRONOS.add("is_nan", _is_nan_generic)
-
-
-def _is_inf_generic(ctx: EmitContext, op: Op) -> None:
+def is_inf_standard(ctx: EmitContext, op: Op) -> None:
     """Infinite: equal to itself (not NaN) but x - x is NaN."""
     x = Raw(ctx.arg(op.inputs[0]))
     pos, neg = bool(op.attrs.get("detect_positive", True)), bool(op.attrs.get("detect_negative", True))
@@ -192,19 +113,6 @@ def _is_inf_generic(ctx: EmitContext, op: Op) -> None:
         return
     inf = Raw(ctx.emit("inf_any", "and", *args))
     ctx.emit(op.output, "and", inf, Raw(ctx.call("gt" if pos else "lt", x, 0.0)))
-
-
-@TRACT.emitter("is_inf")
-def is_inf_tract(ctx: EmitContext, op: Op) -> None:
-    if tract_has(ctx, "tract_core_is_inf") and op.inputs[0].type.dtype is not DType.F64:
-        ctx.emit(op.output, "tract_core_is_inf", op.inputs[0],
-                 detect_positive=bool(op.attrs.get("detect_positive", True)),
-                 detect_negative=bool(op.attrs.get("detect_negative", True)))
-    else:
-        _is_inf_generic(ctx, op)
-
-
-KHRONOS.add("is_inf", _is_inf_generic)
 
 
 @COMMON.emitter("leaky_relu")
@@ -245,31 +153,9 @@ def softplus(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, "add", Raw(ctx.call("relu", x)), lp)
 
 
-def _silu_generic(ctx: EmitContext, op: Op) -> None:
+def silu_standard(ctx: EmitContext, op: Op) -> None:
     s = ctx.emit("silu_sig", "sigmoid", op.inputs[0])
     ctx.emit(op.output, "mul", op.inputs[0], Raw(s))
-
-
-@TRACT.emitter("silu")
-def silu_tract(ctx: EmitContext, op: Op) -> None:
-    if tract_has(ctx, "tract_core_silu"):
-        ctx.emit(op.output, "tract_core_silu", op.inputs[0])
-    else:
-        _silu_generic(ctx, op)
-
-
-KHRONOS.add("silu", _silu_generic)
-
-
-def _hard_swish_generic(ctx: EmitContext, op: Op) -> None:
-    x = op.inputs[0]
-    c = ctx.emit("hs_clamp", "clamp", Raw(ctx.call("add", x, 3.0)), 0.0, 6.0)
-    d = ctx.emit("hs_div", "div", Raw(c), 6.0)
-    ctx.emit(op.output, "mul", x, Raw(d))
-
-
-TRACT.add("hard_swish", _same("tract_core_hard_swish"))
-KHRONOS.add("hard_swish", _hard_swish_generic)
 
 
 def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str | None, x: Value | Raw | None = None,
@@ -298,81 +184,3 @@ def gelu_from_erf(ctx: EmitContext, op: Op, erf_op: str | None, x: Value | Raw |
     h = ctx.emit("gelu_h", "mul", Raw(ctx.call("add", Raw(t), 1.0)), 0.5)
     return ctx.emit(op.output if out is None else out, "mul", x, Raw(h))
 
-
-@TRACT.emitter("gelu")
-def gelu_tract(ctx: EmitContext, op: Op) -> None:
-    """The fused tanh form where tract has it; otherwise the formula, computed in f32 for
-    an f16 tensor and rounded once at the end as PyTorch does (step by step in f16, the
-    roundings of erf and 1 + erf put 40% of the outputs off, small ones by far)."""
-    if op.attrs.get("approximate", "none") == "tanh" and tract_has(ctx, "tract_core_gelu_approx"):
-        ctx.emit(op.output, "tract_core_gelu_approx", op.inputs[0], fast_impl=False)
-    elif op.output.type.dtype is DType.F16:
-        wide = Raw(ctx.emit("gelu_f32", "tract_core_cast", op.inputs[0], to="f32"))
-        result = gelu_from_erf(ctx, op, "tract_core_erf", x=wide, out="gelu_wide", half_first=True)
-        ctx.emit(op.output, "tract_core_cast", Raw(result), to="f16")
-    else:
-        gelu_from_erf(ctx, op, "tract_core_erf", half_first=True)
-
-
-@KHRONOS.emitter("gelu")
-def gelu_khronos(ctx: EmitContext, op: Op) -> None:
-    """Exact GELU through erf spelled out: the standard ``gelu`` fragment is a sigmoid approximation."""
-    gelu_from_erf(ctx, op, None)
-
-
-@KHRONOS.emitter("erf")
-def erf_khronos(ctx: EmitContext, op: Op) -> None:
-    """Standard NNEF has no erf: spelled out in standard operations."""
-    emit_erf(ctx, op.output, op.inputs[0])
-
-
-@KHRONOS.emitter("xor")
-def xor_khronos(ctx: EmitContext, op: Op) -> None:
-    """Standard NNEF has no xor, and ``ne`` is defined on scalars only."""
-    a, b = operands(ctx, op)
-    left = Raw(ctx.emit("xor_l", "and", a, Raw(ctx.emit("xor_nb", "not", b))))
-    right = Raw(ctx.emit("xor_r", "and", Raw(ctx.emit("xor_na", "not", a)), b))
-    ctx.emit(op.output, "or", left, right)
-
-
-def _int_literal(ctx: EmitContext, value: int, dtype: DType) -> Raw:
-    return Raw(ctx.call("tract_core_cast", Raw(str(value)), to=dtype.value))
-
-
-@TRACT.emitter("sign")
-def sign_tract(ctx: EmitContext, op: Op) -> None:
-    """Older tract has no integer ``sign`` kernel: (x > 0) - (x < 0), cast back."""
-    x, dt = op.inputs[0], op.output.type.dtype
-    if not dt.is_int or tract_has(ctx, INT_SIGN):
-        ctx.emit(op.output, "sign", x)
-        return
-    zero = _int_literal(ctx, 0, dt)
-    pos = Raw(ctx.call("tract_core_cast", Raw(ctx.call("gt", x, zero)), to=dt.value))
-    neg = Raw(ctx.call("tract_core_cast", Raw(ctx.call("lt", x, zero)), to=dt.value))
-    ctx.emit(op.output, "sub", pos, neg)
-
-
-@TRACT.emitter("div")
-def div_tract(ctx: EmitContext, op: Op) -> None:
-    """Older tract rounds an integer division by a constant towards -inf for negative
-    numerators (its rewrite into a multiply and shift), not towards zero: divide the
-    magnitude, then restore the sign."""
-    a, b = operands(ctx, op)
-    dt = op.output.type.dtype
-    if not dt.is_int or ctx.const_data(op.inputs[1]) is None or tract_has(ctx, INT_DIV_BY_CONSTANT):
-        ctx.emit(op.output, "div", a, b)
-        return
-    negative = Raw(ctx.emit("idiv_neg", "lt", a, _int_literal(ctx, 0, dt)))
-    magnitude = Raw(ctx.emit("idiv_mag", "div", Raw(ctx.call("neg", a)), b))
-    ctx.emit(op.output, "select", negative, Raw(ctx.call("neg", magnitude)), Raw(ctx.call("div", a, b)))
-
-
-@TRACT.emitter("abs")
-def abs_tract(ctx: EmitContext, op: Op) -> None:
-    """Older tract has no f64 ``abs`` kernel: select(x < 0, -x, x)."""
-    x = op.inputs[0]
-    if x.type.dtype is not DType.F64 or tract_has(ctx, F64_ABS):
-        ctx.emit(op.output, "abs", x)
-        return
-    zero = Raw(ctx.call("tract_core_cast", 0.0, to="f64"))
-    ctx.emit(op.output, "select", Raw(ctx.call("lt", x, zero)), Raw(ctx.call("neg", x)), x)

@@ -1,14 +1,12 @@
-"""Emitters for fused normalization ops: tract's ``tract_core_rms_norm`` where it is
-exact (one axis, tract 0.23+), the standard-op composition elsewhere."""
+"""Emitters for fused normalization ops in standard operations (tract writes its
+``tract_core_rms_norm`` where it is exact: :mod:`t2n.backends.tract.emit.norm`)."""
 
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
-from t2n.backends.nnef.versions import tract_has
 from t2n.ir import Op
 
 COMMON = EmitterTable("norm")
-TRACT = EmitterTable("norm/tract")
 
 
 @COMMON.emitter("rms_norm")
@@ -19,12 +17,3 @@ def rms_norm(ctx: EmitContext, op: Op) -> None:
     inv = ctx.emit("rms_inv", "rsqrt", Raw(ctx.call("add", Raw(ms), float(op.attrs["eps"]))))
     ctx.emit(op.output, "mul", x, Raw(inv))
 
-
-@TRACT.emitter("rms_norm")
-def rms_norm_tract(ctx: EmitContext, op: Op) -> None:
-    axes = list(op.attrs["axes"])
-    if len(axes) == 1 and tract_has(ctx, "tract_core_rms_norm"):
-        ctx.emit(op.output, "tract_core_rms_norm", op.inputs[0], axis=axes[0],
-                 eps=float(op.attrs["eps"]))
-    else:
-        rms_norm(ctx, op)

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
+from t2n.backends.nnef.context import EmitContext, Raw
 from t2n.ir import Op, Value
 
-TRACT = EmitterTable("pool_index/tract")
-KHRONOS = EmitterTable("pool_index/khronos")
 
-
-def _index_is_read(ctx: EmitContext, op: Op) -> bool:
+def index_is_read(ctx: EmitContext, op: Op) -> bool:
     index = op.outputs[1]
     return bool(index.uses) or ctx.graph.is_output(index)
 
@@ -32,7 +29,7 @@ def _pool_attrs(op: Op, lead: int) -> dict[str, Any]:
                 dilation=[1] * lead + list(op.attrs["dilation"]))
 
 
-def _emit(ctx: EmitContext, op: Op, with_index: bool) -> None:
+def emit_pool(ctx: EmitContext, op: Op, with_index: bool) -> None:
     """The pool over N, C, spatial…: missing leading axes (an unbatched 1-D input) are
     added, then removed from each output; an index never depends on them."""
     x = op.inputs[0]
@@ -55,38 +52,3 @@ def _emit(ctx: EmitContext, op: Op, with_index: bool) -> None:
     for v, w in zip(outs, wide):
         ctx.emit(v, "squeeze", Raw(w), axes=list(range(missing)))
 
-
-@TRACT.emitter("max_pool_with_index")
-def max_pool_with_index(ctx: EmitContext, op: Op) -> None:
-    _emit(ctx, op, _index_is_read(ctx, op))
-
-
-@KHRONOS.emitter("max_pool_with_index")
-def max_pool_with_index_khronos(ctx: EmitContext, op: Op) -> None:
-    if _index_is_read(ctx, op):
-        ctx.unsupported(
-            "the indices of a max pool (return_indices=True) have no standard NNEF form: "
-            "standard argmax_pool does not define PyTorch's plane index; export to TractNNEF, "
-            "or drop the indices")
-        return
-    _emit(ctx, op, False)
-
-
-@TRACT.emitter("unpool_scatter")
-def unpool_scatter(ctx: EmitContext, op: Op) -> None:
-    """Values and indices flattened after the lead axes by ``reshape``'s
-    ``axis_start``/``axis_count`` (no size written: tract need not prove that the
-    values' and the indices' symbolic sizes agree), then tract's element scatter."""
-    base, idx, x = op.inputs
-    lead = int(op.attrs["lead"])
-    span = dict(shape=[-1], axis_start=lead, axis_count=x.rank - lead)
-    flat_idx = ctx.emit(f"{idx.name}_flat", "reshape", Raw(ctx.arg(idx)), **span)
-    flat_x = ctx.emit(f"{x.name}_flat", "reshape", x, **span)
-    ctx.emit(op.output, "tract_core_scatter_elements", base, Raw(flat_idx), Raw(flat_x), axis=lead,
-             reduction="none")
-
-
-@KHRONOS.emitter("unpool_scatter")
-def unpool_scatter_khronos(ctx: EmitContext, op: Op) -> None:
-    ctx.unsupported("max_unpool writes values at computed positions, and standard NNEF has no "
-                    "scatter (its desample does not take PyTorch's plane index); export to TractNNEF")

@@ -7,15 +7,9 @@ naming the version that has it."""
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
-from t2n.backends.nnef.versions import require, tract_has
-from t2n.ir import DType, Op
-from t2n.ir.dims import Sym
+from t2n.ir import Op
 
 COMMON = EmitterTable("transformers")
-TRACT = EmitterTable("transformers/tract")
-
-APPLY_ROPE = "tract_transformers_apply_rope"
-DYN_KV_CACHE = "tract_transformers_dyn_kv_cache"
 
 
 @COMMON.emitter("apply_rope")
@@ -31,33 +25,8 @@ def apply_rope(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.output, "add", Raw(with_cos), Raw(with_sin))
 
 
-@TRACT.emitter("apply_rope")
-def apply_rope_tract(ctx: EmitContext, op: Op) -> None:
-    if not tract_has(ctx, APPLY_ROPE):
-        apply_rope(ctx, op)
-        return
-    ctx.use_registry("tract_transformers")
-    ctx.emit(op.output, APPLY_ROPE, *op.inputs)
-
-
 @COMMON.emitter("kv_cache_append")
 def kv_cache_append(ctx: EmitContext, op: Op) -> None:
     ctx.unsupported("a stateful KV cache is a tract operation (tract_transformers_dyn_kv_cache); "
                     "export for TractNNEF, or with the cache as explicit inputs and outputs")
 
-
-@TRACT.emitter("kv_cache_append")
-def kv_cache_append_tract(ctx: EmitContext, op: Op) -> None:
-    """``tract_transformers_dyn_kv_cache``: tract keeps the cache in the model's state and
-    binds the ``past`` symbol to its length at each run (0 before the first)."""
-    if not require(ctx, DYN_KV_CACHE, "a stateful KV cache"):
-        return
-    ctx.use_registry("tract_transformers")
-    x = op.inputs[0]
-    dtype = x.type.dtype
-    written = ctx.target.bf16_as if dtype is DType.BF16 else dtype  # type: ignore[attr-defined]
-    axis = int(op.attrs["axis"])
-    past = list(x.type.shape)
-    past[axis] = Sym(str(op.attrs["past"]))
-    ctx.emit(op.output, DYN_KV_CACHE, x, name=str(op.attrs["name"]), axis=axis,
-             datum_type=written.value, past_sequence_shape=past, input_sequence_shape=list(x.type.shape))

@@ -1,0 +1,164 @@
+"""tract's emitters of the shape family (the forms both targets share are in
+:mod:`t2n.backends.nnef.emit.shape`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
+from t2n.backends.nnef.emit.shape import circular_pad, pad_attrs, pad_pairs, slice_
+from t2n.backends.tract.emit.block_quant import gather_datum_type
+from t2n.backends.tract.versions import tract_has
+from t2n.ir import DType, Op, Sym, Value
+from t2n.ir.dims import Dim
+from t2n.ir.infer_utils import slice_dim
+
+TRACT = EmitterTable("shape/tract")
+
+
+@TRACT.emitter("slice")
+def slice_tract(ctx: EmitContext, op: Op) -> None:
+    """A strided slice along a static axis becomes slice → reshape to (L, step) → first
+    column: tract 0.23.9 fails to load a strided slice (its Downsample) that it tries
+    to move across a reshape of the same axis (window partitions, patch merging)."""
+    x = op.inputs[0]
+    steps = [int(st) for st in op.attrs["steps"]]
+    begins = ctx.known(op.inputs[1], "slice begin")
+    ends = ctx.known(op.inputs[2], "slice end")
+    if begins is None or ends is None:
+        return
+    plan = [(ax, *slice_dim(x.type.shape[ax], b, e, st), st)
+            for ax, b, e, st in zip(op.attrs["axes"], begins, ends, steps)]
+    if not tract_has(ctx, SYMBOLIC_SLICE) and all(st == 1 for st in steps) and any(
+            isinstance(x.type.shape[ax], int) and isinstance(ee, Sym) for ax, _, ee, _, _ in plan):
+        _dyn_slices(ctx, op, plan)
+        return
+    if all(st == 1 for st in steps) or not all(
+            isinstance(x.type.shape[ax], int) and isinstance(bb, int) and isinstance(n, int)
+            for ax, bb, _, n, st in plan if st != 1):
+        slice_(ctx, op)
+        return
+    cur: Value | Raw = x
+    dims = list(x.type.shape)
+    for ax, bb, ee, length, st in plan:
+        if isinstance(length, int) and length == 0:
+            ctx.unsupported("an empty slice cannot be expressed")
+            return
+        if st == 1:
+            if not (bb == 0 and ee == dims[ax]):
+                cur = Raw(ctx.emit(f"{op.output.name}_s", "slice", cur, axes=[ax], begin=[bb], end=[ee]))
+                dims[ax] = length
+            continue
+        n = dims[ax]
+        assert isinstance(n, int) and isinstance(bb, int) and isinstance(length, int)
+        # whole windows of `st` elements, then (when the last window would run past the
+        # end) the last element on its own: no padding, so any dtype works
+        whole = length if bb + length * st <= n else length - 1
+        parts: list[str] = []
+        if whole:
+            seg = ctx.emit(f"{op.output.name}_s", "slice", cur, axes=[ax], begin=[bb], end=[bb + whole * st])
+            grid = ctx.emit(f"{op.output.name}_g", "reshape", Raw(seg),
+                            shape=dims[:ax] + [whole, st] + dims[ax + 1:])
+            first = ctx.emit(f"{op.output.name}_f", "slice", Raw(grid), axes=[ax + 1], begin=[0], end=[1])
+            parts.append(ctx.emit(f"{op.output.name}_q", "squeeze", Raw(first), axes=[ax + 1]))
+        if whole < length:
+            at = bb + whole * st
+            parts.append(ctx.emit(f"{op.output.name}_l", "slice", cur, axes=[ax], begin=[at], end=[at + 1]))
+        cur = Raw(parts[0]) if len(parts) == 1 else Raw(ctx.emit(
+            f"{op.output.name}_c", "concat", Raw("[" + ", ".join(parts) + "]"), axis=ax))
+        dims[ax] = length
+    ctx.emit(op.output, "copy", cur)
+
+
+SYMBOLIC_SLICE = "slice of a static axis to a symbolic end"
+
+
+def _dyn_slices(ctx: EmitContext, op: Op, plan: list[tuple[int, Dim, Dim, Dim, int]]) -> None:
+    """tract before 0.23 types ``slice(x, end = [S])`` of a 64-long axis as min(S, 64),
+    which it cannot equate with S (reshapes then fail, at load or once S is set):
+    ``tract_core_dyn_slice`` takes the length as given."""
+    cur: Value | Raw = op.inputs[0]
+    dims = list(op.inputs[0].type.shape)
+    for ax, bb, ee, length, _ in plan:
+        if bb == 0 and ee == dims[ax]:
+            continue
+        bounds = [Raw(ctx.call("tract_core_cast", Raw(literal(d)), to="i64")) for d in (bb, ee)]
+        cur = Raw(ctx.emit(f"{op.output.name}_s", "tract_core_dyn_slice", cur, *bounds,
+                           axis=ax, len=Raw(literal(length))))
+        dims[ax] = length
+    ctx.emit(op.output, "copy", cur)
+
+
+@TRACT.emitter("expand")
+def expand_tract(ctx: EmitContext, op: Op) -> None:
+    x = op.inputs[0]
+    if x.type.shape == op.output.type.shape:
+        ctx.emit(op.output, "copy", x)
+        return
+    src = ctx.arg(x)
+    if ctx.is_const(x) and x.rank == 0 and x.type.dtype.is_float and x.type.dtype is not DType.F32:
+        # A float literal is f32 in tract: say which float type the filled tensor has.
+        src = ctx.call("tract_core_cast", Raw(src), to=x.type.dtype.value)
+    ctx.emit(op.output, "tract_core_broadcast", Raw(src), shape=list(op.output.type.shape))
+
+
+@TRACT.emitter("shape_of")
+def shape_of_tract(ctx: EmitContext, op: Op) -> None:
+    ctx.emit(op.output, "tract_core_cast", Raw(ctx.call("tract_core_shape_of", op.inputs[0])), to="i64")
+
+
+def _pad_tract(ctx: EmitContext, op: Op) -> None:
+    if op.attrs["mode"] == "circular":
+        circular_pad(ctx, op, pad_pairs(op))
+        return
+    ctx.emit(op.output, "pad", op.inputs[0], padding=pad_pairs(op), **pad_attrs(op, "replicated"))
+
+
+TRACT.add("pad", _pad_tract)
+
+
+@TRACT.emitter("gather")
+def gather_tract(ctx: EmitContext, op: Op) -> None:
+    ctx.emit(op.output, "tract_core_gather", op.inputs[0], indices=Raw(ctx.arg(op.inputs[1])),
+             axis=int(op.attrs["axis"]), datum_type=gather_datum_type(ctx, op))
+
+
+@TRACT.emitter("reverse")
+def reverse_tract(ctx: EmitContext, op: Op) -> None:
+    """``tract_core_downsample`` with stride -1 reverses an axis and keeps a symbolic size
+    (a negative-stride ``slice`` makes tract abort)."""
+    cur = ctx.arg(op.inputs[0])
+    axes = list(op.attrs["axes"])
+    if not axes:
+        ctx.emit(op.output, "copy", Raw(cur))
+    for i, ax in enumerate(axes):
+        out = op.output if i == len(axes) - 1 else "reversed"
+        cur = ctx.emit(out, "tract_core_downsample", Raw(cur), axis=int(ax), stride=-1, modulo=0)
+
+
+SYMBOLIC_RANGE = "range of i64 bounds sliced to its symbolic length"
+
+
+@TRACT.emitter("range")
+def range_tract(ctx: EmitContext, op: Op) -> None:
+    """A range whose length is a size expression (``arange(x.size(1))``) is sliced to
+    ``[0:S]``: tract gives a range's length a fresh symbol, and without the slice it
+    cannot tell that ``S``-long tensors and the range agree (reshapes then fail). The
+    range itself stays i64: a TDim range makes tract 0.23.9 rewrite causal masks into
+    slices it cannot evaluate."""
+    known = [v.known for v in op.inputs]
+    if op.output.type.dtype.is_int and all(k is not None and np.asarray(k).ndim == 0 for k in known):
+        bounds = [np.asarray(k).item() for k in known]
+        if any(isinstance(d, Sym) for d in bounds) and not tract_has(ctx, SYMBOLIC_RANGE):
+            # before 0.23 a range of TDim literals has the length S itself
+            ctx.emit(op.output, "tract_core_cast", Raw(ctx.call("tract_core_range", *[Raw(literal(d)) for d in bounds])),
+                     to=op.output.type.dtype.value)
+            return
+        if any(isinstance(d, Sym) for d in bounds):
+            dt = op.output.type.dtype.value
+            r = ctx.emit(f"{op.output.name}_free", "tract_core_range",
+                         *[Raw(ctx.call("tract_core_cast", Raw(literal(d)), to=dt)) for d in bounds])
+            ctx.emit(op.output, "slice", Raw(r), axes=[0], begin=[0], end=[op.output.type.shape[0]])
+            return
+    ctx.emit(op.output, "tract_core_range", *op.inputs)
+

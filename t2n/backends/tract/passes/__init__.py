@@ -1,0 +1,13 @@
+"""The passes that write a ``TractNNEF``'s own forms; ``TractNNEF.passes`` chooses them by
+its options and version, and they run at the end of the compile pipeline (before its
+last cleanup)."""
+
+from __future__ import annotations
+
+from t2n.backends.tract.passes.debox import DeboxUpsample
+from t2n.backends.tract.passes.gru_sequence import GruSequence
+from t2n.backends.tract.passes.nearest_deconv import NearestAsDeconv
+from t2n.backends.tract.passes.nearest_upsample import NearestUpsample
+from t2n.backends.tract.passes.sdpa import ReifySdpa
+
+__all__ = ["DeboxUpsample", "GruSequence", "NearestAsDeconv", "NearestUpsample", "ReifySdpa"]

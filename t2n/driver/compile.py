@@ -1,0 +1,40 @@
+"""``t2n.compile`` with its options checked (:class:`~t2n.options.CompileOptions`): the
+model read by its frontend, lowered, the pipeline run, rendered for the target, each
+step timed into ``artifact.stats["timings"]``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from t2n.artifact import Artifact
+from t2n.driver.reading import read_model
+from t2n.driver.stages import gc_paused, lower_model, make_artifact, render, run_passes, timed
+from t2n.ir import verify
+from t2n.options import CompileOptions
+
+
+@gc_paused
+def compile_model(model: Any, args: Any, options: CompileOptions, *, check: bool = True) -> Artifact:
+    """The artifact of ``model`` called on ``args``; with ``check`` (and
+    ``options.check_io``), run in the target's engine and compared with PyTorch."""
+    if options.log_level is not None:
+        logging.getLogger("t2n").setLevel(options.log_level)
+    options.frontend.check_model(model)
+    timings: dict[str, float] = {}
+    with timed(timings, "trace"):
+        read = read_model(model, args, options)
+    with timed(timings, "lowering"):
+        graph = lower_model(read, options)
+    if options.verify_ir:
+        verify(graph)
+    with timed(timings, "passes"):
+        result = run_passes(graph, options)
+    graph = result.graph
+    graph.info.custom_extensions += options.custom_extensions
+    with timed(timings, "emission"):
+        rendered = render(graph, model, read, options)
+    artifact = make_artifact(read, graph, rendered, options, timings=timings, pass_stats=result.stats)
+    if check and options.check_io:
+        artifact.check(options.tolerance)
+    return artifact
