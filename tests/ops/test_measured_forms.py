@@ -21,12 +21,15 @@ class Norm(nn.Module):
 
 def test_norms_over_batch_statistics_are_tracts_rms_norm():
     """Group and instance norms: ``rms_norm`` of the centred values over one merged axis,
-    which tract runs as one ``tract_core_rms_norm``."""
+    which tract runs as one ``tract_core_rms_norm``; one channel keeps the decomposed form."""
     torch.manual_seed(0)
     for norm in (nn.GroupNorm(2, 8), nn.InstanceNorm2d(8, affine=True)):
         artifact = t2n.compile(Norm(norm).eval(), (torch.randn(2, 8, 6, 5),), t2n.TractNNEF.latest())
         assert artifact.graph_nnef.count("tract_core_rms_norm(") == 1, type(norm).__name__
         assert artifact.check().ok
+    one_channel = t2n.compile(Norm(nn.InstanceNorm2d(1)).eval(), (torch.randn(4, 1, 8, 8),), t2n.TractNNEF.latest())
+    assert "tract_core_rms_norm(" not in one_channel.graph_nnef  # faster decomposed there
+    assert one_channel.check().ok
 
 
 def test_an_adaptive_pool_with_even_windows_is_one_pool():
