@@ -47,6 +47,23 @@ def test_an_adaptive_pool_with_even_windows_is_one_pool():
     assert artifact.check().ok
 
 
+def test_uneven_windows_of_one_size_and_stride_are_one_pool():
+    """8 -> 7 cells: windows of 2 at stride 1; 9 -> 4: 3 at stride 2. An axis whose
+    windows differ in size (10 -> 4) keeps slices."""
+
+    class Pool(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.adaptive_max_pool2d(x, (7, 4)), F.adaptive_avg_pool2d(x, (7, 4))
+
+    artifact = t2n.compile(Pool().eval(), (torch.randn(2, 3, 8, 9),), t2n.TractNNEF.latest())
+    text = artifact.graph_nnef
+    assert text.count("max_pool(") == text.count("avg_pool(") == 1 and "slice(" not in text
+    assert artifact.check().ok
+    irregular = t2n.compile(Pool().eval(), (torch.randn(2, 3, 8, 10),), t2n.TractNNEF.latest())
+    assert "slice(" in irregular.graph_nnef
+    assert irregular.check().ok
+
+
 def test_a_stored_operand_is_ranked_by_a_reshape():
     """A parameter broadcast against a higher-rank tensor gets its unit axes by a reshape,
     not an unsqueeze (tract runs the binary op 3x slower after an unsqueeze)."""

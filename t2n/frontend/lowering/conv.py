@@ -182,8 +182,11 @@ def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | N
     size / output), the op tract's ONNX loader builds for the same layer: written per axis
     as slices, reductions and a concatenation, it ran 1.3-49x slower than that op over
     the artifact-speed grid (``--cases "adaptive"``: 49x at 4 x 4 cells of a 64-channel
-    32² map, batch 8; benchmarks/RESULTS_ARTIFACT_SPEED.md). Uneven windows keep that form,
-    one axis at a time (the ONNX exporter refuses them)."""
+    32² map, batch 8; benchmarks/RESULTS_ARTIFACT_SPEED.md). Windows that do not tile the
+    axis but still have one size and a constant stride (:func:`regular_windows`) are that
+    op too (7 x 7 cells of a 256-channel 8² map, batch 8: 28 ms as slices, 0.3 ms for
+    torch_to_nnef's pool, whose output shape is wrong there). Other axes keep the slices,
+    one axis at a time (the ONNX exporter refuses them all)."""
     b = ctx.b
     whole, pooled = [], []
     for i, o in enumerate(out_size):
@@ -200,21 +203,39 @@ def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | N
             pooled.append((axis, size, o))
     if whole:
         x = b.op(reduce, x, axes=tuple(whole), keepdims=True)
-    if pooled and all(size % o == 0 for _, size, o in pooled):
-        kernel = [1] * n
-        for axis, size, o in pooled:
-            kernel[axis - (x.rank - n)] = size // o
-        attrs: dict[str, Any] = dict(kernel=tuple(kernel), stride=tuple(kernel), dilation=(1,) * n, padding=((0, 0),) * n)
+    regular = [(axis, r) for axis, size, o in pooled if (r := regular_windows(size, o)) is not None]
+    if regular:
+        kernel, stride = [1] * n, [1] * n
+        for axis, (k, step) in regular:
+            kernel[axis - (x.rank - n)], stride[axis - (x.rank - n)] = k, step
+        attrs: dict[str, Any] = dict(kernel=tuple(kernel), stride=tuple(stride), dilation=(1,) * n,
+                                     padding=((0, 0),) * n)
         if reduce == "mean_reduce":
-            return b.op("avg_pool", x, count_include_pad=False, **attrs)
-        return b.op("max_pool", x, **attrs)
+            x = b.op("avg_pool", x, count_include_pad=False, **attrs)
+        else:
+            x = b.op("max_pool", x, **attrs)
+    done = {axis for axis, _ in regular}
     for axis, size, o in pooled:
+        if axis in done:
+            continue
         parts = []
         for start, end in adaptive_windows(size, o):
             part = b.op("slice", x, b.ints([start]), b.ints([end]), axes=(axis,), steps=(1,))
             parts.append(b.op(reduce, part, axes=(axis,), keepdims=True))
         x = b.op("concat", *parts, axis=axis)
     return x
+
+
+def regular_windows(size: int, out: int) -> tuple[int, int] | None:
+    """(window, stride) when PyTorch's adaptive windows of an axis all have one size and
+    start at multiples of one stride (always when ``out`` divides ``size``; also e.g. 8 -> 7
+    cells: windows of 2 at stride 1, 512 -> 7: 74 at stride 73), so that one pooling op
+    computes them."""
+    windows = adaptive_windows(size, out)
+    k, step = windows[0][1] - windows[0][0], windows[1][0] - windows[0][0] if out > 1 else 1
+    if all(end - start == k and start == i * step for i, (start, end) in enumerate(windows)):
+        return k, max(step, 1)
+    return None
 
 
 def adaptive_sizes(ctx: LoweringContext, n: int) -> list[int | None]:
