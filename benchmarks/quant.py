@@ -215,8 +215,17 @@ def main() -> None:
             ns.dir.rmdir()
     res["load_end"] = os.getloadavg()
     ns.output.with_suffix(".json").write_text(json.dumps(res, indent=1))
-    ns.output.write_text(report(res, command))
+    ns.output.write_text(report(res, command) + kept_sections(ns.output))
     print(ns.output.read_text())
+
+
+KEEP = "<!-- benchmarks.quant replaces everything above this line and keeps what follows -->"
+
+
+def kept_sections(path: Path) -> str:
+    """What other benchmarks wrote below :data:`KEEP` in ``path`` (and the line itself)."""
+    old = path.read_text() if path.exists() else ""
+    return "\n" + KEEP + old.split(KEEP, 1)[1] if KEEP in old else "\n" + KEEP + "\n"
 
 
 if __name__ == "__main__":

@@ -127,7 +127,13 @@ def compile(
     tensors), the trace keeps the value the example inputs gave: the artifact is
     specialised to them. Each such place gives a ``t2n.SpecializedTraceWarning`` naming
     its source line and module; ``strict=True`` raises ``SpecializedTraceError`` listing
-    all of them instead. Sizes, constants and parameters are not reported. A forward
+    all of them instead. Sizes, constants and parameters are not reported. Weights
+    holding NaN or infinite values (or values beyond f16's range written as f16) give a
+    ``t2n.NonFiniteWeightWarning`` naming each tensor and its counts; ``strict=True``
+    raises ``NonFiniteWeightError`` instead. The model is traced in eval mode (one in
+    training mode gives a ``TrainingModeWarning``; its flags are restored after), and an
+    output that is not a tensor (a string, a number) is left out of the artifact with a
+    ``NonTensorOutputWarning`` (``None`` silently). A forward
     that writes its own parameters or buffers is exported as PyTorch ran that call (the
     writes start from the values before it), or refused with ``StateMutationError``.
     The artifact keeps references to the model's weights: changing them after

@@ -18,6 +18,7 @@ from t2n.backends.nnef.context import TensorFile
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.backends.running import run_on_target
 from t2n.backends.target import Target
+from t2n.check.assertions import assertions_of, check_bounds, input_shapes_of
 from t2n.check.bundle import BundleContent, BundleResult, got_names, replay_spec, write_bundle
 from t2n.check.compare import CheckReport, Tolerance, compare
 from t2n.errors import CheckMismatchError, EngineError, InvalidArgumentError
@@ -136,8 +137,9 @@ class Artifact:
         :class:`EngineError` (with the phase) when it refuses the artifact; all
         write a debug bundle to ``debug_dir`` (default: the compile's ``debug_bundle_path``,
         else a new temporary folder; a ``.tgz``/``.tar`` path gives one archive) and name
-        it in the message. A ``debug_dir`` that cannot be written never replaces the
-        error: the message says why and where the bundle went instead.
+        it in the message. A ``debug_dir`` that cannot be written, or that holds something
+        t2n did not write (only an empty folder or a previous bundle is replaced), never
+        replaces the error: the message says why and where the bundle went instead.
         """
         if (inputs is None) != (expected is None):
             raise InvalidArgumentError("check(): give both inputs and expected, or neither")
@@ -153,6 +155,8 @@ class Artifact:
                 "check(): no PyTorch reference outputs (the model was traced on the meta "
                 "device); pass inputs= and expected="
             )
+        text = self.rendered.graph_nnef
+        check_bounds(assertions_of(text), input_shapes_of(text), self.input_names, ins, symbols, "the artifact")
         with tempfile.TemporaryDirectory(prefix="t2n-check-") as tmp:
             path = self._engine_path(Path(tmp))
             try:
@@ -170,9 +174,17 @@ class Artifact:
             if not report.ok:
                 bundle = self._debug_bundle(path, ins, refs, outputs, str(report), debug_dir,
                                             replay_spec(self, path, tolerance, symbols))
-                raise CheckMismatchError(str(report), report, bundle.path, note=bundle.note)
+                raise CheckMismatchError(str(report) + self._weights_note(), report, bundle.path, note=bundle.note)
         log.info("%s", report)
         return report
+
+    def _weights_note(self) -> str:
+        """The weights found not finite when compiling (the likely cause of a mismatch)."""
+        found = self.stats.get("nonfinite_weights") or []
+        if not found:
+            return ""
+        more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
+        return f"\nWeights that are not finite (the likely cause): {'; '.join(found[:10])}{more}"
 
     def _engine_path(self, tmp: Path) -> Path:
         saved = self.saved_path

@@ -323,3 +323,50 @@ class ExportSpecializationError(ExportFrontendError, DynamicAxesError):
 class ScriptedModelExportError(ExportFrontendError, InvalidArgumentError):
     """A TorchScript model given with ``frontend="export"``: torch.export traces Python
     code, which a scripted module no longer has (``frontend="jit"`` takes it)."""
+
+
+# -- weights that make a model meaningless
+
+
+class NonFiniteWeightError(InvalidArgumentError):
+    """``strict=True``: weights of the artifact hold NaN or infinite values (or values that
+    become infinite in the dtype they are written in); ``names`` lists each tensor."""
+
+    def __init__(self, message: str, names: Sequence[str] = ()) -> None:
+        self.names = list(names)
+        super().__init__(message)
+
+
+class SymbolBoundsError(CheckError, InvalidArgumentError):
+    """The inputs of a check give the artifact's symbols sizes that its ``tract_assert``
+    lines exclude (tract reads those lines but does not enforce them); ``assertions``
+    lists each one broken and ``symbols`` the sizes found."""
+
+    def __init__(self, message: str, assertions: Sequence[str] = (), symbols: dict[str, int] | None = None) -> None:
+        self.assertions = list(assertions)
+        self.symbols = dict(symbols or {})
+        super().__init__(message)
+
+
+# -- TorchScript hardening: attribute state, self-check
+
+
+class AttributeStateError(TraceError):
+    """A scripted forward keeps state in module attributes in a way no exported graph can
+    follow (an attribute that decides what it computes and that the call changes, state
+    of a type t2n cannot carry between calls). ``attributes`` names each one by its
+    dotted path."""
+
+    def __init__(self, message: str, attributes: Sequence[str] = ()) -> None:
+        self.attributes = list(attributes)
+        super().__init__(message)
+
+
+class HardeningMismatchError(TraceError):
+    """The graph JIT hardening made for the example inputs does not compute what the
+    scripted model computes on them (from the same starting state): nothing is written.
+    ``outputs`` names each output that differs, with its largest difference."""
+
+    def __init__(self, message: str, outputs: Sequence[str] = ()) -> None:
+        self.outputs = list(outputs)
+        super().__init__(message)

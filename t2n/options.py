@@ -356,6 +356,9 @@ def check_bundle_path(path: object) -> Path | None:
     if path is None:
         return None
     if isinstance(path, (str, os.PathLike)) and str(os.fspath(path)).strip():
+        from t2n.check.bundle import check_bundle_destination
+
+        check_bundle_destination(Path(path))
         return Path(path)
     raise InvalidArgumentError(
         f"debug_bundle_path must be None or a path (a folder, or a .tgz/.tar archive), got {path!r}"

@@ -10,6 +10,9 @@ t2n, torch, tract, nnef, nnef-tools, numpy, Python, platform) and a replay scrip
 prints the comparison. The bundle is a folder, or one archive when its path ends in
 ``.tgz``, ``.tar.gz`` or ``.tar``. Writing it must never hide the error it documents:
 a path that cannot be written gives a note in the error message, not an ``OSError``.
+A bundle never replaces what t2n did not write: only an empty folder or a previous
+bundle (replaced whole, built under a temporary name beside it); the temporary folder
+keeps the newest :data:`TEMPORARY_BUNDLES_KEPT` bundles written there.
 """
 
 from __future__ import annotations
@@ -17,14 +20,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy as np
+
+from t2n.errors import OverwriteRefusedError
 
 
 @attrs.frozen
@@ -52,26 +59,41 @@ class BundleResult:
     note: str
 
 
+TEMPORARY_BUNDLES_KEPT = 10
+"""Bundles written to the temporary folder (no ``debug_dir``) that are kept: writing one
+more removes the oldest of this user's beyond that number."""
+
+TEMPORARY_PREFIX = "t2n-debug-"
+
+BUNDLE_ENTRIES = frozenset({"model", "inputs.npz", "expected.npz", "got.npz", "ir.txt", "ir", "report.txt",
+                            "versions.json", "replay.json", "replay.py"})
+"""The names a bundle folder holds (besides the artifact as an archive, ``*.tar``/``*.tgz``)."""
+
+
 def write_bundle(content: BundleContent, debug_dir: str | os.PathLike[str] | None) -> BundleResult:
     """Write the bundle to ``debug_dir`` (or a new temporary folder); never raises OSError.
 
-    When ``debug_dir`` cannot be written, the bundle goes to a temporary folder instead
-    and the note says why.
+    A bundle replaces only an empty folder or a bundle t2n wrote (whole: no part of the
+    previous one is left). When ``debug_dir`` holds something else, or cannot be
+    written, the bundle goes to a temporary folder instead and the note says why.
     """
     if debug_dir is not None:
         wanted = Path(debug_dir)
         try:
-            if archive_suffix(wanted):
-                _write_archive(wanted, content)
-            else:
-                _write_into(wanted, content)
-            return BundleResult(str(wanted), f"Debug bundle written to {wanted}")
+            refusal = why_not_bundle(wanted)
+            if refusal is None:
+                _write_in_place(wanted, content)
+                return BundleResult(str(wanted), f"Debug bundle written to {wanted}")
+            failure = (f"the debug bundle could not be written to {wanted} ({wanted} holds something "
+                       f"t2n did not write: {refusal}; it was left untouched)")
+        except OverwriteRefusedError as exc:  # something of the user's appeared there meanwhile
+            failure = f"the debug bundle could not be written to {wanted} ({exc}; it was left untouched)"
         except OSError as exc:
             failure = f"the debug bundle could not be written to {wanted} ({_reason(exc)})"
     else:
         failure = ""
     try:
-        tmp = Path(tempfile.mkdtemp(prefix="t2n-debug-"))
+        tmp = _temporary_folder()
         _write_into(tmp, content)
     except OSError as exc:
         why = f"the debug bundle could not be written to a temporary folder either ({_reason(exc)})"
@@ -89,13 +111,117 @@ def _reason(exc: OSError) -> str:
     return f"{exc}; pass debug_dir= a folder you can write to"
 
 
-def _write_into(root: Path, content: BundleContent) -> None:
-    """Write every file under ``root`` (making missing parent folders); on failure
-    remove what this call created."""
-    top = _topmost_missing(root)
-    before = set(os.listdir(root)) if top is None and root.is_dir() else set()
+def why_not_bundle(path: Path) -> str | None:
+    """Why a bundle may not be written at ``path`` (None: nothing is there, an empty
+    folder, or a bundle t2n wrote, in the form ``path`` asks for)."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None  # a file in the way of a parent: the write says so
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if stat.S_ISDIR(st.st_mode):
+        names = os.listdir(path)
+        if not names:
+            return None
+        foreign = sorted(n for n in names if n not in BUNDLE_ENTRIES and not archive_suffix(Path(n)))
+        if foreign or "versions.json" not in names:
+            shown = foreign[0] if foreign else names[0]
+            return f"a folder holding {shown!r}, which is not part of a debug bundle"
+        return None
+    if stat.S_ISREG(st.st_mode) and archive_suffix(path) and _is_bundle_archive(path):
+        return None
+    return ("a file is in the way, not a debug bundle t2n wrote; pass debug_dir= a folder, or a path "
+            "that does not exist yet")
+
+
+def _is_bundle_archive(path: Path) -> bool:
+    """A tar (or tgz) whose first member is a folder and whose second is a bundle part
+    in it: what :func:`_write_archive` writes. Only two headers are read."""
+    try:
+        with tarfile.open(path, "r|*") as tar:
+            top, part = tar.next(), tar.next()
+    except (tarfile.TarError, EOFError, OSError, zlib.error):
+        return False
+    if top is None or part is None or not top.isdir() or "/" in top.name.strip("/"):
+        return False
+    folder, _, name = part.name.partition("/")
+    return folder == top.name.strip("/") and name in BUNDLE_ENTRIES
+
+
+def check_bundle_destination(path: Path, what: str = "debug_bundle_path") -> None:
+    """Refuse, before anything is compiled, a bundle path holding something t2n did not
+    write (a bundle there is replaced only by a bundle)."""
+    try:
+        why = why_not_bundle(path)
+    except OSError:
+        return  # unreadable: the bundle goes elsewhere, with a note, if a check fails
+    if why is not None:
+        raise OverwriteRefusedError(
+            f"{what}={str(path)!r}: {path} holds something t2n did not write ({why}); a debug "
+            "bundle replaces only an empty folder or a previous bundle, so it was left untouched: "
+            "choose a path that does not exist yet")
+
+
+def _write_in_place(wanted: Path, content: BundleContent) -> None:
+    """The bundle (a folder or an archive) built under a temporary name beside ``wanted``
+    and moved onto it, replacing a previous bundle whole; on failure nothing this call
+    made is left (missing parent folders included)."""
+    from t2n.serialize.staging import install, new_temp_dir, remove_path, remove_stale_temps
+
+    top = _topmost_missing(wanted.parent)
+    tmp: Path | None = None
+    try:
+        wanted.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(wanted.parent, wanted.name)  # what a bundle killed half-way left
+        if archive_suffix(wanted):
+            tmp = _write_archive(wanted, content)
+        else:
+            tmp = new_temp_dir(wanted.parent, wanted.name)
+            _write_into(tmp, content)
+
+        def check() -> bool:
+            why = why_not_bundle(wanted)
+            if why is not None:
+                raise OverwriteRefusedError(f"{wanted} holds something t2n did not write ({why})")
+            return os.path.lexists(wanted)
+
+        install(tmp, wanted, check)
+    except BaseException:
+        if tmp is not None and os.path.lexists(tmp):
+            remove_path(tmp)
+        if top is not None:
+            shutil.rmtree(top, ignore_errors=True)
+        raise
+
+
+def _temporary_folder() -> Path:
+    """A new ``t2n-debug-*`` folder in the temporary folder, after removing this user's
+    oldest ones beyond :data:`TEMPORARY_BUNDLES_KEPT` (so failed checks do not pile up)."""
+    root = Path(tempfile.gettempdir())
+    try:
+        found = []
+        for entry in os.scandir(root):
+            if entry.name.startswith(TEMPORARY_PREFIX) and entry.is_dir(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                if st.st_uid == os.getuid():
+                    found.append((st.st_mtime, entry.name))
+        found.sort()
+        for _, name in found[:max(0, len(found) - TEMPORARY_BUNDLES_KEPT + 1)]:
+            if why_not_bundle(root / name) is None:
+                shutil.rmtree(root / name, ignore_errors=True)
+    except OSError:
+        pass  # never fails a bundle: the old ones stay
+    return Path(tempfile.mkdtemp(prefix=TEMPORARY_PREFIX))
+
+
+def _write_into(root: Path, content: BundleContent) -> None:
+    """Write every file under ``root`` (an existing folder); on failure remove what this
+    call created in it."""
+    before = set(os.listdir(root))
+    try:
         if content.model.is_dir():
             shutil.copytree(content.model, root / "model", dirs_exist_ok=True)
         else:
@@ -108,7 +234,7 @@ def _write_into(root: Path, content: BundleContent) -> None:
         (root / "report.txt").write_text(content.report_text.rstrip("\n") + "\n")
         _write_extras(root, content)
     except OSError:
-        _remove_new_entries(root, top, before)
+        _remove_new_entries(root, before)
         raise
 
 
@@ -122,10 +248,7 @@ def _topmost_missing(root: Path) -> Path | None:
     return top
 
 
-def _remove_new_entries(root: Path, top: Path | None, before: set[str]) -> None:
-    if top is not None:
-        shutil.rmtree(top, ignore_errors=True)
-        return
+def _remove_new_entries(root: Path, before: set[str]) -> None:
     try:
         names = set(os.listdir(root)) - before
     except OSError:
@@ -151,22 +274,26 @@ def archive_suffix(path: Path) -> str:
     return next((s for s in ARCHIVE_SUFFIXES if path.name.endswith(s) and path.name != s), "")
 
 
-def _write_archive(path: Path, content: BundleContent) -> None:
-    """The bundle as one archive at ``path``: built in a temporary folder, packed beside
-    ``path`` and renamed into place, so a failure leaves no partial archive."""
+def _write_archive(path: Path, content: BundleContent) -> Path:
+    """The bundle as one archive under a temporary name beside ``path`` (returned): built
+    in a temporary folder and packed, the folder first, so that the archive is known
+    as a bundle by its first two members."""
+    from t2n.serialize.staging import new_temp_file
+
     with tempfile.TemporaryDirectory(prefix="t2n-bundle-") as tmp:
         root = Path(tmp) / path.name.removesuffix(archive_suffix(path))
+        root.mkdir()
         _write_into(root, content)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-        os.close(fd)
+        partial, f = new_temp_file(path.parent, path.name)
         try:
-            with tarfile.open(partial, "w") if archive_suffix(path) == ".tar" else tarfile.open(partial, "w:gz") as tar:
-                tar.add(root, arcname=root.name)
-            os.replace(partial, path)
+            with f, tarfile.open(fileobj=f, mode="w" if archive_suffix(path) == ".tar" else "w:gz") as tar:
+                tar.add(root, arcname=root.name, recursive=False)
+                for name in ["report.txt", *sorted(n for n in os.listdir(root) if n != "report.txt")]:
+                    tar.add(root / name, arcname=f"{root.name}/{name}")
         except BaseException:
-            Path(partial).unlink(missing_ok=True)
+            partial.unlink(missing_ok=True)
             raise
+        return partial
 
 
 def _write_extras(root: Path, content: BundleContent) -> None:

@@ -9,6 +9,7 @@ next run starts a fresh worker.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import select
 import signal
@@ -91,8 +92,7 @@ class EngineWorker:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
+        _close_pipes(proc)
 
     def call(self, kind: str, kwargs: Mapping[str, Any], timeout: float = DEFAULT_TIMEOUT) -> EngineResult:
         """Run one request; the reply, or a typed error that says which phase failed."""
@@ -120,6 +120,7 @@ class EngineWorker:
             except (EOFError, OSError) as exc:
                 code = proc.wait()
                 self._proc = None
+                _close_pipes(proc)
                 raise EngineCrashedError(
                     f"the {kind} engine process died ({_describe_exit(code)}) while "
                     f"{describe_phase(phase)} for {kwargs.get('path')}. The crash is in the engine: "
@@ -135,6 +136,15 @@ class EngineWorker:
         raise EngineError(
             f"{kind} refused {kwargs.get('path')} while {describe_phase(phase)}: {reply[1]}", phase=phase
         )
+
+
+def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    """Close our ends of a finished child's pipes (a pipe to a dead child can fail to
+    flush: that is not an error here)."""
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 def _describe_exit(code: int | None) -> str:

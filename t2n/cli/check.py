@@ -132,6 +132,7 @@ def check_command(artifact: Path, inputs_path: Path | None, io_path: Path | None
     on the artifact also exits with 1, saying what it was doing.
     """
     from t2n.backends.running import run_on_target
+    from t2n.check.assertions import check_bounds
     from t2n.check.compare import compare
 
     if io_path is not None:
@@ -148,6 +149,8 @@ def check_command(artifact: Path, inputs_path: Path | None, io_path: Path | None
         refuse_tract_artifact(artifact, graph)
     target = _target(engine)
     check_declared(graph.inputs, inputs)
+    check_bounds(graph.assertions, {d.name: d.shape for d in graph.inputs}, [d.name for d in graph.inputs],
+                 inputs, key_values(symbols, "--symbol") or None, str(artifact))
     place: AbstractContextManager[Path] = as_folder(artifact) if engine == "khronos" else nullcontext(artifact)
     with place as path:
         got = run_on_target(target, path, inputs, registries=graph.registries,
@@ -190,6 +193,7 @@ def replay_io_npz(artifact: str | os.PathLike[str], io_path: str | os.PathLike[s
     :class:`CheckMismatchError` naming the first step whose outputs differ."""
     from t2n.backends.running import run_on_target
     from t2n.backends.tract.target import TractNNEF
+    from t2n.check.assertions import check_bounds
     from t2n.check.compare import compare
     from t2n.check.io_npz import read_io_npz
 
@@ -198,6 +202,8 @@ def replay_io_npz(artifact: str | os.PathLike[str], io_path: str | os.PathLike[s
     reports: list[tuple[str, CheckReport]] = []
     for step in read_io_npz(io_path):
         inputs, expected = step.arrays([d.name for d in graph.inputs], graph.outputs, str(io_path))
+        check_bounds(graph.assertions, {d.name: d.shape for d in graph.inputs}, [d.name for d in graph.inputs],
+                     inputs, None, f"{artifact} (step {step.name!r} of {io_path})")
         got = run_on_target(target, Path(artifact), inputs, registries=graph.registries)
         report = compare(target.engine, list(graph.outputs), got, expected, tolerance)
         if not report.ok:

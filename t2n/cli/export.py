@@ -24,7 +24,7 @@ from t2n.cli.params import (
     tolerance_option,
     version_callback,
 )
-from t2n.errors import DynamicAxesError
+from t2n.errors import DynamicAxesError, TraceError
 
 
 def _target(target: str, tract_version: str | None, bf16_as: str | None) -> Any:
@@ -60,6 +60,10 @@ def _check_output(output: Path, compression_level: int | None, overwrite: bool) 
     except InvalidArgumentError as exc:
         raise click.BadParameter(str(exc), param_hint="--output") from exc
     check_destination(output, overwrite)
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return ",".join(map(str, shape)) or "(scalar)"
 
 
 def _save_io(folder: Path, artifact: Any) -> None:
@@ -162,6 +166,13 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
     t0 = time.perf_counter()
     try:
         artifact = export_model(source.model, source.args, write, options)
+    except TraceError as exc:
+        if not shapes:
+            raise
+        raise TraceError(
+            f"{source.origin}: {exc}\n(the example inputs come from --input-shape/--input-dtype: one "
+            f"--input-shape per input of its forward, in order; given: {', '.join(map(_shape_text, shapes))})"
+        ) from exc
     except DynamicAxesError as exc:
         if not dynamic_axes:
             raise

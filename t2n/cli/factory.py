@@ -12,7 +12,8 @@ The contract of ``SPEC``:
   ``torch.nn.Module`` (or ScriptModule), ``args`` one tensor or a tuple/list of
   positional arguments (nested tuples, lists and dicts of tensors are fine),
   ``kwargs`` a dict of keyword arguments; exactly what ``t2n.compile`` takes.
-  The model is exported as returned (call ``.eval()`` in the factory for inference).
+  The model is exported in eval mode, as ``t2n.compile`` exports every model (one in
+  training mode gives a ``TrainingModeWarning``; call ``.eval()`` in the factory).
 * ``FILE`` (no ``:``; any existing file, usually ``.pt``): a TorchScript module saved
   with ``torch.jit.save``, loaded with ``torch.jit.load`` on the CPU; its example
   inputs are made from ``--input-shape`` (one per input, in order) and
@@ -26,6 +27,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -163,6 +165,10 @@ def load_torchscript(path: Path, shapes: Sequence[tuple[int, ...]], dtypes: Sequ
             "per input (in the same order), or none for float32 everywhere")
     import torch
 
+    from t2n.serialize.zip_crc import check_zip_crcs
+
+    if zipfile.is_zipfile(path):
+        check_zip_crcs(path, "TorchScript file (torch.jit.save)")  # torch.jit.load does not
     try:
         model = torch.jit.load(str(path), map_location="cpu")  # type: ignore[no-untyped-call]
     except (RuntimeError, ValueError, OSError) as exc:

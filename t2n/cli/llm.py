@@ -32,9 +32,14 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
 @click.option("--force-f32-normalization", is_flag=True, help="Compute normalizations in f32 (f16 models).")
 @click.option("--reify-sdpa-operator", is_flag=True,
               help="Write attention as tract's tract_transformers_sdpa operator (tract 0.22 and newer).")
-@click.option("--kv-cache", type=click.Choice(["explicit", "stateful"]), default="explicit", show_default=True,
+@click.option("--kv-cache", type=click.Choice(["explicit", "stateful", "stateful_int8", "stateful_int4"]),
+              default="explicit", show_default=True,
               help="explicit: cache tensors as graph inputs/outputs; stateful: kept in tract's state "
-                   "(tract_transformers_dyn_kv_cache, tract 0.23 and newer; only input_ids in).")
+                   "(tract_transformers_dyn_kv_cache, tract 0.23 and newer; only input_ids in); "
+                   "stateful_int8/int4: kept quantized (tract_transformers_quantized_dyn_kv_cache, 0.23.5+).")
+@click.option("--window-kv-cache", is_flag=True,
+              help="With a stateful cache: sliding-window layers keep only their window "
+                   "(tract_transformers_window_kv_sdpa); each call then takes one token.")
 @click.option("--reify-rope-operator", is_flag=True,
               help="Write rotary embeddings as tract_transformers_apply_rope (tract 0.22 and newer).")
 @click.option("--reify-rms-norm-operator", is_flag=True,
@@ -63,6 +68,8 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
                    "every step to tests/io.npz (default 6: a prefill and one decode step).")
 @click.option("--progress/--no-progress", default=None,
               help="Log each stage on stderr (default: only when stderr is a terminal).")
+@click.option("--overwrite", is_flag=True,
+              help="Write into EXPORT_DIRPATH even if it is not empty (files of the same names are replaced).")
 @debug_option
 @guarded
 def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str | None,
@@ -73,7 +80,8 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
                 tract_check_io_tolerance: str | None, no_verify: bool,
                 dump_with_tokenizer_and_conf: bool, naming_scheme: str, trust_remote_code: bool,
                 merge_peft: Path | None, force_inputs_dtype: str | None,
-                sample_generation_total_size: int | None, progress: bool | None) -> None:
+                sample_generation_total_size: int | None, progress: bool | None, window_kv_cache: bool,
+                overwrite: bool = False) -> None:
     """Export the causal language model in LOCAL_DIR to tract with an explicit KV cache
     (inputs input_ids and in_cache_key/value_i; outputs outputs and out_cache_key/value_i).
 
@@ -91,7 +99,8 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
         dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf, trust_remote_code=trust_remote_code,
         naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator, merge_peft=merge_peft,
         force_inputs_dtype=force_inputs_dtype, sample_generation_total_size=sample_generation_total_size,
-        kv_cache=kv_cache, reify_rope=reify_rope_operator, reify_rms_norm=reify_rms_norm_operator)
+        kv_cache=kv_cache, reify_rope=reify_rope_operator, reify_rms_norm=reify_rms_norm_operator,
+        window_kv_cache=window_kv_cache, overwrite=overwrite)
     click.echo(f"wrote {path}")
 
 

@@ -22,7 +22,7 @@ from typing import Any, NoReturn, TypeVar
 import attrs
 import click
 
-from t2n.errors import InvalidArgumentError, T2NError
+from t2n.errors import InvalidArgumentError, OverwriteRefusedError, T2NError
 
 
 @attrs.frozen
@@ -127,15 +127,19 @@ def guarded(fn: _F) -> _F:
         except Exception as exc:  # every failure is reported, typed or not
             if debug:
                 traceback.print_exception(exc)
-            raise Failure(describe_failure(exc, debug)) from exc
+            raise Failure(describe_failure(exc, debug, command=ctx.command)) from exc
 
     return wrapper  # type: ignore[return-value]
 
 
-def describe_failure(exc: BaseException, debug: bool) -> str:
+def describe_failure(exc: BaseException, debug: bool, command: click.Command | None = None) -> str:
     """The message printed for a failure: t2n's own errors by their class name and
-    message; anything else also says how to see where it came from."""
+    message; anything else also says how to see where it came from. Advice naming the
+    API's ``overwrite=True`` names the command's ``--overwrite`` when it has one."""
     text = str(exc) or repr(exc)
+    if isinstance(exc, OverwriteRefusedError) and command is not None and any(
+            "--overwrite" in getattr(p, "opts", ()) for p in command.params):
+        text = text.replace("overwrite=True", "--overwrite")
     if isinstance(exc, T2NError):
         return f"{type(exc).__name__}: {text}"
     hint = "" if debug else "\n(run again with --debug for the traceback)"

@@ -108,10 +108,43 @@ def _declared(name: str, op: str, nnef_type: str | None, args: str) -> Declared:
     return Declared(name, dtype, _shape(args), _unquote(label.group(1)) if label else "")
 
 
+_VERSION = re.compile(r"version\s+(\d+\.\d+)\Z")
+NNEF_VERSIONS = ("1.0",)
+
+
+def _version(top: list[str], source: str) -> str:
+    """The version the first statement declares; anything else is refused (NNEF parsers,
+    tract's included, refuse a document that does not begin with ``version X.Y;``)."""
+    first = top[0] if top else ""
+    m = _VERSION.match(first)
+    if m is None:
+        shown = f"begins with {first[:60]!r}" if first else "is empty"
+        raise CorruptArchiveError(f"{source}: does not begin with 'version 1.0;' (it {shown}); the file is "
+                                  "damaged or not an NNEF graph")
+    if m.group(1) not in NNEF_VERSIONS:
+        raise CorruptArchiveError(f"{source}: declares NNEF version {m.group(1)}, which does not exist "
+                                  f"(NNEF is version {', '.join(NNEF_VERSIONS)}); the version line was changed")
+    return m.group(1)
+
+
+def _check_io(inputs: list[str], outputs: tuple[str, ...], externals: dict[str, Declared], body: list[str],
+              source: str) -> None:
+    """Every input declared by an ``external`` and every output assigned in the body."""
+    assigned: set[str] = set()
+    for stmt in body:
+        lhs, eq, _ = stmt.partition("=")
+        if eq:
+            assigned.update(re.findall(r"[A-Za-z_]\w*", lhs))
+    problems = [f"input {n!r} is never declared (no '{n} = external(...)')" for n in inputs if n not in externals]
+    problems += [f"output {n!r} is never assigned" for n in outputs if n not in assigned]
+    if problems:
+        raise CorruptArchiveError(f"{source}: {'; '.join(problems)}; the graph is damaged or incomplete")
+
+
 def read_graph_text(text: str, source: str = "graph.nnef") -> GraphText:
     """What ``graph.nnef`` declares; a text without a ``graph`` block is refused."""
     top, blocks = _statements(text, source)
-    version = next((s.split(None, 1)[1] for s in top if s.startswith("version ")), "")
+    version = _version(top, source)
     ext = [s.split(None, 1)[1] for s in top if s.startswith("extension ") and len(s.split(None, 1)) > 1]
     kinds: dict[str, list[str]] = {"tract_registry": [], "tract_symbol": [], "tract_assert": []}
     other: list[str] = []
@@ -151,6 +184,7 @@ def read_graph_text(text: str, source: str = "graph.nnef") -> GraphText:
         if h.startswith("fragment tract_core_properties"):
             for stmt in frag_body:
                 props.update((_unquote(k), _unquote(v.strip())) for k, v in _PROPERTY.findall(stmt))
+    _check_io(names, outputs, found, body, source)
     inputs = tuple(found.get(n, Declared(n, "?", ())) for n in names)
     return GraphText(version, m.group(1), inputs, outputs, tuple(variables), dict(ops.most_common()),
                      tuple(kinds["tract_registry"]), tuple(kinds["tract_symbol"]),

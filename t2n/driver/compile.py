@@ -9,9 +9,18 @@ from typing import Any
 
 from t2n.artifact import Artifact
 from t2n.driver.reading import read_model
-from t2n.driver.stages import gc_paused, lower_model, make_artifact, render, run_passes, timed
+from t2n.driver.stages import (
+    gc_paused,
+    lower_model,
+    make_artifact,
+    nonfinite_weights,
+    render,
+    run_passes,
+    timed,
+)
 from t2n.ir import verify
 from t2n.options import CompileOptions
+from t2n.serialize.finite import report_nonfinite
 
 
 @gc_paused
@@ -34,7 +43,12 @@ def compile_model(model: Any, args: Any, options: CompileOptions, *, check: bool
     graph.info.custom_extensions += options.custom_extensions
     with timed(timings, "emission"):
         rendered = render(graph, model, read, options)
+    with timed(timings, "weight_values"):
+        nonfinite = nonfinite_weights(read.traced.state_read, options.target.bf16_as)
+        report_nonfinite(nonfinite, strict=options.strict)
     artifact = make_artifact(read, graph, rendered, options, timings=timings, pass_stats=result.stats)
+    if nonfinite:
+        artifact.stats["nonfinite_weights"] = [str(f) for f in nonfinite]
     if check and options.check_io:
         artifact.check(options.tolerance)
     return artifact

@@ -17,6 +17,7 @@ from t2n.artifact import Artifact
 from t2n.backends.nnef.context import label_to_path
 from t2n.errors import InvalidArgumentError, T2NError
 from t2n.frontend.trace import canonical_tensor_names
+from t2n.frontend.weight_guard import unchanged_check
 from t2n.ir import DType, TensorData
 from t2n.ir.tensor_data import converted
 from t2n.options import CompileOptions
@@ -59,11 +60,13 @@ def planned_tensors(
                 data = tensor_data(p)
             except (RuntimeError, InvalidArgumentError):  # meta or inference tensors, unsupported dtypes
                 continue
-            unchanged = functools.partial(_same_version, p, version)
+            # the counter misses writes through `.data` or numpy: sampled values too
+            unchanged = unchanged_check(p) or functools.partial(_same_version, p, version)
         data = with_q4_0(scales, p, data, name)  # a weight t2n.quantize made Q4_0: written as blocks
+        written = bf16_as if data.dtype is DType.BF16 else data.dtype  # as the bf16-as pass retypes it
         if data.dtype is DType.BF16 and not is_q4_0(data):
             data = converted(data, bf16_as)
-        out.append(PlannedTensor(path, data, data.dtype, unchanged))
+        out.append(PlannedTensor(path, data, written, unchanged))
     return out
 
 
@@ -73,6 +76,13 @@ def _always() -> bool:
 
 def _same_version(t: torch.Tensor, version: int) -> bool:
     return t._version == version
+
+
+def written_by_forward(artifact: Artifact) -> set[str]:
+    """Member paths of the parameters the traced call wrote (through ``.data`` too, which
+    their version counter does not see): what was written early of them may be the
+    value from before the call, so they are always written again."""
+    return {label_to_path(name) + ".dat" for name in artifact.stats.get("state_written", ())}
 
 
 def plan(model: torch.nn.Module, options: CompileOptions) -> tuple[list[PlannedTensor], CompileOptions]:

@@ -12,7 +12,13 @@ import torch
 
 from t2n.artifact import Artifact
 from t2n.driver.compile import compile_model
-from t2n.driver.early_write import one_core_left, parameter_paths, plan, record_export
+from t2n.driver.early_write import (
+    one_core_left,
+    parameter_paths,
+    plan,
+    record_export,
+    written_by_forward,
+)
 from t2n.options import CompileOptions, WriteOptions
 from t2n.serialize.archive import open_writer
 from t2n.serialize.dat import dat_size
@@ -46,7 +52,7 @@ def export_model(model: Any, args: Any, write: WriteOptions, options: CompileOpt
                 raise
             t_compiled = time.perf_counter()
             tensors = list(artifact.rendered.tensors)
-            rest = early.finish(tensors) if early is not None else tensors
+            rest = early.finish(tensors, rewrite=written_by_forward(artifact)) if early is not None else tensors
             members = list(artifact.members(rest))
             bar.set_total(bar.done + sum(size for _, size, _ in members))
             for name, size, chunks in members:

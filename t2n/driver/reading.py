@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from t2n.frontend.base import ReadModel
-from t2n.frontend.io import normalize_args
+from t2n.frontend.io import normalize_args, note_non_tensor_outputs
 from t2n.frontend.io_match import checked_io_names
 from t2n.frontend.specialization import report as report_specializations
 from t2n.options import CompileOptions, check_symbols_apart
@@ -20,6 +20,7 @@ def read_model(model: Any, args: Any, options: CompileOptions) -> ReadModel:
     pos_args = normalize_args(args)
     traced, request = options.frontend.read(model, pos_args, options)
     specialized = report_specializations(traced.specializations, strict=options.strict)
+    note_non_tensor_outputs(traced.output_spec)
     ins, outs, same = checked_io_names(options.input_names, options.output_names, traced, pos_args,
                                        options.kwargs, options.target, check=options.check_io_names_qte_match,
                                        allow_same=options.allow_same_io_names)

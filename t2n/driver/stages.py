@@ -18,13 +18,14 @@ import torch
 from t2n.artifact import Artifact
 from t2n.backends.nnef.renderer import RenderedModel
 from t2n.driver.early_write import parameter_paths
-from t2n.errors import T2NError
+from t2n.errors import InvalidArgumentError, T2NError
 from t2n.frontend.base import ReadModel
 from t2n.frontend.io_match import pass_through
 from t2n.frontend.weight_guard import guarded_tensors
-from t2n.ir import Graph
+from t2n.ir import DType, Graph
 from t2n.options import CompileOptions
 from t2n.passes.base import PassResult
+from t2n.serialize.finite import NonFinite, nonfinite_tensors
 from t2n.serialize.overlap import ordered_like
 from t2n.version import __version__
 
@@ -119,8 +120,30 @@ def make_artifact(read: ReadModel, graph: Graph, rendered: RenderedModel, option
         reference_outputs=[to_numpy(t) for t in read.traced.reference_outputs],
         debug_bundle_path=options.debug_bundle_path,
         ir_stages=options.ir_record.stages if options.ir_record is not None else [],
-        stats={"timings": timings, "pass_stats": dict(pass_stats)},
+        stats={"timings": timings, "pass_stats": dict(pass_stats),
+               "state_written": list(getattr(read.traced, "state_written", ()))},
     )
+
+
+def nonfinite_weights(state: Mapping[str, torch.Tensor], bf16_as: DType) -> list[NonFinite]:
+    """The model's parameters and buffers the graph holds that are NaN, infinite (for
+    buffers, only NaN: an infinite buffer may be a mask) or beyond the range of the dtype
+    they are written in (bf16 written as ``bf16_as``)."""
+    from t2n.torch_data import tensor_data
+
+    items = []
+    params = set()
+    for name, t in state.items():
+        if not t.is_floating_point() or t.is_meta or t.device.type != "cpu" or t.layout != torch.strided:
+            continue
+        try:
+            data = tensor_data(t)
+        except (InvalidArgumentError, RuntimeError):  # a dtype with no NNEF form: not written as is
+            continue
+        items.append((name, data, bf16_as if data.dtype is DType.BF16 else data.dtype))
+        if isinstance(t, torch.nn.Parameter):
+            params.add(name)
+    return nonfinite_tensors(items, infinities=params.__contains__)
 
 
 def to_numpy(t: torch.Tensor, bf16_as: np.dtype | None = None) -> np.ndarray:

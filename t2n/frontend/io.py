@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -84,6 +85,37 @@ def flatten(obj: Any) -> tuple[list[torch.Tensor], list[str], Spec]:
 
     spec = walk(obj, "")
     return tensors, paths, spec
+
+
+class NonTensorOutputWarning(UserWarning):
+    """An output of the model that is not a tensor (a string, a number...): the artifact
+    has no output for it."""
+
+
+def non_tensor_outputs(spec: Spec | None, path: str = "") -> list[tuple[str, Any]]:
+    """(path, value) of each output that is neither a tensor nor ``None``, depth first."""
+    if spec is None or spec.kind == "leaf":
+        return []
+    if spec.kind == "const":
+        return [] if spec.value is None else [(path or "0", spec.value)]
+    labels = spec.keys if spec.kind in ("dict", "mapping") else range(len(spec.children))
+    found = []
+    for label, child in zip(labels, spec.children):
+        found += non_tensor_outputs(child, f"{path}.{label}" if path else str(label))
+    return found
+
+
+def note_non_tensor_outputs(spec: Spec | None) -> None:
+    """Warn once per output that the artifact drops because it is not a tensor."""
+    for path, value in non_tensor_outputs(spec):
+        kind = type(value).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        warnings.warn(
+            f"the model's output {path} is {article} {kind} ({shown}), not a tensor: it is not in the "
+            "artifact (only tensors are exported; return it as a tensor to keep it)",
+            NonTensorOutputWarning, stacklevel=2)
 
 
 def _identifier(path: str) -> str:

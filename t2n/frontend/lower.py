@@ -16,6 +16,7 @@ import torch
 
 from t2n.errors import LoweringError, OpProblem, UnsupportedOpsError
 from t2n.frontend import torch_private
+from t2n.frontend.complex_tensors import COMPLEX_OUTPUT, Complex, holds_complex
 from t2n.frontend.context import (
     LoweringContext,
     ModuleRef,
@@ -26,8 +27,9 @@ from t2n.frontend.context import (
 )
 from t2n.frontend.dtypes import float8_problem, to_ir
 from t2n.frontend.extractors import ExtractedCall, lower_extracted
+from t2n.frontend.lowering.complex import complex_problem, complex_rule
 from t2n.frontend.registry import LoweringRegistry
-from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_python_value
+from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_list_op, is_python_value
 from t2n.frontend.trace import TracedModel
 from t2n.frontend.views import (
     MAYBE_COPY_KINDS,
@@ -105,7 +107,8 @@ class Lowering:
             if kind == PYTHON_OP:
                 if self.extracted_call(node) is None:
                     self.problem(node, opaque_function(node))
-            elif kind not in self.registry and kind not in STRUCTURAL and kind not in SCALAR_OPS:
+            elif kind not in self.registry and kind not in STRUCTURAL and kind not in SCALAR_OPS \
+                    and complex_rule(kind) is None:
                 self.problem(node, "no lowering rule")
             elif (why := float8_problem(node)) is not None:
                 self.problem(node, why)
@@ -148,6 +151,8 @@ class Lowering:
         for o in outs:
             if isinstance(o, Poison) and o.reason:
                 self.problems.append(OpProblem("output", "", "", o.reason))
+            if isinstance(o, Complex):
+                self.problems.append(OpProblem("output", "", "", COMPLEX_OUTPUT))
         if self.problems:
             raise UnsupportedOpsError(self.problems)
         self.graph.set_outputs(self.name_outputs(outs))
@@ -225,8 +230,14 @@ class Lowering:
         if call is not None:
             self.lower_extracted(node, call, outs)
             return
-        info = self.registry.get(node.kind())
-        if node.kind() in SCALAR_OPS and len(outs) == 1 and all(is_python_value(a) for a in args):
+        on_complex = not node.kind().startswith("prim::") and holds_complex(args)
+        info = complex_rule(node.kind()) if on_complex else self.registry.get(node.kind())
+        if on_complex and info is None:
+            self.problem(node, complex_problem(node.kind()))
+            self.poison_outputs(outs)
+            return
+        if node.kind() in SCALAR_OPS and len(outs) == 1 and \
+                (all(is_python_value(a) for a in args) or is_list_op(node.kind(), args)):
             try:
                 self.env[outs[0].unique()] = SCALAR_OPS[node.kind()](*args)
                 return
@@ -250,7 +261,8 @@ class Lowering:
                 f"lowering {node.kind()} {ctx.loc} failed: {type(exc).__name__}: {exc}"
             ) from exc
         self.store_result(node, outs, result)
-        self.track_aliases(node, ctx, info.fn, args, result)
+        if not on_complex and not holds_complex(result):
+            self.track_aliases(node, ctx, info.fn, args, result)
 
     def extracted_call(self, node: torch._C.Node) -> ExtractedCall | None:
         extracted = self.traced.extracted

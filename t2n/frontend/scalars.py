@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 SCALAR_OPS: dict[str, Callable[..., Any]] = {
@@ -25,7 +25,7 @@ SCALAR_OPS: dict[str, Callable[..., Any]] = {
     "aten::__contains__": lambda seq, item: item in seq, "prim::min": min, "prim::max": max,
     "aten::floor": math.floor, "aten::ceil": math.ceil, "aten::abs": abs,
     "prim::unchecked_cast": lambda x: x, "aten::__getitem__": operator.getitem,
-    "prim::TupleIndex": operator.getitem, "aten::str": str,
+    "prim::TupleIndex": operator.getitem, "aten::str": str, "aten::list": list,
     "aten::floor_divide": lambda a, b: _ints_only(a, b) // b,
 }
 """Ops on Python scalars, strings, lists and tuples that are folded when their inputs are constant."""
@@ -42,6 +42,18 @@ def _ints_only(a: Any, b: Any) -> int:
     if type(a) is not int or type(b) is not int:
         raise TypeError("floor_divide is folded in Python for ints only")
     return a
+
+
+LIST_OPS = frozenset({"aten::add", "aten::mul", "aten::list", "aten::__getitem__", "aten::len"})
+"""Ops of ``SCALAR_OPS`` that also apply to lists whose items are computed (sizes under
+dynamic axes): ``[1] * k + list(x.size())`` joins lists, whatever they hold."""
+
+
+def is_list_op(kind: str, args: Sequence[Any]) -> bool:
+    """Whether ``kind`` on ``args`` is a list operation (its first argument a list, the
+    others Python values or lists) that Python can do on the lowered items."""
+    return kind in LIST_OPS and bool(args) and isinstance(args[0], (list, tuple)) and \
+        all(is_python_value(a) or isinstance(a, (list, tuple)) for a in args[1:])
 
 
 def is_python_value(x: Any) -> bool:

@@ -1,10 +1,11 @@
 """Turning a model into a flat TorchScript graph, with parameter names.
 
-``nn.Module``: wrapped so inputs/outputs are flat tensors, put in eval mode and its
+``nn.Module``: wrapped so inputs/outputs are flat tensors, put in eval mode (a model
+in training mode gives a :class:`TrainingModeWarning`; its flags are restored after) and its
 call recorded by PyTorch's tracer without autograd, the parameters and buffers as the
 graph's last inputs and submodule calls as scopes (no ScriptModule is built); the
 eval-mode outputs computed meanwhile are kept as the reference for ``check()``.
-``ScriptModule``: its ``forward`` graph is used (hardened first when asked), submodule
+``ScriptModule``: run and hardened in eval mode too; its ``forward`` graph is used, submodule
 calls inlined. Either way each parameter or buffer gets its dotted name, the first one
 PyTorch reports when a tensor is shared.
 """
@@ -15,7 +16,7 @@ import contextlib
 import logging
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -65,6 +66,9 @@ class TracedModel:
     the artifact starts from (the graph replays the writes)."""
     state_read: dict[str, torch.Tensor] = attrs.field(factory=dict)
     """The model's tensors whose memory the lowered graph holds (filled while lowering)."""
+    state_written: tuple[str, ...] = ()
+    """Parameters and buffers the traced call wrote, seen by the trace or not (through
+    ``.data``: their version counter did not move), by dotted name."""
     extracted: ExtractedCalls | None = None
     """The module extractors of the compile call and the calls they claimed."""
 
@@ -98,15 +102,61 @@ def names_by_storage(module: torch.nn.Module) -> dict[tuple[int, tuple[int, ...]
 
 
 @contextlib.contextmanager
-def eval_mode(model: torch.nn.Module) -> Iterator[None]:
-    """Eval mode for the duration, restoring each submodule's training flag after."""
+def eval_mode(model: torch.nn.Module, *, note: bool = True) -> Iterator[None]:
+    """Eval mode for the duration, restoring each submodule's training flag after; a
+    model found in training mode gives a :class:`TrainingModeWarning` (``note``)."""
     flags = {m: m.training for m in model.modules()}
+    if note:
+        note_training_mode(model, flags)
     model.eval()
     try:
         yield
     finally:
         for m, f in flags.items():
             m.training = f
+
+
+class TrainingModeWarning(UserWarning):
+    """The model was in training mode: it is exported as in eval mode (what an inference
+    artifact computes), its training flags restored after."""
+
+
+def note_training_mode(model: torch.nn.Module, flags: dict[torch.nn.Module, bool]) -> None:
+    """Warn, naming them, when submodules that compute differently in training (dropout,
+    batch norm, instance norm with running statistics, RNNs and attention with dropout)
+    are in training mode: the trace puts them in eval mode."""
+    named = [n for n, m in model.named_modules() if flags.get(m) and _differs_in_training(m)]
+    if not named:
+        return  # nothing that computes differently in training (a bare nn.Linear is born training)
+    shown = ", ".join(repr(n or "(the model)") for n in named[:5]) + (f" and {len(named) - 5} more"
+                                                                    if len(named) > 5 else "")
+    warnings.warn(
+        f"the model is in training mode ({shown}, which compute differently in training): "
+        "it is exported as in eval mode (dropout off, batch norm on its running statistics), as an "
+        "inference artifact computes, and its training flags are restored after. Call model.eval() "
+        "before exporting to say so.", TrainingModeWarning, stacklevel=4)
+
+
+_TRAINING_KINDS = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm", "SyncBatchNorm",
+                   "LazyBatchNorm")
+"""Class names (a prefix) of the modules that compute differently in training."""
+
+
+def _differs_in_training(m: torch.nn.Module) -> bool:
+    name = str(getattr(m, "original_name", "")) if isinstance(m, torch.jit.ScriptModule) else type(m).__name__
+    if name.startswith(_TRAINING_KINDS) or (isinstance(m, torch.nn.Module) and _is_training_kind(m)):
+        return True
+    if "InstanceNorm" in name:
+        return bool(getattr(m, "track_running_stats", False))
+    dropout = getattr(m, "dropout", 0.0)  # RNNs, attention: their own dropout
+    return isinstance(dropout, float) and dropout > 0
+
+
+def _is_training_kind(m: torch.nn.Module) -> bool:
+    from torch.nn.modules.batchnorm import _BatchNorm
+    from torch.nn.modules.dropout import _DropoutNd
+
+    return isinstance(m, (_BatchNorm, _DropoutNd))
 
 
 def canonical_tensor_names(module: torch.nn.Module, strip: str) -> dict[int, str]:
@@ -235,6 +285,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         parameter_inputs=state,
         specializations=watch.found,
         start_values=start,
+        state_written=tuple(dict.fromkeys(e.name for e in writes.events)),
         extracted=extracted,
     )
 
@@ -254,6 +305,35 @@ def trace_quantized_module(model: torch.nn.Module, args: tuple[Any, ...],
     )
 
 
+def _run_scripted(module: Any, args: tuple[Any, ...]) -> Any:
+    """One call of a ScriptModule on the example inputs; its failure (inputs of the wrong
+    shape, number or dtype) is a :class:`TraceError` naming the inputs given."""
+    try:
+        return module(*args)
+    except (RuntimeError, TypeError, ValueError, IndexError) as exc:
+        given = ", ".join(f"{list(a.shape)} {str(a.dtype).removeprefix('torch.')}" if isinstance(a, torch.Tensor)
+                          else type(a).__name__ for a in args)
+        first = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), type(exc).__name__)
+        raise TraceError(
+            f"the TorchScript model fails on the example inputs ({len(args)} given: {given}): {first}. "
+            "What to do: give inputs of the shapes, number and dtypes its forward takes") from exc
+
+
+def with_state_outputs(out: tuple[Any, ...], state: Sequence[Any]) -> tuple[list[torch.Tensor], list[str], Spec]:
+    """The outputs of a hardened graph with explicit attribute state, ``(result, state
+    after the call...)``: the result's tensors named as usual, then one output per
+    attribute named ``<attribute>_out``."""
+    tensors, paths, spec = flatten(out[0])
+    leaves = []
+    for a, value in zip(state, out[1:]):
+        tensors.append(value)
+        paths.append(a.output_name)
+        leaves.append(Spec("leaf", value=len(tensors) - 1))
+    if paths[: len(paths) - len(state)] == [""]:
+        paths[0] = "0"
+    return tensors, paths, Spec("tuple", (spec, *leaves))
+
+
 def script_graph(
     module: Any,
     args: tuple[Any, ...],
@@ -271,13 +351,21 @@ def script_graph(
     if isinstance(module, HardenedGraph):
         hardened = module
         original = module.module
-        out = hardened(*hardened.example_inputs)
+        out = hardened(*[t.clone() for t in hardened.example_inputs])
     else:
         original = module
-        with torch.no_grad():
-            out = module(*args)
-        hardened = harden_jit_for_export(module, args, diagnostics=diagnostics) if harden else None
+        with eval_mode(module), torch.no_grad():
+            if harden:
+                hardened = harden_jit_for_export(module, args, diagnostics=diagnostics)
+                out = hardened.reference
+            else:
+                hardened = None
+                out = _run_scripted(module, args)
     out_tensors, out_paths, out_spec = flatten(out)
+    if hardened is not None and hardened.state:
+        out_tensors, out_paths, out_spec = with_state_outputs(out, hardened.state)
+        paths = paths[: len(hardened.example_inputs) - len(hardened.state)] + \
+            [f"1.{a.input_name}" for a in hardened.state]
     if hardened is not None:
         graph = hardened.graph.copy()
         root: Any = hardened.module

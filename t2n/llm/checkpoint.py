@@ -71,12 +71,34 @@ def check_folder(folder: Path) -> dict[str, Any]:
         raise CheckpointFolderError(f"{folder} is not a folder: give the folder of a transformers "
                                     "checkpoint (config.json and *.safetensors)")
     config = _read_config(folder)
-    check_architecture(config.get("architectures"), config.get("model_type"), str(folder / "config.json"))
+    architectures = config.get("architectures")
+    if architectures is not None and (not isinstance(architectures, list)
+                                      or not all(isinstance(a, str) for a in architectures)):
+        raise CheckpointFolderError(
+            f"{folder / 'config.json'}: 'architectures' must be a list of class names (e.g. "
+            f"[\"LlamaForCausalLM\"]), got {architectures!r}; rewrite it with config.save_pretrained()")
+    check_architecture(architectures, config.get("model_type"), str(folder / "config.json"))
     if not sorted(folder.glob("*.safetensors")):
         raise CheckpointFolderError(
             f"{folder} has no *.safetensors weights beside its config.json; save the model with "
             "model.save_pretrained(folder) (safetensors is its default)")
+    _check_shards_inside(folder)
     return config
+
+
+def _check_shards_inside(folder: Path) -> None:
+    """Every shard (by the index, or in the folder) lies inside the folder: an index
+    naming ``../x.safetensors``, an absolute path or a link to elsewhere is refused
+    before transformers or t2n reads anything there."""
+    from t2n.errors import CorruptCheckpointError, CorruptTensorFileError
+    from t2n.serialize.safetensors_reader import safetensors_files
+
+    try:
+        safetensors_files(folder)
+    except CorruptTensorFileError as exc:
+        raise CorruptCheckpointError(
+            f"{exc}; the checkpoint in {folder} is damaged or points elsewhere: download or save it "
+            "again (model.save_pretrained(folder))") from exc
 
 
 def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bool) -> torch.nn.Module:
@@ -91,6 +113,8 @@ def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: b
             str(folder), local_files_only=True, trust_remote_code=trust_remote_code,
             dtype=dtype if dtype is not None else "auto", output_loading_info=True,
             ignore_mismatched_sizes=True)  # reported by name below instead
+    except config_errors() as exc:
+        raise config_error(folder, exc) from exc
     except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as exc:
         raise CheckpointFolderError(
             f"the checkpoint in {folder} cannot be loaded by transformers: {exc}; check that its "
@@ -99,6 +123,24 @@ def load_folder(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: b
     _refuse_disagreement(folder, info)
     model.eval()
     return model  # type: ignore[no-any-return]
+
+
+def config_errors() -> tuple[type[Exception], ...]:
+    """What transformers raises for a ``config.json`` whose fields have the wrong types or
+    disagree (huggingface_hub's strict dataclass validation), besides ValueError/TypeError."""
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:  # an older huggingface_hub validates nothing
+        return (TypeError, AttributeError)
+    return (StrictDataclassError, TypeError, AttributeError)  # AttributeError: an unknown dtype name
+
+
+def config_error(folder: Path, exc: BaseException) -> CheckpointFolderError:
+    """The error for a ``config.json`` that transformers refuses (its message names the field)."""
+    why = " ".join(str(exc).split())
+    return CheckpointFolderError(
+        f"{folder / 'config.json'} is not a configuration transformers accepts: {why}; fix that "
+        "field (or rewrite the file with config.save_pretrained())")
 
 
 def _settle_device_constructors() -> None:

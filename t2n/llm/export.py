@@ -19,10 +19,13 @@ import torch
 from t2n.errors import InvalidArgumentError, OverwriteRefusedError
 from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
 from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
+from t2n.llm.kv_cache_forms import check_windows
+from t2n.llm.recurrent_state import check_hybrid_forms, describe_states
 from t2n.llm.samples import check_total_size, to_numpy, write_samples
 from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
 from t2n.llm.streaming import StreamedCheckpoint, meta_model, quantize_streamed, reference_wrapper
 from t2n.llm.wrapper import CacheLayout, KVCacheWrapper, cache_layout
+from t2n.serialize.finite import report_nonfinite
 
 LOG = logging.getLogger(__name__)
 
@@ -92,13 +95,28 @@ def max_positions(config: Any) -> int | None:
     return None
 
 
-def extension_lines(config: Any) -> list[str]:
+MODES_WITHOUT_PAST = {
+    "pp": {"assert": "S >= 2", "description": "prompt processing: several tokens at once (a prompt starts "
+                                              "from zero states)"},
+    "tg": MODES["tg"],
+}
+"""The modes of a model without attention layers (no ``P``: a prompt is a call with zero
+states, not a shape). tract needs both: with ``tg`` alone it specialises every call to
+``S == 1``."""
+
+
+def modes(has_past: bool = True) -> dict[str, dict[str, str]]:
+    """The named modes a graph asserts."""
+    return MODES if has_past else MODES_WITHOUT_PAST
+
+
+def extension_lines(config: Any, has_past: bool = True) -> list[str]:
     """The ``tract_assert`` lines: bounds of ``S`` and ``P`` and the named modes."""
-    lines = ["tract_assert P >= 0", "tract_assert S >= 1"]
+    lines = (["tract_assert P >= 0"] if has_past else []) + ["tract_assert S >= 1"]
     limit = max_positions(config)
-    if limit is not None:
+    if limit is not None and has_past:
         lines.append(f"tract_assert S + P < {limit}")
-    lines += [f"tract_assert {name}: {mode['assert']}" for name, mode in MODES.items()]
+    lines += [f"tract_assert {name}: {mode['assert']}" for name, mode in modes(has_past).items()]
     return lines
 
 
@@ -122,14 +140,18 @@ def write_modes(layout: CacheLayout, config: Any, out: Path, *, samples: bool = 
         "model": "model/model.nnef.tgz",
         "symbols": {"S": "tokens given in this call", "P": "tokens already in the cache"},
         "max_positions": max_positions(config),
-        "modes": MODES,
+        "modes": modes(layout.has_past()),
         "inputs": layout.graph_input_names(),
         "outputs": layout.graph_output_names(),
         "cache": {"form": "stateful" if layout.stateful else "explicit",
                   "num_layers": layout.num_layers, "kv_heads": layout.kv_heads,
                   "head_dim": layout.head_dim, "dtype": _written_dtype(layout.dtype),
                   "shape": "[B, kv_heads, P, head_dim] in, [B, kv_heads, P + S, head_dim] out",
-                  **({"states": layout.state_names()} if layout.stateful else {})},
+                  **({"states": layout.state_names()} if layout.stateful else {}),
+                  **({"quantized_bits": layout.kv_bits} if layout.kv_bits else {}),
+                  **({"windows": {str(i): w for i, w in layout.windows}, "tokens_per_call": 1}
+                     if layout.windows else {}),
+                  **describe_states(layout)},
         "tests": [] if not samples else
                  ["tests/prefill.npz", "tests/decode.npz", *([] if layout.stateful else ["tests/io.npz"])],
     }
@@ -146,7 +168,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                kv_cache: str = "explicit", reify_rope: bool = False, reify_rms_norm: bool = False,
                overwrite: bool = False, merge_peft: str | os.PathLike[str] | None = None,
                force_inputs_dtype: str | None = None,
-               sample_generation_total_size: int | None = None) -> Path:
+               sample_generation_total_size: int | None = None, window_kv_cache: bool = False) -> Path:
     """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``.
 
     ``model_or_dir``: a ``transformers`` ``*ForCausalLM`` model or a local checkpoint
@@ -166,7 +188,11 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     included) of the greedy generation written as ``tests/io.npz``.
     ``kv_cache``: ``"explicit"`` (cache inputs and outputs) or ``"stateful"`` (tract's
     ``tract_transformers_dyn_kv_cache``, 0.23+: only ``input_ids`` in, ``outputs`` out;
-    ``tests/io.npz`` is then not written, its steps need the explicit cache).
+    ``tests/io.npz`` is then not written, its steps need the explicit cache);
+    ``"stateful_int8"`` / ``"stateful_int4"``: kept quantized
+    (``tract_transformers_quantized_dyn_kv_cache``, 0.23.5+).
+    ``window_kv_cache``: with a stateful cache, the sliding-window layers keep only their
+    window (``tract_transformers_window_kv_sdpa``); each call then takes one token.
     ``reify_rope`` / ``reify_rms_norm``: rotary embeddings as ``tract_transformers_apply_rope``
     (0.22+), RMS normalizations as ``tract_core_rms_norm`` (0.23+); found by pattern,
     older targets keep the decomposed form.
@@ -178,7 +204,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     _check_options(dtype, compression, num_logits_to_keep, out, overwrite)
     check_inputs_dtype(force_inputs_dtype)
     check_total_size(sample_generation_total_size)
-    check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm)
+    check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm,
+                    window_kv_cache=window_kv_cache)
     model, folder, shards = _resolve_model(model_or_dir, dtype, trust_remote_code, stream=merge_peft is None)
     if merge_peft is not None:
         from t2n.llm.peft import merge_adapter
@@ -195,11 +222,11 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                        tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
                        side_files=dump_with_tokenizer_and_conf, naming=naming_scheme,
                        samples=(force_inputs_dtype, sample_generation_total_size),
-                       forms=LLMForms(kv_cache == "stateful", reify_rope, reify_rms_norm), force={
+                       forms=LLMForms.of(kv_cache, reify_rope, reify_rms_norm, window_kv_cache), force={
                            "force_attention_inner_in_f32": force_f32_attention,
                            "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
                            "force_norm_in_f32": force_f32_normalization,
-                           "reify_sdpa_operator": reify_sdpa_operator})
+                           "reify_sdpa_operator": reify_sdpa_operator or window_kv_cache})
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)
@@ -229,13 +256,15 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
         else:
             quantize(model, compression)
     layout = cache_layout(model)
-    wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep).eval(), layout, samples[0])
-    layout = attrs.evolve(layout, stateful=forms.stateful)
+    check_hybrid_forms(layout, forms)
+    windows = check_windows(model.config) if forms.window else {}
+    wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep, layout).eval(), layout, samples[0])
+    layout = attrs.evolve(layout, stateful=forms.stateful, kv_bits=forms.kv_bits, windows=tuple(sorted(windows.items())))
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])
     example_ids = torch.randint(0, vocab, (1, 3), generator=torch.Generator().manual_seed(1))
     names = layout.input_names()
-    axes = {"input_ids": {1: "S"}, **{n: {2: "P"} for n in names[1:]}}
+    axes = layout.dynamic_axes()
     target = _target(tract_version, force, tolerance)
     (out / "model").mkdir(exist_ok=True)
     path = out / "model" / "model.nnef.tgz"
@@ -247,12 +276,12 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
         weights = reference["checkpoint"].weights_for(model, prefix)
     options = compile_options(
         target, input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
-        custom_extensions=extension_lines(model.config), nnef_variable_naming_scheme=naming,
+        custom_extensions=extension_lines(model.config, layout.has_past()), nnef_variable_naming_scheme=naming,
         passes=forms.passes(), weights_from=weights,
         check_io=verify and reference is None and not forms.stateful)
     with torch.no_grad():
         if forms.stateful:  # the stateful graph is the explicit one rewritten
-            artifact = make_stateful(compile_model(wrapper, example, options), layout)
+            artifact = make_stateful(compile_model(wrapper, example, options), layout, forms.kv_bits, windows)
             artifact.save(path)
         else:
             artifact = export_model(wrapper, example, write_options(path), options)
@@ -265,10 +294,23 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
         if verify and forms.stateful:
             LOG.info("checking the stateful artifact in tract: a prefill, then a decode step")
             verify_stateful(str(path), [(s.inputs["input_ids"], s.outputs["outputs"]) for s in steps[:2]],
-                            tolerance)
+                            tolerance or ("very" if forms.kv_bits else None), one_token=forms.window)
     if side_files:
         copy_side_files(folder, model, out)
     return path
+
+
+def nonfinite_parameters(model: torch.nn.Module) -> list[Any]:
+    """The parameters and buffers of a loaded model that hold NaN (parameters: or infinite)
+    values."""
+    from t2n.serialize.finite import nonfinite_tensors
+    from t2n.torch_data import tensor_data
+
+    named = {id(t): (n, t) for n, t in [*model.named_buffers(), *model.named_parameters()]
+             if t.is_floating_point() and t.device.type == "cpu"}
+    params = {n for n, t in named.values() if isinstance(t, torch.nn.Parameter)}
+    return nonfinite_tensors(((n, tensor_data(t), tensor_data(t).dtype) for n, t in named.values()),
+                             infinities=params.__contains__)
 
 
 def _streamed_reference(reference: dict[str, Any], artifact: Any, example: tuple[torch.Tensor, ...], target: Any, *,
@@ -282,6 +324,10 @@ def _streamed_reference(reference: dict[str, Any], artifact: Any, example: tuple
     if loaded is None:
         return None
     sampler: torch.nn.Module = with_inputs_dtype(loaded, cache_layout(loaded.model), inputs_dtype)[0]
+    found = nonfinite_parameters(loaded.model)
+    if found:  # the streamed weights were not read at compile: named from the loaded model
+        artifact.stats["nonfinite_weights"] = [str(f) for f in found]
+        report_nonfinite(found, strict=False)
     if check:
         with torch.no_grad():
             expected = sampler(*example)

@@ -37,21 +37,30 @@ def tract_greedy_generate(artifact_path: str | Path, prompt_ids: Any, max_new_to
     from t2n.backends.tract.child import _to_numpy
 
     path = Path(artifact_path)
+    empty: list[np.ndarray] | None = None
+    one_token = False
     if path.is_dir():
         modes = json.loads((path / "modes.json").read_text())
+        one_token = modes["cache"].get("tokens_per_call") == 1  # tract's window cache
         cache_shape = (modes["cache"]["kv_heads"], modes["cache"]["head_dim"])
         cache_dtype = np.dtype(modes["cache"]["dtype"])
+        if "empty" in modes["cache"]:  # a hybrid model: keys, values and recurrent states
+            empty = [np.zeros(e["shape"], dtype=e["dtype"]) for e in modes["cache"]["empty"].values()]
         path = path / "model" / "model.nnef.tgz"
     runnable = load_runnable(path)
     ids = np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1)
     if runnable.input_count() == 1:  # tract's stateful cache: the state keeps it
         state = runnable.spawn_state()
+        if one_token:  # the prompt one token per call
+            for i in range(ids.shape[1] - 1):
+                state.run([ids[:, i:i + 1]])
+            ids = ids[:, -1:]
         return _greedy(lambda x: [_to_numpy(tract, np, state.run([x])[0])], ids, max_new_tokens)
     if cache_shape is None:
         raise ValueError("cache_shape=(kv_heads, head_dim) is needed when artifact_path is a file")
     layers = (runnable.input_count() - 1) // 2
-    cache = [np.zeros((1, cache_shape[0], 0, cache_shape[1]), dtype=cache_dtype)
-             for _ in range(2 * layers)]
+    cache = empty if empty is not None else [np.zeros((1, cache_shape[0], 0, cache_shape[1]), dtype=cache_dtype)
+                                             for _ in range(2 * layers)]
 
     def step(x: np.ndarray) -> list[np.ndarray]:
         nonlocal cache

@@ -22,24 +22,27 @@ def check_inputs_dtype(value: object) -> None:
 
 
 class InterfaceDtype(torch.nn.Module):
-    """``inner`` with its cache inputs cast to ``compute`` and its float outputs (logits
-    and cache) cast to ``interface``."""
+    """``inner`` with its cache inputs cast to ``compute`` (one dtype per cache tensor:
+    a hybrid model keeps its recurrent states in f32) and its float outputs (logits and
+    cache) cast to ``interface``."""
 
-    def __init__(self, inner: torch.nn.Module, compute: torch.dtype, interface: torch.dtype) -> None:
+    def __init__(self, inner: torch.nn.Module, compute: list[torch.dtype], interface: torch.dtype) -> None:
         super().__init__()
         self.inner = inner
         self.compute = compute
         self.interface = interface
 
     def forward(self, input_ids: torch.Tensor, *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        outputs = self.inner(input_ids, *(p.to(self.compute) for p in past))
+        outputs = self.inner(input_ids, *(p.to(dtype) for p, dtype in zip(past, self.compute)))
         return tuple(o.to(self.interface) if o.is_floating_point() else o for o in outputs)
 
 
 def with_inputs_dtype(wrapper: torch.nn.Module, layout: CacheLayout, name: str | None
                       ) -> tuple[torch.nn.Module, CacheLayout]:
     """The module to trace and its cache layout when the interface is ``name``."""
-    if name is None or DTYPES[name] == layout.dtype:
+    if name is None or all(dtype == DTYPES[name] for dtype in [layout.dtype, *layout.dtypes()]):
         return wrapper, layout
     interface = DTYPES[name]
-    return InterfaceDtype(wrapper, layout.dtype, interface).eval(), attrs.evolve(layout, dtype=interface)
+    states = tuple(attrs.evolve(s, dtype=interface) for s in layout.states)
+    return (InterfaceDtype(wrapper, layout.dtypes(), interface).eval(),
+            attrs.evolve(layout, dtype=interface, states=states))

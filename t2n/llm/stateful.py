@@ -23,6 +23,12 @@ from t2n.ir import Graph, Value
 from t2n.passes.base import Pass, PassResult
 
 DYN_KV_CACHE = "tract_transformers_dyn_kv_cache"
+QUANTIZED_KV_CACHE = "tract_transformers_quantized_dyn_kv_cache"
+WINDOW_KV_SDPA = "tract_transformers_window_kv_sdpa"
+
+KV_CACHES = {"explicit": None, "stateful": 0, "stateful_int8": 8, "stateful_int4": 4}
+"""``kv_cache=`` values → None (explicit inputs/outputs) or the stateful cache's bits
+per stored value (0: the model's dtype; 8, 4: tract's quantized cache)."""
 
 STATE_PREFIX = "cache"
 """tract's name of each kept tensor: ``cache_key_0``, ``cache_value_0``, ..."""
@@ -49,6 +55,8 @@ class StatefulKVCache(Pass):
 
     pairs: Sequence[tuple[str, str]] = attrs.field(converter=tuple)
     past: str = "P"
+    bits: int = 0
+    """8 or 4: tract's quantized cache (keys per channel, values per token); 0: as computed."""
 
     name = "stateful-kv-cache"
 
@@ -69,8 +77,10 @@ class StatefulKVCache(Pass):
             new, axis = _cache_concat(graph, past, out_name)  # type: ignore[misc]
             cat = graph.users(past)[0]
             state = in_name.replace("in_cache", STATE_PREFIX, 1)
-            grown = graph.create_op("kv_cache_append", [new], {"name": state, "axis": axis, "past": self.past},
-                                    loc=cat.loc, names=[state]).output
+            attrs_: dict[str, Any] = {"name": state, "axis": axis, "past": self.past}
+            if self.bits:
+                attrs_.update(bits=self.bits, per_channel="_key_" in in_name)
+            grown = graph.create_op("kv_cache_append", [new], attrs_, loc=cat.loc, names=[state]).output
             graph.replace_all_uses_with(cat.output, grown, outputs=False)
             graph.set_outputs([v for v in graph.outputs if v is not cat.output])
             graph.remove(cat)
@@ -78,24 +88,36 @@ class StatefulKVCache(Pass):
         return PassResult(graph, bool(self.pairs), {"kv caches": len(self.pairs)} if self.pairs else {})
 
 
-def run_steps(path: str, steps: Sequence[Any]) -> list[np.ndarray]:
+def run_steps(path: str, steps: Sequence[Any], *, one_token: bool = False) -> list[np.ndarray]:
     """The logits tract gives for each ``input_ids`` of ``steps``, run one after the
-    other in one state (the first with an empty cache)."""
+    other in one state (the first with an empty cache). ``one_token``: each step's
+    tokens are fed one call each (a graph with tract's window cache), the logits of the
+    calls put side by side."""
     import tract
 
     from t2n.backends.tract.child import _to_numpy
     from t2n.llm.generate import load_runnable
 
     state = load_runnable(path).spawn_state()
-    return [_to_numpy(tract, np, state.run([np.asarray(ids, dtype=np.int64)])[0]) for ids in steps]
+
+    def run(ids: np.ndarray) -> np.ndarray:
+        return np.asarray(_to_numpy(tract, np, state.run([np.asarray(ids, dtype=np.int64)])[0]))
+
+    if not one_token:
+        return [run(ids) for ids in steps]
+    return [np.concatenate([run(ids[:, i:i + 1]) for i in range(ids.shape[1])], axis=1) for ids in steps]
 
 
-def verify_stateful(path: str, steps: Sequence[tuple[np.ndarray, np.ndarray]], tolerance: str | None) -> None:
+def verify_stateful(path: str, steps: Sequence[tuple[np.ndarray, np.ndarray]], tolerance: str | None,
+                    *, one_token: bool = False) -> None:
     """Run the ``(input_ids, PyTorch's logits)`` steps in one tract state and compare:
-    :class:`~t2n.errors.CheckMismatchError` with the report when they differ."""
+    :class:`~t2n.errors.CheckMismatchError` with the report when they differ. With
+    ``one_token``, PyTorch's logits of every position are compared with the calls'."""
     from t2n.check.compare import compare
 
-    got = run_steps(path, [ids for ids, _ in steps])
+    got = run_steps(path, [ids for ids, _ in steps], one_token=one_token)
+    if one_token:  # PyTorch may have kept only the last positions' logits
+        got = [g[:, g.shape[1] - ref.shape[1]:] for g, (_, ref) in zip(got, steps)]
     names = [f"outputs (step {i}, {ids.shape[1]} token(s))" for i, (ids, _) in enumerate(steps)]
     report = compare("tract (stateful cache)", names, got, [ref for _, ref in steps], tolerance or "approximate")
     if not report.ok:
@@ -105,12 +127,21 @@ def verify_stateful(path: str, steps: Sequence[tuple[np.ndarray, np.ndarray]], t
 
 @attrs.frozen
 class LLMForms:
-    """Which of tract's own forms an LLM export writes: the stateful cache, and the
+    """Which of tract's own forms an LLM export writes: the stateful cache (quantized to
+    ``kv_bits`` per value, sliding-window layers keeping only their ``window``), and the
     rotary embedding and RMS normalization as one op each."""
 
     stateful: bool = False
     reify_rope: bool = False
     reify_rms_norm: bool = False
+    kv_bits: int = 0
+    window: bool = False
+
+    @classmethod
+    def of(cls, kv_cache: str, reify_rope: bool = False, reify_rms_norm: bool = False,
+           window_kv_cache: bool = False) -> LLMForms:
+        bits = KV_CACHES[kv_cache]
+        return cls(bits is not None, reify_rope, reify_rms_norm, bits or 0, window_kv_cache)
 
     def passes(self) -> list[Pass]:
         from t2n.passes.reify_transformers import ReifyRmsNorm, ReifyRope
@@ -130,26 +161,42 @@ def check_llm_forms(kv_cache: object, tract_version: str | None, **flags: object
     from t2n.backends.tract.target import TractNNEF
     from t2n.backends.tract.versions import min_tract_version
 
-    if kv_cache not in ("explicit", "stateful"):
-        raise InvalidArgumentError(f"kv_cache must be 'explicit' or 'stateful', got {kv_cache!r}")
+    if kv_cache not in KV_CACHES:
+        raise InvalidArgumentError(f"kv_cache must be one of {', '.join(map(repr, KV_CACHES))}, got {kv_cache!r}")
     for name, value in flags.items():
         if not isinstance(value, bool):
             raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
+    if flags.get("window_kv_cache") and kv_cache == "explicit":
+        raise InvalidArgumentError("window_kv_cache=True keeps each sliding-window layer's keys and values in "
+                                   "tract's state: use it with a stateful kv_cache ('stateful', "
+                                   "'stateful_int8', 'stateful_int4')")
     target = TractNNEF(tract_version) if tract_version else TractNNEF()
-    needed = min_tract_version(DYN_KV_CACHE) or "0.23.0"
-    if kv_cache == "stateful" and not target.at_least(needed):
-        raise NotExpressibleError([OpProblem("stateful KV cache", "", "", (
-            f"kv_cache='stateful' needs tract's {DYN_KV_CACHE}, which tract {target.version} does not "
-            f"have (it is in tract {needed} and newer); export with tract_version='{needed}' or newer, "
-            "or with kv_cache='explicit'"))], f"tract {target.version}")
+    needs = [(DYN_KV_CACHE, f"kv_cache={kv_cache!r}", "kv_cache='explicit'")] if KV_CACHES[kv_cache] is not None else []
+    if KV_CACHES[kv_cache]:
+        needs.append((QUANTIZED_KV_CACHE, f"kv_cache={kv_cache!r}", "kv_cache='stateful'"))
+    if flags.get("window_kv_cache"):
+        needs.append((WINDOW_KV_SDPA, "window_kv_cache=True", "window_kv_cache=False"))
+    for op, option, instead in needs:
+        needed = min_tract_version(op) or "0.23.0"
+        if not target.at_least(needed):
+            raise NotExpressibleError([OpProblem("stateful KV cache", "", "", (
+                f"{option} needs tract's {op}, which tract {target.version} does not have (it is in tract "
+                f"{needed} and newer); export with tract_version='{needed}' or newer, or with {instead}"))],
+                f"tract {target.version}")
 
 
-def make_stateful(artifact: Any, layout: Any) -> Any:
+def make_stateful(artifact: Any, layout: Any, bits: int = 0, windows: dict[int, int] | None = None) -> Any:
     """The compiled explicit-cache ``artifact`` with tract's stateful cache instead: its
-    graph rewritten by :class:`StatefulKVCache` and rendered again, with ``input_ids``
-    as the only input and ``outputs`` as the only output."""
+    graph rewritten by :class:`StatefulKVCache` (quantized to ``bits`` per value) and
+    rendered again, with ``input_ids`` as the only input and ``outputs`` as the only
+    output. ``windows`` (layer → window): those layers' attention becomes tract's
+    sliding-window cache and attention (:mod:`t2n.llm.kv_cache_forms`)."""
     graph = artifact.ir
-    StatefulKVCache(layout.kv_pairs())(graph)
+    StatefulKVCache(layout.kv_pairs(), bits=bits)(graph)
+    if windows:
+        from t2n.llm.kv_cache_forms import WindowKvAttention
+
+        WindowKvAttention(windows)(graph)
     rendered = artifact.target.renderer().render(graph)
     return attrs.evolve(artifact, ir=graph, rendered=rendered, input_names=["input_ids"],
                         output_names=["outputs"], example_inputs=artifact.example_inputs[:1],

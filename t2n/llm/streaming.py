@@ -104,21 +104,33 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
     not hold are computed for real), and its shards, checked against each other."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from t2n.llm.checkpoint import _settle_device_constructors, check_folder
+    from t2n.llm.checkpoint import (
+        _settle_device_constructors,
+        check_folder,
+        config_error,
+        config_errors,
+    )
 
     check_folder(folder)
     tensors = open_shards(folder)
     try:
         config = AutoConfig.from_pretrained(str(folder), local_files_only=True,
                                             trust_remote_code=trust_remote_code)
+    except config_errors() as exc:
+        raise config_error(folder, exc) from exc
     except (OSError, ValueError, KeyError) as exc:
         raise CheckpointFolderError(f"transformers cannot read {folder / 'config.json'}: {exc}; "
                                     "rewrite it with config.save_pretrained()") from exc
-    chosen = dtype or _config_dtype(config)
+    chosen = dtype or _config_dtype(config, folder)
     _settle_device_constructors()
-    with torch.device("meta"):
-        model: Any = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
-            config, dtype=chosen, trust_remote_code=trust_remote_code)
+    try:
+        with torch.device("meta"):
+            model: Any = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
+                config, dtype=chosen, trust_remote_code=trust_remote_code)
+    except (ValueError, KeyError, AttributeError, RuntimeError) as exc:
+        raise config_error(folder, exc) from exc
+    except config_errors() as exc:
+        raise config_error(folder, exc) from exc
     model.eval()
     check_agreement(model, tensors, folder)
     compute_missing_buffers(model, tensors, folder)
@@ -126,11 +138,17 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
     return model, StreamedCheckpoint(folder, tensors, nbytes)
 
 
-def _config_dtype(config: Any) -> torch.dtype:
-    """The dtype ``from_pretrained(dtype="auto")`` would give (f32 when unnamed)."""
+def _config_dtype(config: Any, folder: Path) -> torch.dtype:
+    """The dtype ``from_pretrained(dtype="auto")`` would give (f32 when unnamed); a name
+    that is no torch dtype is refused, naming the field."""
     value = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     if isinstance(value, str):
-        value = getattr(torch, value, None)
+        found = getattr(torch, value.removeprefix("torch."), None)
+        if not isinstance(found, torch.dtype) or not found.is_floating_point:
+            raise CheckpointFolderError(
+                f"{folder / 'config.json'}: 'torch_dtype' (or 'dtype') is {value!r}, which is not a "
+                "floating-point torch dtype (float32, float16, bfloat16); fix that field")
+        value = found
     return value if isinstance(value, torch.dtype) else torch.float32
 
 
@@ -165,7 +183,7 @@ def check_agreement(model: torch.nn.Module, tensors: Mapping[str, TensorData], f
     aliases = _aliases(model)
     owners: dict[str, torch.Tensor] = {name: t for name, t in [*model.named_parameters(remove_duplicate=False),
                                        *model.named_buffers(remove_duplicate=False)]}
-    missing, wrong = [], []
+    missing, wrong, kinds = [], [], []
     for names in aliases.values():
         found = next((n for n in names if n in tensors), None)
         t = owners[names[0]]
@@ -176,17 +194,30 @@ def check_agreement(model: torch.nn.Module, tensors: Mapping[str, TensorData], f
         if tuple(tensors[found].shape) != tuple(t.shape):
             wrong.append(f"{found}: expected shape {list(t.shape)} (from config.json), "
                          f"found {list(tensors[found].shape)}")
+        elif tensors[found].dtype.is_float != t.is_floating_point():
+            kinds.append(f"{found}: the shard holds {_torch_name(tensors[found].dtype)}, the model "
+                         f"{str(t.dtype).removeprefix('torch.')}")
     known = {n for names in aliases.values() for n in names}
     ignore = _ignored(model, "_keys_to_ignore_on_load_unexpected")
     extra = sorted(n for n in tensors if n not in known and not any(p.search(n) for p in ignore))
     problems = [f"{len(v)} tensor(s) {what}: {_listed(v)}" for v, what in (
         (sorted(missing), "missing from the shards"),
         (extra, "in the shards but not in the model config.json describes"),
-        (wrong, "of another shape than config.json says")) if v]
+        (wrong, "of another shape than config.json says"),
+        (kinds, "of another kind of dtype than the model's (integers or booleans for floats, or the "
+                "other way round; t2n converts only between float dtypes)")) if v]
     if problems:
         raise CheckpointFolderError(
             f"the checkpoint in {folder} does not match its config.json: {'; '.join(problems)}; "
             "re-save the model with save_pretrained or fix config.json")
+
+
+def _torch_name(dtype: DType) -> str:
+    """A dtype as torch names it (``int64``, ``bfloat16``)."""
+    from t2n.torch_data import TORCH_TO_IR
+
+    found = next((t for t, d in TORCH_TO_IR.items() if d is dtype), None)
+    return str(found).removeprefix("torch.") if found is not None else str(dtype)
 
 
 def _listed(names: list[str]) -> str:
@@ -215,6 +246,17 @@ def compute_missing_buffers(model: Any, tensors: Mapping[str, TensorData], folde
             "(t2n.llm.export_llm(AutoModelForCausalLM.from_pretrained(folder), ...))")
 
 
+def _owners_then_ancestors(model: Any, modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
+    """``modules``, then the modules that contain them, deepest first: some models
+    compute a layer's buffer in their model's ``_init_weights`` (Falcon-H1's MuP vector)."""
+    paths = {id(m): path for path, m in model.named_modules()}
+    by_path = dict(model.named_modules())
+    wanted = [paths[id(m)] for m in modules if id(m) in paths]
+    ancestors = {".".join(path.split(".")[:i]) for path in wanted for i in range(len(path.split(".")))}
+    order = list(dict.fromkeys(wanted)) + sorted(ancestors - set(wanted), key=lambda p: -len(p.split(".")) if p else 0)
+    return [by_path[p] for p in order]
+
+
 def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: int) -> list[torch.Tensor]:
     """Each buffer after ``_init_weights`` ran on its module, starting from ``fill``."""
     for module, name, _ in owners:
@@ -223,7 +265,7 @@ def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: 
         module._buffers[name] = torch.full(b.shape, fill, dtype=b.dtype)
     init = getattr(model, "_init_weights", None)
     with torch.no_grad():
-        for module in {id(m): m for m, _, _ in owners}.values():
+        for module in _owners_then_ancestors(model, [m for m, _, _ in owners]):
             if callable(init):
                 init(module)
     out = []

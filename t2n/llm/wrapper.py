@@ -1,80 +1,69 @@
 """The module traced for an LLM export: explicit past keys/values in, logits and the
 grown keys/values out, so the graph has no hidden state and any runtime can hold the
 cache. It builds a ``transformers`` ``DynamicCache`` from the past tensors and offsets
-``position_ids`` by the past length ``P`` (rotary and learned positions both follow)."""
+``position_ids`` by the past length ``P`` (rotary and learned positions both follow).
+
+Hybrid models (linear attention, state-space layers) also take and return each
+recurrent layer's fixed-size states (``in_cache_conv_{i}``, ``in_cache_recurrent_{i}``):
+see :mod:`t2n.llm.recurrent_state`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import attrs
 import torch
 
+from t2n.llm.layout import CacheLayout, StateSpec
 
-@attrs.frozen
-class CacheLayout:
-    """What the cache of a model looks like: one (key, value) pair per layer, each
-    ``[B, kv_heads, P, head_dim]``, in ``dtype``. ``stateful``: the exported graph keeps
-    it in tract's state (only ``input_ids`` in, ``outputs`` out); the traced wrapper
-    always takes and returns it."""
-
-    num_layers: int
-    kv_heads: int
-    head_dim: int
-    dtype: torch.dtype
-    stateful: bool = False
-
-    def input_names(self) -> list[str]:
-        return ["input_ids"] + [f"in_cache_{kind}_{i}" for i in range(self.num_layers)
-                                for kind in ("key", "value")]
-
-    def output_names(self) -> list[str]:
-        return ["outputs"] + [f"out_cache_{kind}_{i}" for i in range(self.num_layers)
-                              for kind in ("key", "value")]
-
-    def kv_pairs(self) -> list[tuple[str, str]]:
-        """(cache input, cache output) names, layer by layer, key then value."""
-        return list(zip(self.input_names()[1:], self.output_names()[1:]))
-
-    def state_names(self) -> list[str]:
-        """tract's names of the kept tensors of the stateful form."""
-        from t2n.llm.stateful import STATE_PREFIX
-
-        return [name.replace("in_cache", STATE_PREFIX, 1) for name in self.input_names()[1:]]
-
-    def graph_input_names(self) -> list[str]:
-        return ["input_ids"] if self.stateful else self.input_names()
-
-    def graph_output_names(self) -> list[str]:
-        return ["outputs"] if self.stateful else self.output_names()
-
-    def empty_cache(self, past: int, batch: int = 1, *, random: bool = False) -> list[torch.Tensor]:
-        shape = (batch, self.kv_heads, past, self.head_dim)
-        make = torch.randn if random else torch.zeros
-        return [make(shape, dtype=self.dtype) for _ in range(2 * self.num_layers)]
+__all__ = ["CacheLayout", "KVCacheWrapper", "StateSpec", "cache_layout"]
 
 
 def cache_layout(model: torch.nn.Module) -> CacheLayout:
     """Read the cache layout off one real step of ``model`` (whatever names its config
-    uses for heads and sizes)."""
-    device = next(model.parameters()).device
-    with torch.no_grad():
+    uses for heads and sizes, and whichever layers hold keys or recurrent states)."""
+    import contextlib
+
+    from t2n.frontend.meta_trace import stand_ins
+    from t2n.llm.recurrent_state import StateMixers, recurrent_states
+
+    parameter = next(model.parameters())
+    # a hybrid model built on the meta device may hold real buffers (Falcon-H1's MuP
+    # vector): its step runs on zero stand-ins of the weights, which cost no memory
+    real = parameter.is_meta and StateMixers.find(model) is not None
+    with torch.no_grad(), stand_ins(model) if real else contextlib.nullcontext():
+        device = "cpu" if real else parameter.device
         out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), use_cache=True)
-    layers = out.past_key_values.layers
-    keys = layers[0].keys
-    return CacheLayout(len(layers), int(keys.shape[1]), int(keys.shape[3]), keys.dtype)
+    cache: Any = getattr(out, "past_key_values", None) or getattr(out, "cache_params", None)
+    layers = cache.layers
+    kv = [i for i, layer in enumerate(layers) if getattr(layer, "keys", None) is not None]
+    states = recurrent_states(layers)
+    if not kv:
+        return CacheLayout(len(layers), 0, 0, parameter.dtype, kv_layers=(), states=states)
+    keys = layers[kv[0]].keys
+    return CacheLayout(len(layers), int(keys.shape[1]), int(keys.shape[3]), keys.dtype,
+                       kv_layers=None if len(kv) == len(layers) else tuple(kv), states=states)
 
 
 class KVCacheWrapper(torch.nn.Module):
     """``forward(input_ids, k_0, v_0, k_1, v_1, ...)`` → ``(logits, k_0', v_0', ...)``."""
 
-    def __init__(self, model: torch.nn.Module, num_logits_to_keep: int | None = None) -> None:
+    def __init__(self, model: torch.nn.Module, num_logits_to_keep: int | None = None,
+                 layout: CacheLayout | None = None) -> None:
+        from t2n.llm.recurrent_state import StateMixers
+
         super().__init__()
         self.model = model
         self.num_logits_to_keep = num_logits_to_keep
+        if layout is None and StateMixers.find(model) is not None:
+            layout = cache_layout(model)
+        self.layout = layout
+        self.mixers = StateMixers.for_layout(model, layout) if layout is not None and layout.states else None
 
     def forward(self, input_ids: torch.Tensor, *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache
+
+        if self.mixers is not None and self.layout is not None:
+            return self.mixers.forward(self.model, self.layout, input_ids, past, self.num_logits_to_keep)
 
         pairs = [(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)]
         # Full layers for every model: a sliding-window layer crops the cache with its

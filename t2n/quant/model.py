@@ -35,7 +35,7 @@ SLAB_VALUES = SLAB_BLOCKS * BLOCK
 
 
 def _selected(model: torch.nn.Module, recipe: Q40Recipe) -> Iterator[tuple[str, torch.nn.Parameter]]:
-    kinds: tuple[type[torch.nn.Module], ...] = (torch.nn.Linear,)
+    kinds: tuple[type[torch.nn.Module], ...] = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)
     if recipe.embeddings:
         kinds += (torch.nn.Embedding,)
     for path, module in model.named_modules(remove_duplicate=False):
@@ -56,12 +56,16 @@ def _explicit(model: torch.nn.Module, names: Iterable[str]) -> list[tuple[str, t
             near = sorted(n for n in params if isinstance(name, str) and n.endswith(name.split(".")[-1]))[:5]
             raise InvalidArgumentError(
                 f"tensors: the model has no parameter {name!r}" + (f" (similar: {near})" if near else ""))
-        why = _problem(p)
+        why = _problem(p) or _values_problem(p)
         if why is not None:
             raise InvalidArgumentError(f"tensors: parameter {name!r} cannot be stored as Q4_0: {why}; "
                                        f"leave it out of tensors=")
         out.append((name, p))
     return out
+
+
+Q4_0_LIMIT = 8 * 65520.0
+"""Magnitudes from which a block's scale (``max / -8``, an f16) is infinite."""
 
 
 def _problem(p: torch.Tensor) -> str | None:
@@ -70,6 +74,20 @@ def _problem(p: torch.Tensor) -> str | None:
     if p.is_meta:
         return "it is on the meta device (no values to quantize)"
     return shape_problem(tuple(p.shape))
+
+
+def _values_problem(p: torch.Tensor) -> str | None:
+    """Values Q4_0 cannot hold: quantizing them would turn their whole block into NaN."""
+    if p.numel() == 0:
+        return None
+    lo, hi = torch.aminmax(p.detach())  # NaN carries through; no copy of the weight
+    low, high = float(lo), float(hi)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "it holds NaN or infinite values, which Q4_0 cannot store"
+    if max(-low, high) >= Q4_0_LIMIT:
+        return (f"it holds values beyond Q4_0's range (up to {max(-low, high):.4g}; a block's f16 scale "
+                f"reaches only 8 × 65504)")
+    return None
 
 
 def _quantize_rows_(rows: torch.Tensor, percentile: float) -> np.ndarray:
@@ -121,14 +139,16 @@ def quantize(model: torch.nn.Module, recipe: str | Q40Recipe = "min_max_q4_0", *
              tensors: Iterable[str] | None = None) -> torch.nn.Module:
     """Quantize ``model``'s weights to Q4_0 in place, as ``recipe`` says; returns ``model``.
 
-    ``recipe``: ``"min_max_q4_0"`` (Linear weights), ``"min_max_q4_0_with_embeddings"``
+    ``recipe``: ``"min_max_q4_0"`` (Linear, Conv1d and Conv2d weights), ``"min_max_q4_0_with_embeddings"``
     (and Embedding weights), ``"min_max_q4_0_with_embeddings_99"`` (0.99-quantile
     calibration) or a :class:`~t2n.quant.recipes.Q40Recipe`. A weight the recipe picks
     whose rows do not split into blocks of 32 stays in float (an INFO log line names
-    it). ``tensors``: parameter names to quantize instead of the recipe's choice; one
-    that cannot be Q4_0 (rank 1, rows not a multiple of 32, not float) is refused with
-    :class:`InvalidArgumentError` before anything is changed. A weight shared by
-    several modules (tied embeddings) is quantized once. Compiling the model then writes
+    it), as does one holding NaN, infinities or values beyond Q4_0's range (8 × 65504:
+    the f16 scale of a block), with a WARNING line: Q4_0 would make its blocks NaN.
+    ``tensors``: parameter names to quantize instead of the recipe's choice; one that
+    cannot be Q4_0 (rank 1, rows not a multiple of 32, not float, such values) is
+    refused with :class:`InvalidArgumentError` before anything is changed. A weight
+    shared by several modules (tied embeddings) is quantized once. Compiling the model then writes
     these weights as Q4_0 blocks (tract only; see ``docs``).
     """
     if not isinstance(model, torch.nn.Module):
@@ -143,6 +163,10 @@ def quantize(model: torch.nn.Module, recipe: str | Q40Recipe = "min_max_q4_0", *
         why = _problem(p)
         if why is not None:
             logger.info("t2n.quantize(%s): %s stays in float: %s", chosen.name, name, why)
+            continue
+        why = _values_problem(p)
+        if why is not None:
+            logger.warning("t2n.quantize(%s): %s stays in float: %s", chosen.name, name, why)
             continue
         scales = quantize_weight_(p, chosen.percentile)
         for module, pname in _owners(model, p):
@@ -195,7 +219,7 @@ def quantize_tensor(tensor: torch.Tensor, recipe: str | Q40Recipe = "min_max_q4_
     chosen = recipe_of(recipe)
     if not isinstance(tensor, torch.Tensor):
         raise InvalidArgumentError(f"quantize_tensor: {name!r} is a {type(tensor).__name__}, not a tensor")
-    why = _problem(tensor)
+    why = _problem(tensor) or _values_problem(tensor)
     if why is not None:
         raise InvalidArgumentError(f"tensor {name!r} cannot be stored as Q4_0: {why}")
     copy = tensor.detach().to("cpu", copy=True).contiguous()

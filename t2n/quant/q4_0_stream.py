@@ -92,13 +92,25 @@ def checked_blocks(source: TensorData, scales: np.ndarray, name: str, *, run_byt
             bad = kernel.encode_checked(values, scales[index:index + values.shape[0]], own,
                                         out[at * kernel.BLOCK_BYTES:(at + values.shape[0]) * kernel.BLOCK_BYTES])
             if bad >= 0:
-                raise InvalidArgumentError(
-                    f"tensor {name!r}: block {index + bad} holds values that are not Q4_0 codes of "
-                    f"its scale: the weight was changed after t2n.quantize. Call t2n.quantize on "
-                    f"the model again (or export it without Q4_0).")
+                raise InvalidArgumentError(_bad_block(name, index + bad, values[bad]))
         return out.data.cast("B")
 
     yield from ordered_map(encode, runs(inner, run_bytes), workers)
+
+
+def _bad_block(name: str, index: int, values: np.ndarray) -> str:
+    """Why block ``index`` of a weight ``t2n.quantize`` quantized is no Q4_0 block now."""
+    if not np.isfinite(values).all():
+        what = (f"holds NaN or infinite values ({int(np.count_nonzero(~np.isfinite(values)))} of its "
+                f"{values.size}), which Q4_0 cannot store")
+    elif float(np.abs(values).max()) >= 8 * 65520.0:
+        what = "holds values beyond Q4_0's range (a block's f16 scale reaches only 8 × 65504)"
+    else:
+        return (f"tensor {name!r}: block {index} holds values that are not Q4_0 codes of its scale: "
+                "the weight was changed after t2n.quantize. Call t2n.quantize on the model again (or "
+                "export it without Q4_0).")
+    return (f"tensor {name!r}: block {index} {what}; they were written into the weight after "
+            "t2n.quantize. Fix the weight and call t2n.quantize again (or export it without Q4_0).")
 
 
 class QuantizedOnRead(TensorData):

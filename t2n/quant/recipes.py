@@ -1,7 +1,9 @@
 """Quantization recipes: which weights of a model become Q4_0, and how each block's
 scale is calibrated.
 
-* ``min_max_q4_0``: the weights of every ``nn.Linear``. A block's scale is chosen as in
+* ``min_max_q4_0``: the weights of every ``nn.Linear``, ``nn.Conv1d`` and ``nn.Conv2d``
+  (a convolution's row is one output channel: ``in_channels / groups`` times the kernel
+  size values, which must split into blocks of 32). A block's scale is chosen as in
   GGML: ``d = m / -8``, ``m`` the block's value of largest magnitude, so that value is
   exactly code 0 (``-8 d``) and every other value lies inside the code range.
 * ``min_max_q4_0_with_embeddings``: the same, plus the weights of every ``nn.Embedding``.

@@ -59,8 +59,9 @@ def item_type(dtype: DType) -> tuple[int, int]:
     """(code, bits) written for ``dtype``: standard Khronos codes, which tract reads too."""
     if dtype is DType.BF16:
         raise SerializationError(
-            "bf16 has no .dat item type in NNEF or tract; convert it to f16 or f32 first "
-            "(the targets' bf16 option does this)"
+            "bf16 has no .dat item type in NNEF or tract; write it as f16 or f32 "
+            "(export_tensors_to_nnef(..., bf16_as=...)); compile and export convert bf16 tensors "
+            "themselves (the target's bf16_as), so from them this is a t2n bug: please report it"
         )
     if dtype.is_float:
         return ItemCode.FLOAT, dtype.bits

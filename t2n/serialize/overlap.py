@@ -14,13 +14,17 @@ artifact's order. So the bytes never depend on how far the thread got.
 Whether a member is "exactly as written" is decided without reading it again: both
 sides refer to the same memory (same address, shape, strides and dtype, through the
 same conversions; see :func:`data_key`), and the owner's ``unchanged()`` check (for
-PyTorch tensors, their version counter) says nobody wrote to it since.
+PyTorch tensors, their version counter and a fingerprint of sampled values, since the
+counter misses writes through ``.data``) says nobody wrote to it since. Where even
+that cannot be trusted (a parameter the traced forward wrote, e.g. through ``.data``
+on its first call: the member may hold the value from before the call), the caller
+names the member in ``finish(rewrite=...)`` and it is written again.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -146,10 +150,13 @@ class EarlyWriter:
         self._abandon.set()
         self._thread.join()
 
-    def finish(self, final: Sequence[Any], *, write_all_planned: bool = False) -> list[Any]:
+    def finish(self, final: Sequence[Any], *, write_all_planned: bool = False,
+               rewrite: Collection[str] = ()) -> list[Any]:
         """Stop after the member being written, keep what ``final`` confirms, and return
         the items of ``final`` (objects with ``path``, ``data`` and ``dtype``) still to
         write, in the fixed order. Raises what the thread raised (e.g. a full disk).
+        ``rewrite``: paths whose early member is never kept (their owner's checks cannot
+        tell whether it still holds what was written).
 
         ``write_all_planned`` lets the thread write every planned tensor first (tests use
         it to make what is written early independent of timing)."""
@@ -162,7 +169,8 @@ class EarlyWriter:
         kept = 0
         for p, _ in self.written:
             f = by_path.get(p.path)
-            if f is None or f.dtype is not p.dtype or data_key(f.data) != p.key or not p.unchanged():
+            if f is None or f.dtype is not p.dtype or data_key(f.data) != p.key or not p.unchanged() \
+                    or p.path in rewrite:
                 break
             kept += 1
         self.kept = kept

@@ -245,7 +245,9 @@ def open_safetensors(path: str | os.PathLike[str]) -> dict[str, LazyData]:
 
 def safetensors_files(path: str | os.PathLike[str]) -> list[Path]:
     """The files of a checkpoint: one ``.safetensors`` file, the shards named by a
-    ``*.index.json``, or every ``.safetensors`` file in a folder (its index if it has one)."""
+    ``*.index.json``, or every ``.safetensors`` file in a folder (its index if it has one).
+    Shards stay inside the checkpoint's folder: a name that leads out of it (``..``, an
+    absolute path, a link to elsewhere) is refused (see :func:`escaping_shard`)."""
     p = Path(path)
     if p.is_dir():
         indexes = sorted(p.glob("*.safetensors.index.json"))
@@ -254,14 +256,26 @@ def safetensors_files(path: str | os.PathLike[str]) -> list[Path]:
         files = sorted(p.glob("*.safetensors"))
         if not files:
             raise InvalidArgumentError(f"{p} holds no .safetensors file")
+        for f in files:
+            why = escaping_shard(p, f.name)
+            if why is not None:
+                raise CorruptTensorFileError(f"{f}: {why}; a checkpoint's shards stay inside its folder")
         return files
     if p.name.endswith(".index.json"):
         try:
             index = json.loads(p.read_text(), object_pairs_hook=_no_duplicates(p))
             weight_map = index["weight_map"]
+            odd = next(((k, v) for k, v in weight_map.items() if not isinstance(v, str) or not v), None)
+            if odd is not None:
+                raise TypeError(f"tensor {odd[0]!r} is mapped to {odd[1]!r}, not a shard file name")
             shards = sorted(set(weight_map.values()))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptTensorFileError(f"{p}: not a safetensors index ({exc})") from None
+        for s in shards:
+            why = escaping_shard(p.parent, s)
+            if why is not None:
+                raise CorruptTensorFileError(f"{p}: names the shard {s!r}, which {why}; a checkpoint's "
+                                             "shards stay inside its folder")
         missing = [s for s in shards if not (p.parent / s).is_file()]
         if missing:
             raise CorruptTensorFileError(f"{p}: names shard(s) that are not files beside it: "
@@ -270,6 +284,24 @@ def safetensors_files(path: str | os.PathLike[str]) -> list[Path]:
     if not p.exists():
         raise FileNotFoundError(p)
     return [p]
+
+
+def escaping_shard(folder: Path, name: str) -> str | None:
+    """Why the shard ``name`` of the checkpoint in ``folder`` leads out of it (None: it
+    does not). A link is followed: it must end inside the folder, or in the ``blobs/``
+    of the Hugging Face cache repository whose snapshot the folder is
+    (``<repo>/snapshots/<revision>``, whose files link to ``<repo>/blobs/``)."""
+    if Path(name).is_absolute():
+        return "is an absolute path, outside the checkpoint folder"
+    root = folder.resolve()
+    target = (folder / name).resolve()
+    if target == root or root in target.parents:
+        return None
+    if folder.parent.name == "snapshots" and (root.parent.parent / "blobs") in target.parents:
+        return None  # the Hugging Face cache's layout
+    if not any((folder / Path(*Path(name).parts[:i])).is_symlink() for i in range(1, len(Path(name).parts) + 1)):
+        return f"leads outside the checkpoint folder (to {target})"
+    return f"is a link leading outside the checkpoint folder (to {target})"
 
 
 def open_weights(path: str | os.PathLike[str]) -> dict[str, LazyData]:
@@ -285,5 +317,5 @@ def open_weights(path: str | os.PathLike[str]) -> dict[str, LazyData]:
 
 __all__ = [
     "SAFETENSORS_DTYPES", "SAFETENSORS_FLOAT8", "SafetensorsEntry", "lazy_tensor", "open_safetensors", "open_weights",
-    "read_safetensors_header", "safetensors_files",
+    "escaping_shard", "read_safetensors_header", "safetensors_files",
 ]

@@ -41,6 +41,7 @@ from t2n.quant.parallel import convert_chunk
 from t2n.serialize.filecheck import check_stamp, read_mappings
 from t2n.serialize.safetensors_reader import open_weights, safetensors_files
 from t2n.serialize.tensors import WrittenTensor, write_tensors
+from t2n.serialize.zip_crc import check_zip_crcs
 from t2n.torch_data import IR_TO_TORCH, exported_dtype, float8_data, tensor_data
 
 log = logging.getLogger("t2n")
@@ -99,6 +100,8 @@ def load_torch_checkpoint(
     if p.stat().st_size == 0:
         raise CorruptTensorFileError(f"{p}: the file is empty, not a PyTorch checkpoint")
     mapped = zipfile.is_zipfile(p)
+    if mapped:
+        check_zip_crcs(p, "checkpoint (torch.save)")  # torch.load does not: flipped bytes load as wrong values
     try:
         obj = torch.load(p, map_location=map_location, mmap=mapped, weights_only=True)
     except Exception as exc:
@@ -385,6 +388,7 @@ def resolve_weights(
     out: dict[str, TensorData] = {}
     missing: list[str] = []
     wrong: list[str] = []
+    kinds: list[str] = []
     for key, aliases in names.items():
         t = tensors[key]
         found = next((n for n in aliases if source is not None and n in source), None)
@@ -399,19 +403,29 @@ def resolve_weights(
             continue
         if data.dtype is not want:
             if not (data.dtype.is_float and want.is_float):
-                wrong.append(f"{found}: {data.dtype} in the weights, {want} in the model")
+                kinds.append(f"{found}: {data.dtype} in the weights, {want} in the model (dtypes of another kind)")
                 continue
             data = converted(data, want)
         out[canonical.get(key, aliases[0])] = data
-    if missing or wrong:
+    if missing or wrong or kinds:
         lines = [f"  - {n}: on the meta device and not in weights_from" for n in missing[:50]]
         if len(missing) > 50:
             lines.append(f"  - ... and {len(missing) - 50} more")
-        lines += [f"  - {w}" for w in wrong[:50]]
+        lines += [f"  - {w}" for w in [*wrong, *kinds][:50]]
+        advice = []
+        if missing:
+            advice.append("Give every meta-device tensor through compile(..., weights_from=...) (a "
+                          "safetensors file, a .pt/.bin file or a mapping), or materialize it (e.g. "
+                          "non-persistent buffers).")
+        if wrong:
+            advice.append("A shape that differs means the weights are not this model's: check the file.")
+        if kinds:
+            advice.append("A dtype of another kind (integers or booleans where the model holds floats, "
+                          "or the other way round) is not converted (only float dtypes are): save "
+                          "those tensors in the model's dtype.")
         raise InvalidArgumentError(
-            f"{len(missing) + len(wrong)} parameter(s)/buffer(s) have no usable data:\n" + "\n".join(lines)
-            + "\nGive every meta-device tensor through compile(..., weights_from=...) (a safetensors "
-            "file, a .pt/.bin file or a mapping), or materialize it (e.g. non-persistent buffers)."
+            f"{len(missing) + len(wrong) + len(kinds)} parameter(s)/buffer(s) have no usable data:\n"
+            + "\n".join(lines) + "\n" + " ".join(advice)
         )
     if source is not None:
         log.info("%d parameters/buffers read from weights_from (%d entries there)", len(out), len(source))

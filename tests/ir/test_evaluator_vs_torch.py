@@ -190,13 +190,50 @@ def _cases() -> dict[str, Case]:
     cases["apply_rope"] = ((lambda: [f32(1, 2, 3, 8), f32(1, 1, 3, 8), f32(1, 1, 3, 8)]), {},
                            _t(lambda x, cos, sin: x * cos + torch.cat([-x[..., 4:], x[..., :4]], -1) * sin))
     cases["cumsum"] = ((lambda: [f32(3, 7, 2)]), {"axis": 1}, (lambda xs, a: [torch.cumsum(T(xs[0]), 1)]))
+    cases["gated_delta_rule"] = ((lambda: [f32(1, 5, 3, 8), f32(1, 5, 3, 8), f32(1, 5, 3, 6), -pos(1, 5, 3),
+                                           pos(1, 5, 3) / 3, unit(1, 3, 8, 6)]), {"qk_l2norm": True}, _gdn_torch)
+    cases["ssm_scan"] = ((lambda: [pos(2, 6, 4, 1) / 3, f32(2, 6, 4, 5), f32(2, 6, 1, 5), f32(2, 4, 5)]), {},
+                         _ssm_torch)
     cases["max_pool_with_index"] = (
         (lambda: [f32(2, 3, 7, 8)]),
         {"kernel": (3, 2), "stride": (2, 2), "dilation": (2, 1), "padding": ((1, 2), (0, 1))},
         _t(lambda x: list(F.max_pool2d(x, (3, 2), 2, (1, 0), (2, 1), ceil_mode=True, return_indices=True))))
     cases["unpool_scatter"] = ((lambda: [np.zeros((2, 3, 36), np.float32), *_pooled(f32(2, 3, 6, 6))]),
                                {"lead": 2}, _t(lambda _, i, v: F.max_unpool2d(v, i, 2).reshape(2, 3, 36)))
+    cases["fft"] = ((lambda: [f32(2, 6, 2)]), {"axis": 1, "inverse": True},
+                    _t(lambda x: torch.view_as_real(torch.fft.ifft(torch.view_as_complex(x.contiguous()), dim=1) * 6)))
+    cases["stft"] = ((lambda: [np.stack([f32(2, 40), np.zeros((2, 40), np.float32)], -1), pos(10)]),
+                     {"axis": 1, "frame": 16, "stride": 4}, _stft_torch)
     return cases
+
+
+def _stft_torch(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> torch.Tensor:
+    """tract's framing: [B, frames, frame, 2], the window centred in the frame."""
+    spec = torch.stft(T(xs[0][..., 0]), 16, 4, win_length=10, window=T(xs[1]), center=False,
+                      onesided=False, return_complex=True)
+    return torch.view_as_real(spec).transpose(1, 2)
+
+
+def _gdn_torch(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[torch.Tensor]:
+    """transformers' own per-token gated delta rule (Qwen3-Next's decode path)."""
+    from transformers.models.qwen3_next.modeling_qwen3_next import torch_recurrent_gated_delta_rule
+
+    q, k, v, g, beta, state = (T(x) for x in xs)
+    out, last = torch_recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=state, output_final_state=True,
+                                                 use_qk_l2norm_in_kernel=bool(a["qk_l2norm"]))
+    return [out, last]
+
+
+def _ssm_torch(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[torch.Tensor]:
+    """The scan as a product of decays: h_t = (prod_{s<=t} a_s) h_0 + sum_s (prod_{s<r<=t} a_r) u_s."""
+    decay, update, readout, h0 = (T(x).double() for x in xs)
+    decay = decay.expand_as(update)
+    steps = update.shape[1]
+    ys, h = [], h0
+    for t in range(steps):
+        h = h0 * decay[:, :t + 1].prod(1) + sum(decay[:, s + 1:t + 1].prod(1) * update[:, s] for s in range(t + 1))
+        ys.append((h * readout[:, t]).sum(-1))
+    return [torch.stack(ys, 1).float(), h.float()]
 
 
 def _pooled(x: np.ndarray) -> list[np.ndarray]:

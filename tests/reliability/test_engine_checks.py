@@ -128,17 +128,38 @@ def test_missing_parent_folders_are_made(linear_artifact, tmp_path):
     assert err.bundle == str(dbg) and set(os.listdir(dbg)) == BUNDLE_FILES
 
 
-def test_a_bundle_failing_half_way_removes_only_what_it_wrote(linear_artifact, tmp_path):
+def test_a_folder_of_the_users_is_never_written_into(linear_artifact, tmp_path):
     dbg = tmp_path / "mine"
     dbg.mkdir()
     (dbg / "keep.txt").write_text("user data")
-    (dbg / "report.txt").mkdir()  # a folder where the bundle writes a file: fails last
+    (dbg / "report.txt").mkdir()  # a folder where the bundle writes a file
     err = _mismatch(linear_artifact, debug_dir=dbg)
     try:
         assert f"the debug bundle could not be written to {dbg}" in str(err)
-        assert "Is a directory" in str(err)
+        assert "holds something t2n did not write" in str(err) and "'keep.txt'" in str(err)
         assert sorted(os.listdir(dbg)) == ["keep.txt", "report.txt"]
         assert (dbg / "keep.txt").read_text() == "user data"
+        assert err.bundle and set(os.listdir(err.bundle)) == BUNDLE_FILES
+    finally:
+        shutil.rmtree(err.bundle or "", ignore_errors=True)
+
+
+def test_a_bundle_failing_half_way_leaves_nothing_there(linear_artifact, tmp_path, monkeypatch):
+    from t2n.check import bundle
+
+    dbg = tmp_path / "a" / "dbg"
+    write_extras = bundle._write_extras
+
+    def full_disk(root, content):
+        if not root.name.startswith("t2n-debug-"):
+            raise OSError(28, "No space left on device")
+        write_extras(root, content)
+
+    monkeypatch.setattr(bundle, "_write_extras", full_disk)
+    err = _mismatch(linear_artifact, debug_dir=dbg)
+    try:
+        assert f"the debug bundle could not be written to {dbg}" in str(err) and "No space left" in str(err)
+        assert os.listdir(tmp_path) == []  # neither the bundle's temporary folder nor the parents it made
         assert err.bundle and set(os.listdir(err.bundle)) == BUNDLE_FILES
     finally:
         shutil.rmtree(err.bundle or "", ignore_errors=True)

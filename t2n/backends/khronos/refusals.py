@@ -24,5 +24,12 @@ REFUSALS: Mapping[str, str] = MappingProxyType({
     "range": "standard NNEF has no range: only one made of constants is exported (folded to a constant)",
     "shape_of": "Khronos NNEF shapes are static: only a size known at export time is exported",
     "topk": "standard NNEF has no top-k",
+    "fft": "Khronos NNEF has no Fourier transform (nor complex tensors); export to TractNNEF, "
+           "which runs tract_core_fft",
+    "stft": "Khronos NNEF has no Fourier transform (nor complex tensors); export to TractNNEF, "
+            "which runs tract_core_stft",
+    "gated_delta_rule": "standard NNEF has no loop (a hybrid LLM's recurrence runs over a symbolic token count)",
+    "ssm_scan": "standard NNEF has no loop (a hybrid LLM's recurrence runs over a symbolic token count)",
+    "window_kv_sdpa": "a sliding-window cache keeps state between runs, which standard NNEF has no form for",
 })
 """IR op → why Khronos NNEF cannot express it."""

@@ -99,7 +99,7 @@ def _reference(runnable: Any, args: tuple[Any, ...], kw: dict[str, Any],
                ep_module: bool) -> tuple[list[torch.Tensor], list[str], Spec]:
     """PyTorch's outputs (flat), their paths and structure; a program's module cannot
     be put in eval mode (it is traced in the mode it was exported in)."""
-    with contextlib.nullcontext() if ep_module else eval_mode(runnable), torch.no_grad():
+    with contextlib.nullcontext() if ep_module else eval_mode(runnable, note=False), torch.no_grad():
         try:
             out = runnable(*args, **kw)
         except (AssertionError, ValueError, RuntimeError, TypeError) as exc:

@@ -16,11 +16,21 @@ from typing import Any
 import attrs
 import torch
 
-from t2n.errors import TraceError
+from t2n.errors import AttributeStateError, TraceError
 from t2n.frontend import torch_private
+from t2n.frontend.jit.attribute_state import (
+    StateAttribute,
+    make_state_explicit,
+    restore,
+    settle_scalars,
+    snapshot,
+    state_attributes,
+    written_attributes,
+)
 from t2n.frontend.jit.graph_edit import all_nodes, drop_unused, replace_with_constant
 from t2n.frontend.jit.loops import refuse_data_dependent_loops
 from t2n.frontend.jit.passes import PROBING_STEPS, STEPS, HardenState
+from t2n.frontend.jit.self_check import check_against_original
 
 log = logging.getLogger("t2n.frontend")
 
@@ -124,6 +134,13 @@ class HardenedGraph:
     module: torch.jit.ScriptModule
     example_inputs: list[torch.Tensor]
     diagnostics: MutableMapping[str, Any]
+    state: list[StateAttribute] = attrs.field(factory=list)
+    """Tensor attributes the forward reassigns, made explicit: the last ``len(state)``
+    example inputs hold their values before the call, and the graph returns
+    ``(result, their values after the call...)``."""
+    reference: Any = None
+    """What the scripted model returned on the example inputs (then, when ``state`` is
+    not empty, the attributes' values after that call), from the starting state."""
 
     def __call__(self, *tensors: torch.Tensor) -> Any:
         fn = torch_private.function_from_graph("t2n_hardened", self.graph)
@@ -153,8 +170,16 @@ def harden_jit_for_export(
     remaining ``if`` takes the branch the example inputs take). A loop whose trip count
     the data decides raises :class:`t2n.errors.DataDependentLoopError` naming its line.
 
-    The result holds a specialized copy of the graph; ``script_module`` is unchanged.
-    ``t2n.compile`` accepts it (and hardens ScriptModules itself by default).
+    Module attributes the forward reassigns are made explicit first
+    (:mod:`t2n.frontend.jit.attribute_state`): tensor ones become state inputs and
+    outputs, scalar ones are fixed (when the call keeps them) or refused with
+    :class:`t2n.errors.AttributeStateError`. Last, the hardened graph is run against the
+    scripted model on the example inputs, from the same starting state; any difference
+    raises :class:`t2n.errors.HardeningMismatchError`.
+
+    The result holds a specialized copy of the graph; ``script_module`` is unchanged
+    (its attributes are put back as they were after the reference call). ``t2n.compile``
+    accepts it (and hardens ScriptModules itself by default).
     """
     diag: MutableMapping[str, Any] = diagnostics if diagnostics is not None else {}
     if not isinstance(script_module, torch.jit.ScriptModule):
@@ -170,8 +195,14 @@ def harden_jit_for_export(
     calls = sum(1 for n in all_nodes(graph.block()) if n.kind() in ("prim::CallMethod", "prim::CallFunction"))
     torch_private.inline_calls(graph)
     diag["inline_submodule_calls"] = calls
-    changed, tensors = _specialize_inputs(graph, _with_defaults(script_module, args))
+    full_args = _with_defaults(script_module, args)
+    attributes = state_attributes(script_module, written_attributes(graph))
+    reference, after = _reference_call(script_module, full_args, attributes)
+    changed, tensors = _specialize_inputs(graph, full_args)
     diag["specialize_inputs"] = changed
+    explicit = make_state_explicit(graph, attributes)
+    diag["state_attributes"] = [a.path for a in explicit.tensors]
+    tensors = [*tensors, *(a.initial.clone() for a in explicit.tensors)]
     state = HardenState(graph, module._c, tensors)
     for name, _ in [*STEPS, *PROBING_STEPS]:
         diag.setdefault(name, 0)
@@ -186,6 +217,41 @@ def harden_jit_for_export(
                 _settle(state, diag)
         if not changed_now:
             break
+    settle_scalars(graph, explicit, after)
+    drop_unused(graph)
     refuse_data_dependent_loops(graph)
     torch_private.lint(graph)
-    return HardenedGraph(graph, module, list(tensors), diag)
+    hardened = HardenedGraph(graph, module, list(tensors), diag, explicit.tensors, reference)
+    check_against_original(hardened, hardened.example_inputs, reference, [a.path for a in explicit.tensors])
+    return hardened
+
+
+def _reference_call(module: torch.jit.ScriptModule, args: Sequence[Any],
+                    attributes: Sequence[StateAttribute]) -> tuple[Any, dict[str, Any]]:
+    """What the scripted model returns on ``args`` (followed by its written tensor
+    attributes' values after the call), and every written attribute's value after the
+    call; the attributes are then put back as they were."""
+    paths = [a.path for a in attributes]
+    before = snapshot(module, paths)
+    try:
+        with torch.no_grad():
+            out = module(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+        after = snapshot(module, paths)
+    except Exception as exc:
+        given = ", ".join(f"{list(a.shape)} {str(a.dtype).removeprefix('torch.')}" if isinstance(a, torch.Tensor)
+                          else type(a).__name__ for a in args)
+        first = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), "")
+        raise TraceError(
+            f"the TorchScript model fails on the example inputs ({len(args)} given: {given}): "
+            f"{type(exc).__name__}: {first}. What to do: give inputs of the shapes, number and dtypes "
+            "its forward takes") from exc
+    finally:
+        restore(module, before)
+    tensors = [a.path for a in attributes if a.tensor]
+    lost = [p for p in tensors if not isinstance(after[p], torch.Tensor)]
+    if lost:
+        raise AttributeStateError(
+            f"forward replaces tensor attribute(s) {', '.join(lost)} with something else than a "
+            "tensor, which no exported state output can hold. What to do: keep them tensors "
+            "(an empty one rather than None)", lost)
+    return ((out, *[after[p] for p in tensors]) if tensors else out), after

@@ -30,6 +30,7 @@ def probe(
     graph.registerOutput(tup.output())
     try:
         fn = torch_private.function_from_graph("t2n_probe", graph)
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]  # in-place writes stay here
         inputs = [self_obj, *args] if self_obj is not None else list(args)
         with torch.no_grad():
             result = fn(*inputs)

@@ -39,6 +39,15 @@ def construct(ctx: LoweringContext) -> Any:
     return items if ctx.kind == "prim::ListConstruct" else tuple(items)
 
 
+@RULES.rule("aten::list")
+def list_copy(ctx: LoweringContext) -> Any:
+    """``list(x.size())`` (torch.stft's own code): a copy of a list of sizes."""
+    items = ctx.raw(0)
+    if not isinstance(items, (list, tuple)):
+        raise ctx.unsupported("list() of a value that is not a list")
+    return list(items)
+
+
 @RULES.rule("prim::ListUnpack", "prim::TupleUnpack")
 def unpack(ctx: LoweringContext) -> Any:
     seq = ctx.raw(0)

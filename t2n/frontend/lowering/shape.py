@@ -151,7 +151,11 @@ def bound(ctx: LoweringContext, x: Any, default: int) -> Value:
 
 
 @RULES.rule("aten::slice")
-def slice_(ctx: LoweringContext) -> Value:
+def slice_(ctx: LoweringContext) -> Any:
+    items = ctx.raw(0)
+    if isinstance(items, (list, tuple)):  # a list of sizes: ``x.shape[-2:]`` in scripted code
+        start, end, step = (ctx.optional(i) if ctx.n_inputs > i else None for i in (1, 2, 3))
+        return list(items)[start:end:step]
     x = ctx.tensor(0)
     axis = ctx.axis(1, x.rank) if not ctx.is_none(1) else 0
     step = ctx.int(4) if ctx.n_inputs > 4 and not ctx.is_none(4) else 1

@@ -6,9 +6,10 @@ or by an LLM export asking for tract's stateful cache (:mod:`t2n.llm.stateful`).
 ``rotate_half(x) = concat([-x[..., h:], x[..., :h]])`` on the last axis of even size
 ``2h``; ``cos`` and ``sin`` broadcast against ``x``.
 
-``kv_cache_append(x) {name, axis, past}``: the keys (or values) of the tokens seen so
-far, kept between runs, with ``x`` appended along ``axis``; ``past`` is the symbol of
-the kept length. Stateful: never folded, merged or removed.
+``kv_cache_append(x) {name, axis, past[, bits, per_channel]}``: the keys (or values) of
+the tokens seen so far, kept between runs, with ``x`` appended along ``axis``; ``past``
+is the symbol of the kept length; ``bits`` (8 or 4): kept quantized, with a scale per
+channel (keys) or per token (values). Stateful: never folded, merged or removed.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw
 from t2n.backends.nnef.emit.nn import bias_operand, matmul, pad_pairs, pool
+from t2n.backends.tract.emit.block_quant import is_q4_0_operand
+from t2n.backends.tract.emit.recurrence import after_recurrence
 from t2n.backends.tract.versions import AVG_POOL_CONSTANT_BORDER, tract_has
 from t2n.ir import Dim, Op, Value
 
@@ -29,19 +31,34 @@ def matmul_tract(ctx: EmitContext, op: Op) -> None:
         small = _flat_matmul(ctx, op, p.inputs[0], b)
         ctx.emit(op.output, "tract_core_broadcast", Raw(small), shape=list(op.output.type.shape))
         return
-    ctx.emit(op.output, "reshape", Raw(_flat_matmul(ctx, op, a, b, reshape_back=False)),
+    # (a Q4_0 weight there is written in float: emit/block_quant.py)
+    unit_batch = after_recurrence(ctx.graph, a) and not is_q4_0_operand(ctx.graph, b)
+    ctx.emit(op.output, "reshape", Raw(_flat_matmul(ctx, op, a, b, reshape_back=False, unit_batch=unit_batch)),
              shape=list(op.output.type.shape))
 
 
-def _flat_matmul(ctx: EmitContext, op: Op, a: Value, b: Value, reshape_back: bool = True) -> str:
-    """``a[..., K] @ b`` as a 2-D matmul; reshaped back to ``a``'s leading axes."""
+def _flat_matmul(ctx: EmitContext, op: Op, a: Value, b: Value, reshape_back: bool = True,
+                 unit_batch: bool = False) -> str:
+    """``a[..., K] @ b`` as a 2-D matmul; reshaped back to ``a``'s leading axes.
+
+    ``unit_batch``: as a rank-3 matmul with a leading unit axis instead. tract 0.23.9's
+    optimizer never finishes loading the 2-D form when the rows it merges come from
+    recurrent loops over both axes of a map (bidirectional LSTMs over the rows and the
+    columns, joined by a concat: sequencer models); the unit axis keeps it from pushing
+    that merge into the loops, and the form is as fast."""
     lead = list(a.type.shape[:-1])
     rows: Dim = 1
     for d in lead:
         rows = rows * d
-    flat = ctx.emit(f"{a.name}_2d", "reshape", a, shape=[rows, a.type.shape[-1]])
-    prod = ctx.emit(f"{op.output.name}_2d", "matmul", Raw(flat), b, transposeA=False,
-                    transposeB=bool(op.attrs.get("transpose_b", False)))
+    if unit_batch:
+        flat = ctx.emit(f"{a.name}_3d", "reshape", a, shape=[1, rows, a.type.shape[-1]])
+        w = ctx.emit(f"{b.name}_3d", "unsqueeze", b, axes=[0])
+        prod = ctx.emit(f"{op.output.name}_3d", "matmul", Raw(flat), Raw(w), transposeA=False,
+                        transposeB=bool(op.attrs.get("transpose_b", False)))
+    else:
+        flat = ctx.emit(f"{a.name}_2d", "reshape", a, shape=[rows, a.type.shape[-1]])
+        prod = ctx.emit(f"{op.output.name}_2d", "matmul", Raw(flat), b, transposeA=False,
+                        transposeB=bool(op.attrs.get("transpose_b", False)))
     if not reshape_back:
         return prod
     cols = b.type.shape[0] if op.attrs.get("transpose_b", False) else b.type.shape[1]

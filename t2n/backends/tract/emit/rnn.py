@@ -57,6 +57,18 @@ def _fused_pays(op: Op) -> bool:
     return not isinstance(batch, int) or batch * int(op.attrs["hidden"]) < FUSED_BELOW
 
 
+def _shared_body(ctx: EmitContext, mode: str, signature_and_body: str) -> str:
+    """The name of the loop-body fragment with this text: layers and directions of the
+    same sizes share one (tract parses and types each fragment it is given, so a model
+    with many recurrent loops loads faster with one body each kind)."""
+    for name, text in ctx.fragments.items():
+        if name.startswith(f"t2n_{mode}_body_") and text == f"fragment {name}(\n{signature_and_body}":
+            return name
+    name = f"t2n_{mode}_body_{len(ctx.fragments)}"
+    ctx.fragments[name] = f"fragment {name}(\n{signature_and_body}"
+    return name
+
+
 @TRACT.emitter("rnn_scan")
 def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
     mode, hidden = op.attrs["mode"], int(op.attrs["hidden"])
@@ -66,7 +78,6 @@ def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
         gru_seq_tract(ctx, op)
         return
     xw, h0, c0, w, b, wr = rnn_operands(ctx, op)
-    body = f"t2n_{mode}_body_{len(ctx.fragments)}"
     used: set[str] = set()
 
     def name(hint: str) -> str:
@@ -79,7 +90,7 @@ def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
                                        fused=mode == "lstm" and fused and tract_has(ctx, LSTM_EPILOGUE))
     params = ["xw", "h"] + (["c"] if c0 else []) + ["w"] + (["b"] if b else []) + (["wr"] if wr else [])
     results = ["h_out", "y"] + (["c_out"] if c0 else [])
-    text = [f"fragment {body}(", ",\n".join(f"    {p}: tensor<scalar>" for p in params),
+    text = [",\n".join(f"    {p}: tensor<scalar>" for p in params),
             ") -> (", ",\n".join(f"    {r}: tensor<scalar>" for r in results), ")", "{",
             "    x = squeeze(xw, axes = [0]);"]
     text += [f"    {lhs} = {expr};" for lhs, expr in lines]
@@ -88,7 +99,7 @@ def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
     if c0:
         text.append(f"    c_out = {ctx.call('copy', Raw(c_next))};")
     text.append("}")
-    ctx.fragments[body] = "\n".join(text)
+    body = _shared_body(ctx, mode, "\n".join(text))
     step = -1 if op.attrs.get("reverse") else 1
     full = [f'("w", {w})'] + ([f'("b", {b})'] if b else []) + ([f'("wr", {wr})'] if wr else [])
     state = [f'("h", {h0}, "h_out")'] + ([f'("c", {c0}, "c_out")'] if c0 else [])

@@ -16,6 +16,7 @@ APPLY_ROPE = "tract_transformers_apply_rope"
 
 
 DYN_KV_CACHE = "tract_transformers_dyn_kv_cache"
+QUANTIZED_KV_CACHE = "tract_transformers_quantized_dyn_kv_cache"
 
 
 @TRACT.emitter("apply_rope")
@@ -30,8 +31,11 @@ def apply_rope_tract(ctx: EmitContext, op: Op) -> None:
 @TRACT.emitter("kv_cache_append")
 def kv_cache_append_tract(ctx: EmitContext, op: Op) -> None:
     """``tract_transformers_dyn_kv_cache``: tract keeps the cache in the model's state and
-    binds the ``past`` symbol to its length at each run (0 before the first)."""
-    if not require(ctx, DYN_KV_CACHE, "a stateful KV cache"):
+    binds the ``past`` symbol to its length at each run (0 before the first);
+    ``tract_transformers_quantized_dyn_kv_cache`` when ``bits`` is set."""
+    bits = int(op.attrs.get("bits", 0))
+    name = QUANTIZED_KV_CACHE if bits else DYN_KV_CACHE
+    if not require(ctx, name, "a quantized stateful KV cache" if bits else "a stateful KV cache"):
         return
     ctx.use_registry("tract_transformers")
     x = op.inputs[0]
@@ -40,6 +44,9 @@ def kv_cache_append_tract(ctx: EmitContext, op: Op) -> None:
     axis = int(op.attrs["axis"])
     past = list(x.type.shape)
     past[axis] = Sym(str(op.attrs["past"]))
-    ctx.emit(op.output, DYN_KV_CACHE, x, name=str(op.attrs["name"]), axis=axis,
+    # tract's quantized cache keeps the first tokens exact, then keys in blocks of 32
+    # tokens with a scale per channel and values with a scale per token
+    quantized = {"bits": bits, "per_channel": int(bool(op.attrs["per_channel"]))} if bits else {}
+    ctx.emit(op.output, name, x, name=str(op.attrs["name"]), axis=axis, **quantized,
              datum_type=written.value, past_sequence_shape=past, input_sequence_shape=list(x.type.shape))
 

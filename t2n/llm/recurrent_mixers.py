@@ -1,0 +1,126 @@
+"""The token mixers of hybrid language models, computed for any number of new tokens
+from explicit states: ``(hidden, conv state, recurrent state)`` → ``(output, new conv
+state, new recurrent state)``.
+
+``transformers`` computes a prompt (no state) and one generated token (a state) by two
+different code paths, and its prompt path loops over chunks in Python, which a trace
+would fix to the traced length. These functions are the one path for both: the causal
+convolution reads ``[conv state, new tokens]`` (zeros for a prompt: the zero padding of
+the prompt path), the recurrence starts from the state given (zeros for a prompt) and
+runs as one op (:mod:`t2n.llm.recurrent_ops`). They call the mixer's own layers and
+parameters, so the weights keep their names.
+
+``MIXERS`` maps a mixer class name to its function. The conv state is the last
+``kernel`` inputs of the convolution, ``[B, channels, kernel]``, as ``transformers``
+keeps it; the recurrent states are f32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from t2n.llm import recurrent_ops
+
+Mixer = Callable[[Any, torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+
+
+def causal_conv(x: torch.Tensor, state: torch.Tensor, conv: torch.nn.Conv1d, activation: str | None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Depthwise causal convolution of ``x`` ``[B, C, S]`` after ``state`` ``[B, C, K]``:
+    (the ``S`` outputs, activated; the last ``K`` inputs as the next state)."""
+    kernel = state.shape[-1]
+    full = torch.cat([state.to(x.dtype), x], dim=-1).to(conv.weight.dtype)
+    out = F.conv1d(full, conv.weight, conv.bias, groups=full.shape[1])[:, :, 1:]
+    if activation is not None:
+        from transformers.activations import ACT2FN
+
+        out = ACT2FN[activation](out)
+    return out.to(x.dtype), full[:, :, -kernel:]
+
+
+def gated_delta_net(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Qwen3-Next's gated delta-net (``Qwen3NextGatedDeltaNet``)."""
+    batch, length = hidden.shape[0], hidden.shape[1]
+    query, key, value, z, b, a = mixer.fix_query_key_value_ordering(mixer.in_proj_qkvz(hidden), mixer.in_proj_ba(hidden))
+    mixed = torch.cat([x.reshape(batch, length, -1) for x in (query, key, value)], dim=-1).transpose(1, 2)
+    mixed, conv_state = causal_conv(mixed, conv_state, mixer.conv1d, mixer.activation)
+    query, key, value = torch.split(mixed.transpose(1, 2), [mixer.key_dim, mixer.key_dim, mixer.value_dim], dim=-1)
+    query = query.reshape(batch, length, -1, mixer.head_k_dim)
+    key = key.reshape(batch, length, -1, mixer.head_k_dim)
+    value = value.reshape(batch, length, -1, mixer.head_v_dim)
+    beta = b.sigmoid()
+    log_decay = -mixer.A_log.float().exp() * F.softplus(a.float() + mixer.dt_bias)
+    if mixer.num_v_heads != mixer.num_k_heads:
+        repeat = mixer.num_v_heads // mixer.num_k_heads
+        query, key = query.repeat_interleave(repeat, dim=2), key.repeat_interleave(repeat, dim=2)
+    out, state = recurrent_ops.gated_delta_rule(query, key, value, log_decay, beta, state, True)
+    out = mixer.norm(out.reshape(-1, out.shape[-1]), z.reshape(-1, z.shape[-1]))
+    return mixer.out_proj(out.reshape(batch, length, -1)), conv_state, state
+
+
+def mamba(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor
+          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Mamba's selective state space (``MambaMixer``; Jamba's ``JambaMambaMixer`` and
+    ``FalconMambaMixer`` add RMS norms on the time step, B and C)."""
+    dtype = hidden.dtype
+    x, gate = mixer.in_proj(hidden).transpose(1, 2).chunk(2, dim=1)
+    x, conv_state = causal_conv(x, conv_state, mixer.conv1d, mixer.activation)
+    x = x.transpose(1, 2)  # [B, S, D]
+    step, b, c = torch.split(mixer.x_proj(x), [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size],
+                             dim=-1)
+    if hasattr(mixer, "dt_layernorm"):
+        step, b, c = mixer.dt_layernorm(step), mixer.b_layernorm(b), mixer.c_layernorm(c)
+    dt = (mixer.dt_proj.weight @ step.transpose(1, 2)).transpose(1, 2)  # [B, S, D]
+    dt = F.softplus(dt + mixer.dt_proj.bias.to(dt.dtype)).float()
+    a = -torch.exp(mixer.A_log.float())  # [D, N]
+    decay = torch.exp(a * dt[..., None])  # [B, S, D, N]
+    update = dt[..., None] * b.float()[:, :, None, :] * x.float()[..., None]
+    y, state = recurrent_ops.ssm_scan(decay, update, c.float()[:, :, None, :], state)
+    y = (y + x.float() * mixer.D.float()) * F.silu(gate.transpose(1, 2).float())
+    return mixer.out_proj(y.to(dtype)), conv_state, state
+
+
+def mamba2(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor
+           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Mamba-2's state space duality layer (``Mamba2Mixer``; Falcon-H1's ``FalconH1Mixer``
+    adds MuP multipliers on its input and projections and makes the gated RMS norm
+    optional)."""
+    batch, length, dtype = hidden.shape[0], hidden.shape[1], hidden.dtype
+    projected = mixer.in_proj(hidden * getattr(mixer, "ssm_in_multiplier", 1.0))
+    if getattr(mixer, "mup_vector", None) is not None:
+        projected = projected * mixer.mup_vector
+    gate, xbc, dt = projected.split([mixer.intermediate_size, mixer.conv_dim, mixer.num_heads], dim=-1)
+    xbc, conv_state = causal_conv(xbc.transpose(1, 2), conv_state, mixer.conv1d, mixer.activation)
+    groups = mixer.n_groups * mixer.ssm_state_size
+    x, b, c = torch.split(xbc.transpose(1, 2), [mixer.intermediate_size, groups, groups], dim=-1)
+    dt = F.softplus(dt + mixer.dt_bias.to(dt.dtype))
+    low, high = mixer.time_step_limit or (0.0, float("inf"))
+    if (low, high) != (0.0, float("inf")):
+        dt = torch.clamp(dt, low, high)
+    dt = dt.float()  # [B, S, H]
+    heads, repeat = mixer.num_heads, mixer.num_heads // mixer.n_groups
+    xh = x.reshape(batch, length, heads, mixer.head_dim).float()
+    bh = b.reshape(batch, length, mixer.n_groups, -1).float().repeat_interleave(repeat, dim=2)
+    ch = c.reshape(batch, length, mixer.n_groups, -1).float().repeat_interleave(repeat, dim=2)
+    decay = torch.exp(dt * -torch.exp(mixer.A_log.float()))[..., None, None]  # [B, S, H, 1, 1]
+    update = (dt[..., None] * xh)[..., None] * bh[:, :, :, None, :]  # [B, S, H, P, N]
+    y, state = recurrent_ops.ssm_scan(decay, update, ch[:, :, :, None, :], state)
+    y = (y + mixer.D.float()[:, None] * xh).reshape(batch, length, -1)
+    y = mixer.norm(y, gate) if getattr(mixer, "mamba_rms_norm", True) else y * F.silu(gate.float())
+    return mixer.out_proj(y.to(dtype)), conv_state, state
+
+
+MIXERS: dict[str, Mixer] = {
+    "Qwen3NextGatedDeltaNet": gated_delta_net,
+    "MambaMixer": mamba,
+    "FalconMambaMixer": mamba,
+    "JambaMambaMixer": mamba,
+    "Mamba2Mixer": mamba2,
+    "FalconH1Mixer": mamba2,
+}
+"""Mixer class name → its explicit-state function."""
