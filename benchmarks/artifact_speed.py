@@ -25,6 +25,10 @@ S seconds per artifact, so that their median spans more than one burst of other 
 install t2n[bench]``), the peer columns the peer's environment; without them those
 columns say ``n/a`` and the table says why. A model a peer cannot export is named under
 the table with the peer's error.
+
+``python -m benchmarks.artifact_speed --grid ...`` measures grids of shapes instead, per
+layer whose form t2n chooses, and reports the worst ratio per case
+(:mod:`benchmarks.artifact_grid`).
 """
 
 from __future__ import annotations
@@ -329,6 +333,13 @@ def results_section(doc: Path = DOC) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> str:
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--grid" in args:  # the grid of shapes (benchmarks/artifact_grid.py) has options of its own
+        from benchmarks import artifact_grid
+
+        return artifact_grid.main([a for a in args if a != "--grid"])
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--only", nargs="*", help="substrings of model names to run")
     parser.add_argument("--runs", type=int, default=10)

@@ -1,5 +1,6 @@
-"""nearest-as-deconv: 2-D nearest upsampling by integer factors runs in tract as one
-ones-kernel deconv, bit-exact; every other upsampling keeps the tile form and runs."""
+"""nearest-as-deconv: for tract 0.23.0 to 0.23.8, 2-D nearest upsampling by integer
+factors runs as one ones-kernel deconv, bit-exact; every other upsampling keeps the tile
+form and runs. (tract 0.23.9 gets its own ``nearest_upsample``: test_nearest_upsample.py.)"""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ class Up(nn.Module):
         return F.interpolate(y, **self.how)
 
 
+DECONV_TRACT = t2n.TractNNEF("0.23.5")
+"""A tract that gets the deconv form (0.23.9 gets nearest_upsample)."""
+
+
 def tiles(text: str) -> int:
     return text.count(" tile(")
 
@@ -31,7 +36,7 @@ def tiles(text: str) -> int:
 @pytest.mark.parametrize("how", [{"scale_factor": 2}, {"scale_factor": (3, 2)}, {"size": (10, 18)}], ids=repr)
 def test_two_axes_become_one_exact_deconv(how):
     x = torch.randn(2, 3, 5, 6)
-    artifact = t2n.compile(Up(mode="nearest", **how).eval(), (x,), t2n.TractNNEF.latest())
+    artifact = t2n.compile(Up(mode="nearest", **how).eval(), (x,), DECONV_TRACT)
     assert artifact.graph_nnef.count(" deconv(") == 1 and tiles(artifact.graph_nnef) == 0
     assert artifact.stats["pass_stats"]["nearest-as-deconv.upsamplings"] == 2
     assert artifact.check("exact").ok
@@ -39,7 +44,7 @@ def test_two_axes_become_one_exact_deconv(how):
 
 def test_dynamic_spatial_axes_stay_dynamic():
     module = Up(mode="nearest", scale_factor=2).eval()
-    artifact = t2n.compile(module, (torch.randn(1, 3, 5, 6),), t2n.TractNNEF.latest(),
+    artifact = t2n.compile(module, (torch.randn(1, 3, 5, 6),), DECONV_TRACT,
                            dynamic_axes={"input_0": {2: "H", 3: "W"}})
     assert artifact.graph_nnef.count(" deconv(") == 1
     x = torch.randn(1, 3, 4, 9)
@@ -53,7 +58,7 @@ def test_dynamic_spatial_axes_stay_dynamic():
     (Up(mode="bilinear", scale_factor=2), torch.randn(1, 3, 4, 6)),
 ], ids=["after a conv", "1-D", "factor 1.5", "bilinear"])
 def test_other_upsamplings_keep_their_form(module, x):
-    artifact = t2n.compile(module.eval(), (x,), t2n.TractNNEF.latest())
+    artifact = t2n.compile(module.eval(), (x,), DECONV_TRACT)
     assert " deconv(" not in artifact.graph_nnef
     assert artifact.check().ok
 

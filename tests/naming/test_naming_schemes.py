@@ -108,7 +108,8 @@ def test_natural_verbose_is_the_default_and_names_the_module(tract_artifacts):
     assert "encoder_0_fc1_weight" in names
     # a module called 'inference' would start with tract's 'inf' literal: moved aside
     assert "_inference_matmul" in names and not any(n.startswith("inf") for n in names)
-    assert "graph_mean_reduce" in names and "graph_mean_reduce_1" in names  # counted per module
+    assert "graph_mean_reduce" in names and "graph_rms_norm" in names  # the norm's ops, by its module
+    assert "encoder_0_add" in names and "encoder_1_add" in names  # counted per module
     assert "_true_scale" in names
 
 

@@ -192,8 +192,19 @@ class EmitContext:
             return text
         key = (v, rank)
         if key not in self._ranked:
-            self._ranked[key] = self.emit(f"{v.name}_r{rank}", "unsqueeze", Raw(text),
-                                          axes=list(range(rank - v.rank)))
+            shape = list(v.type.shape)
+            stored = v.producer is not None and v.producer.kind in ("const", "variable")
+            if stored and all(isinstance(d, int) for d in shape):
+                # A constant or parameter gets its unit axes by a reshape: tract 0.23.9
+                # runs a binary op whose stored operand went through an unsqueeze 3x
+                # slower (a batch norm's per-channel mul + add of a [1, 16, 128, 128] map:
+                # 0.31 against 0.10 ms, the same OptBinChain node; the artifact-speed grid,
+                # `norm kind=batch`, benchmarks/RESULTS_ARTIFACT_SPEED.md)
+                self._ranked[key] = self.emit(f"{v.name}_r{rank}", "reshape", Raw(text),
+                                              shape=[1] * (rank - v.rank) + shape)
+            else:
+                self._ranked[key] = self.emit(f"{v.name}_r{rank}", "unsqueeze", Raw(text),
+                                              axes=list(range(rank - v.rank)))
         return self._ranked[key]
 
     def materialize(self, v: Value, data: np.ndarray) -> str:

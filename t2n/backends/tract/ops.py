@@ -14,6 +14,15 @@ softmax over every expert, not renormalized; ``sigmoid``; ``raw``), then the exp
 ``moe_experts`` computes them (:mod:`t2n.ir.ops.moe`) with ``w1`` = gate, ``w3`` = up,
 ``w2`` = down and ``expert_layout`` = its ``layout``; the optional operands are present
 as their ``has_*`` attributes say, in that order.
+``tract_nearest_upsample(x) {factors}``: every element of the trailing ``len(factors)``
+axes repeated ``factors[i]`` times (axes before those untouched), NNEF's
+``nearest_upsample``, which tract 0.23.9 runs as its own resize kernel.
+``tract_gru_seq(x, w_ih, w_hh, h0[, b]) {hidden, reverse}``: a whole GRU direction over
+a batch-major sequence, input projection included, one ``tract_core_gru_seq``: ``x``
+[B, T, I], ``w_ih`` [3H, I], ``w_hh`` [3H, H], ``h0`` [B, H], ``b`` [6H] (the input then
+the recurrent biases), gate blocks in ``rnn_scan``'s order
+(:data:`t2n.ir.ops.rnn.GATE_ORDER`); outputs every step's hidden state [B, T, H] and the
+last one [B, H].
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import numpy as np
 from t2n.ir import InferContext, OpSet, OpTable, TensorType
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.ops.moe import check_experts, expert_outputs, optional_operands
+from t2n.ir.ops.rnn import step
 
 TRACT_FORMS = OpTable("tract_forms")
 
@@ -124,6 +134,49 @@ def _moe_ffn(ctx: InferContext) -> list[TensorType]:
         raise InferError(f"tract_moe_ffn: {expected} operands expected from its has_* attributes, "
                          f"got {len(ctx.types)}")
     return [x]
+
+
+def _nearest_eval(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.ndarray]:
+    out = xs[0]
+    first = out.ndim - len(attrs["factors"])
+    for i, factor in enumerate(attrs["factors"]):
+        out = np.repeat(out, int(factor), axis=first + i)
+    return [out]
+
+
+@TRACT_FORMS.op("tract_nearest_upsample", evaluate=_nearest_eval)
+def _nearest_upsample(ctx: InferContext) -> list[TensorType]:
+    """x's type with each of its trailing axes ``factors[i]`` times longer."""
+    (x,) = ctx.types
+    factors = [int(f) for f in ctx.attrs["factors"]]
+    if not factors or len(factors) > x.rank or any(f < 1 for f in factors):
+        raise InferError(f"tract_nearest_upsample: factors {factors} for a rank-{x.rank} tensor")
+    first = x.rank - len(factors)
+    return [tensor(x.dtype, [d if i < first or factors[i - first] == 1 else d * factors[i - first]
+                             for i, d in enumerate(x.shape)])]
+
+
+def _gru_eval(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.ndarray]:
+    x, w_ih, w_hh, h = xs[:4]
+    hidden = int(attrs["hidden"])
+    b = xs[4] if len(xs) > 4 else np.zeros(6 * hidden, dtype=x.dtype)
+    xw = x @ w_ih.T + b[:3 * hidden]
+    steps = range(x.shape[1] - 1, -1, -1) if attrs.get("reverse") else range(x.shape[1])
+    ys = [np.empty(0)] * x.shape[1]
+    for t in steps:
+        h, _ = step("gru", xw[:, t], h, None, w_hh, b[3 * hidden:], None, hidden)
+        ys[t] = h
+    return [np.stack(ys, axis=1).astype(x.dtype), h.astype(x.dtype)]
+
+
+@TRACT_FORMS.op("tract_gru_seq", evaluate=_gru_eval)
+def _gru_seq(ctx: InferContext) -> list[TensorType]:
+    """Every step's hidden state [B, T, H] and the last one [B, H]."""
+    x, w_ih, w_hh, h0 = ctx.types[:4]
+    hidden = int(ctx.attrs["hidden"])
+    if x.rank != 3 or w_ih.rank != 2 or w_hh.rank != 2 or h0.rank != 2:
+        raise InferError("tract_gru_seq: x is [B, T, I], the weights 2-D, h0 [B, H]")
+    return [tensor(x.dtype, [x.shape[0], x.shape[1], hidden]), tensor(x.dtype, [x.shape[0], hidden])]
 
 
 def with_tract_forms(opset: OpSet) -> OpSet:

@@ -22,7 +22,14 @@ from t2n.backends.target import (
     version_text,
 )
 from t2n.backends.tract.environments import run_in_tract_version, uses_environment
-from t2n.backends.tract.passes import DeboxUpsample, FuseMoeRouter, NearestAsDeconv, ReifySdpa
+from t2n.backends.tract.passes import (
+    DeboxUpsample,
+    FuseMoeRouter,
+    GruSequence,
+    NearestAsDeconv,
+    NearestUpsample,
+    ReifySdpa,
+)
 from t2n.backends.tract.properties import checked_properties, identity_properties
 from t2n.backends.tract.renderer import TractRenderer
 from t2n.backends.tract.versions import NATIVE_OPS, target_has
@@ -169,15 +176,20 @@ class TractNNEF(Target):
 
     def passes(self) -> list[Pass]:
         """tract's own forms this target's options ask for, where its version has the op:
-        reified SDPA (0.22+), debox upsampling (0.23+), and nearest upsampling as a
-        ones-kernel deconv (0.23+, always); mixture-of-experts blocks as
+        reified SDPA (0.22+), debox upsampling (0.23+); always, where they are faster:
+        nearest upsampling as tract's own ``nearest_upsample`` and GRU directions as
+        ``tract_core_gru_seq`` projecting their input (0.23.9+), nearest upsampling as a
+        ones-kernel deconv (0.23.0-0.23.8); mixture-of-experts blocks as
         ``tract_moe_ffn`` (0.23.9+, always), their other experts in standard operations."""
         out: list[Pass] = []
         if self.reify_sdpa_operator and self.at_least("0.22.0"):
             out.append(ReifySdpa())
         if self.upsample_with_debox and self.at_least("0.23.0"):
             out.append(DeboxUpsample())
-        if self.at_least("0.23.0"):
+        if self.at_least("0.23.9"):
+            out.append(NearestUpsample())  # why: backends/tract/passes/nearest_upsample.py
+            out.append(GruSequence())  # why: backends/tract/passes/gru_sequence.py
+        elif self.at_least("0.23.0"):
             out.append(NearestAsDeconv())
         if target_has(self, "tract_moe_ffn"):
             out.append(FuseMoeRouter())

@@ -174,21 +174,49 @@ def adaptive_windows(size: int, out: int) -> list[tuple[int, int]]:
 
 
 def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | None], reduce: str) -> Value:
-    """One axis at a time (both averages and maxima over rectangles are separable):
-    a pooling op when the windows tile the axis evenly, else slices reduced and
-    concatenated."""
+    """Averages or maxima over PyTorch's adaptive windows (both separable over axes).
+
+    Axes pooled to one cell are reduced together, by one reduction (it reads no size, so
+    such an axis may be dynamic). When every other pooled axis is a multiple of its output
+    size, the windows tile it evenly and all of them are one pooling op (window = stride =
+    size / output), the op tract's ONNX loader builds for the same layer: written per axis
+    as slices, reductions and a concatenation, it ran 1.3-49x slower than that op over
+    the artifact-speed grid (``--cases "adaptive"``: 49x at 4 x 4 cells of a 64-channel
+    32² map, batch 8; benchmarks/RESULTS_ARTIFACT_SPEED.md). Windows that do not tile the
+    axis but still have one size and a constant stride (:func:`regular_windows`) are that
+    op too (7 x 7 cells of a 256-channel 8² map, batch 8: 28 ms as slices, 0.3 ms for
+    torch_to_nnef's pool, whose output shape is wrong there). Other axes keep the slices,
+    one axis at a time (the ONNX exporter refuses them all)."""
     b = ctx.b
+    whole, pooled = [], []
     for i, o in enumerate(out_size):
         axis = x.rank - n + i
         if o is None:
             continue
         if o == 1:
-            x = b.op(reduce, x, axes=(axis,), keepdims=True)
+            whole.append(axis)
             continue
         # the windows need the axis' size: read through the graph, so that DynamicAxes
         # reports it if the axis is made dynamic
         size = int(ctx.to_const(dim_value(b, x, axis), f"size of axis {axis} (adaptive pooling windows)"))
-        if o == size:
+        if o != size:
+            pooled.append((axis, size, o))
+    if whole:
+        x = b.op(reduce, x, axes=tuple(whole), keepdims=True)
+    regular = [(axis, r) for axis, size, o in pooled if (r := regular_windows(size, o)) is not None]
+    if regular:
+        kernel, stride = [1] * n, [1] * n
+        for axis, (k, step) in regular:
+            kernel[axis - (x.rank - n)], stride[axis - (x.rank - n)] = k, step
+        attrs: dict[str, Any] = dict(kernel=tuple(kernel), stride=tuple(stride), dilation=(1,) * n,
+                                     padding=((0, 0),) * n)
+        if reduce == "mean_reduce":
+            x = b.op("avg_pool", x, count_include_pad=False, **attrs)
+        else:
+            x = b.op("max_pool", x, **attrs)
+    done = {axis for axis, _ in regular}
+    for axis, size, o in pooled:
+        if axis in done:
             continue
         parts = []
         for start, end in adaptive_windows(size, o):
@@ -196,6 +224,18 @@ def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | N
             parts.append(b.op(reduce, part, axes=(axis,), keepdims=True))
         x = b.op("concat", *parts, axis=axis)
     return x
+
+
+def regular_windows(size: int, out: int) -> tuple[int, int] | None:
+    """(window, stride) when PyTorch's adaptive windows of an axis all have one size and
+    start at multiples of one stride (always when ``out`` divides ``size``; also e.g. 8 -> 7
+    cells: windows of 2 at stride 1, 512 -> 7: 74 at stride 73), so that one pooling op
+    computes them."""
+    windows = adaptive_windows(size, out)
+    k, step = windows[0][1] - windows[0][0], windows[1][0] - windows[0][0] if out > 1 else 1
+    if all(end - start == k and start == i * step for i, (start, end) in enumerate(windows)):
+        return k, max(step, 1)
+    return None
 
 
 def adaptive_sizes(ctx: LoweringContext, n: int) -> list[int | None]:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from t2n.frontend.context import LoweringContext
-from t2n.frontend.helpers import dim_value, transpose
+from t2n.frontend.helpers import dim_value
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
 from t2n.ir.schema import Trait
@@ -78,13 +78,70 @@ def cubic_matrix(in_size: int, out_size: int, align_corners: bool, scale: float 
     return m
 
 
-def _apply_matrix(ctx: LoweringContext, x: Value, axis: int, m: np.ndarray) -> Value:
+GATHER_ABOVE = {"linear": 64, "cubic": 256}
+"""Interpolation along an axis longer than this gathers its taps (:func:`_apply_taps`);
+along a shorter one it multiplies by the matrix (:func:`_apply_matrix`).
+
+The rule, measured in tract 0.23.9 (CPU time, the forms' runs alternating; x2, 1 to 64
+channels): the matrix product costs about ``2 x length`` multiply-adds per output, the
+taps a fixed 5 (linear: 2 gathers, 2 products, 1 sum) or 11 (cubic) passes over it. At
+an axis of 64 the two are even for linear (gathers / matrix 0.93-1.05 in 2-D), at 128
+the gathers win (0.57-0.81), at 256 by 2.5x; at 48 the matrix wins (1.15-1.42). Cubic
+evens out at 256 (1.02-1.36) and the gathers win at 384 (0.48-0.50); at 128 the matrix
+is 1.2-2.5x faster. tract's own resize (``tract_core_resize``, what the ONNX path and
+torch_to_nnef write) was slower than the better of the two in every shape tried
+(1.1-2.6x), hence neither writes it. Grid: ``python -m benchmarks.artifact_speed --grid
+--cases linear bicubic`` (benchmarks/RESULTS_ARTIFACT_SPEED.md)."""
+
+
+def taps(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An interpolation matrix's rows as (indices [out, k], weights [out, k]): each output's
+    nonzero entries, rows with fewer than k padded with weight 0 on their first index."""
+    k = max(1, int(np.max(np.count_nonzero(m, axis=1))))
+    idx = np.zeros((m.shape[0], k), dtype=np.int64)
+    w = np.zeros((m.shape[0], k))
+    for o, row in enumerate(m):
+        nz = np.flatnonzero(row)
+        idx[o, :len(nz)], w[o, :len(nz)] = nz, row[nz]
+        idx[o, len(nz):] = nz[0] if len(nz) else 0
+    return idx, w
+
+
+def _apply_taps(ctx: LoweringContext, x: Value, axis: int, m: np.ndarray) -> Value:
+    """``sum_t gather(x, idx[:, t], axis) * w[:, t]``: two (linear) or four (cubic) gathers
+    along ``axis`` and their weighted sum, work in proportion to the output."""
     b = ctx.b
-    perm = [a for a in range(x.rank) if a != axis] + [axis]
-    xt = transpose(b, x, perm)
-    mt = b.const(np.ascontiguousarray(m.T).astype(x.type.dtype.numpy), x.type.dtype)
-    y = b.op("matmul", xt, mt, transpose_a=False, transpose_b=False)
-    return transpose(b, y, [perm.index(i) for i in range(len(perm))])
+    idx, w = taps(m)
+    shape = [m.shape[0]] + [1] * (x.rank - 1 - axis)
+    y: Value | None = None
+    for t in range(idx.shape[1]):
+        g = b.op("gather", x, b.const(np.ascontiguousarray(idx[:, t]), DType.I64), axis=axis)
+        weight = b.const(w[:, t].reshape(shape).astype(x.type.dtype.numpy), x.type.dtype)
+        term = b.op("mul", g, weight)
+        y = term if y is None else b.op("add", y, term)
+    assert y is not None
+    return y
+
+
+def _apply_matrix(ctx: LoweringContext, x: Value, axis: int, m: np.ndarray) -> Value:
+    """``x @ mᵀ`` along the last axis; ``m @ x`` along another, the axes after it merged
+    (a reshape, no transpose): one matrix product with no copy of ``x``."""
+    b = ctx.b
+    mt = m if axis != x.rank - 1 else np.ascontiguousarray(m.T)
+    mc = b.const(mt.astype(x.type.dtype.numpy), x.type.dtype)
+    if axis == x.rank - 1:
+        return b.op("matmul", x, mc, transpose_a=False, transpose_b=False)
+    if axis == x.rank - 2:
+        return b.op("matmul", mc, x, transpose_a=False, transpose_b=False)
+    dims = [dim_value(b, x, a) for a in range(axis + 1)]
+    rest = dim_value(b, x, axis + 1)
+    for a in range(axis + 2, x.rank):
+        rest = b.op("mul", rest, dim_value(b, x, a))
+    flat = b.op("reshape", x, ctx.shape_tensor([*dims, rest]))
+    y = b.op("matmul", mc, flat, transpose_a=False, transpose_b=False)
+    out = [dim_value(b, x, a) for a in range(x.rank)]
+    out[axis] = m.shape[0]
+    return b.op("reshape", y, ctx.shape_tensor(out))
 
 
 def _tile_nearest(ctx: LoweringContext, x: Value, axis: int, factor: int) -> Value:
@@ -171,7 +228,8 @@ def _resample(ctx: LoweringContext, x: Value, axis: int, mode: str, size: int, o
         idx = nearest_indices(size, out, scale, mode == "nearest-exact")
         return ctx.b.op("gather", x, ctx.b.const(idx, DType.I64), axis=axis)
     matrix = linear_matrix if mode == "linear" else cubic_matrix
-    return _apply_matrix(ctx, x, axis, matrix(size, out, align, scale))
+    apply = _apply_taps if size > GATHER_ABOVE[mode] else _apply_matrix
+    return apply(ctx, x, axis, matrix(size, out, align, scale))
 
 
 def interpolate(ctx: LoweringContext, mode: str, n: int, has_align: bool) -> Value:

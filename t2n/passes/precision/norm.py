@@ -11,7 +11,8 @@ Regions, found by the shape of the IR (whatever module or function produced it):
   ``add eps``, ``rsqrt`` (or ``sqrt`` and ``div``), ``mul`` — labelled ``layer_norm``,
   ``group_norm`` (the input was reshaped into groups) or ``batch_norm`` (batch axis
   reduced) — and the same without the centring (``rms_norm``), or the fused ``rms_norm``
-  op; each with the affine steps that follow it (multiplications and additions by model
+  op (with the ``x - mean(x)`` before it when there is one: labelled as above); each
+  with the affine steps that follow it (multiplications and additions by model
   constants, through reshapes and casts);
 - ``x * scale + shift`` with per-channel constants along axis 1 (batch norm with running
   statistics, as lowered and folded; ``batch_norm``);
@@ -103,6 +104,32 @@ def _statistics_core(graph: Graph, root: Op, dynamic: set[Value]) -> tuple[list[
     return [*core, norm], label
 
 
+def _centred(rms: Op) -> tuple[list[Op], str]:
+    """The ops and label of a fused ``rms_norm``: with the centring before it when its
+    operand is ``x - mean(x)`` over the same axes (how layer, group, instance and batch
+    norms over batch statistics are lowered), else alone (``rms_norm``)."""
+    sub = _made_by(rms.inputs[0], "sub")
+    mean = _made_by(sub.inputs[1], "mean_reduce") if sub is not None else None
+    if sub is None or mean is None or mean.inputs[0] is not sub.inputs[0] or \
+            list(mean.attrs["axes"]) != list(rms.attrs["axes"]):
+        return [rms], "rms_norm"
+    return [mean, sub, rms], _centred_label(mean)
+
+
+def _centred_label(mean: Op) -> str:
+    """batch_norm when the batch axis is reduced, group_norm when reshapes before the
+    statistics changed the size of axis 1 (channels into groups), else layer_norm."""
+    if 0 in mean.attrs["axes"]:
+        return "batch_norm"
+    x = _without_cast(mean.inputs[0])
+    origin = x
+    while (p := _made_by(origin, "reshape")) is not None:
+        origin = _without_cast(p.inputs[0])
+    if origin is not x and origin.rank > 1 and x.rank > 1 and origin.type.shape[1] != x.type.shape[1]:
+        return "group_norm"
+    return "layer_norm"
+
+
 def _affine_after(graph: Graph, v: Value, dynamic: set[Value], claimed: set[Op]) -> list[Op]:
     """The affine steps (by model constants), reshapes and casts that follow ``v`` alone,
     without trailing reshapes or casts."""
@@ -169,7 +196,8 @@ class ForceNormInF32(ForceF32Pass):
                     core, label = found
                     claim([*core, *_affine_after(graph, core[-1].output, dynamic, claimed | set(core))], label)
             elif op.kind == "rms_norm":
-                claim([op, *_affine_after(graph, op.output, dynamic, claimed | {op})], "rms_norm")
+                core, label = _centred(op)
+                claim([*core, *_affine_after(graph, op.output, dynamic, claimed | set(core))], label)
         for op in graph.ops():
             if op in claimed:
                 continue

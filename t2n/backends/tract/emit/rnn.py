@@ -37,6 +37,26 @@ def gru_seq_tract(ctx: EmitContext, op: Op) -> None:
     ctx.emit(op.outputs[1], "squeeze", Raw(h_last), axes=[1])
 
 
+FUSED_BELOW = 2048
+"""A batch times hidden size from which the LSTM and GRU steps are standard operations
+in the loop rather than tract's fused kernels (``tract_core_lstm_epilogue``,
+``tract_core_gru_seq``).
+
+Measured in tract 0.23.9 (CPU time, the forms alternating, 32 to 512 steps): the fused
+kernels win on small steps (hidden 32-128, batch 1: 1.6-4.3x), are even around
+batch x hidden = 1024 (0.94-1.10 either way: hidden 256 batch 4, 512 batch 2, 64 batch
+16), and lose from 2048: hidden 256 batch 8 ran 1.13-1.39x slower as an LSTM epilogue
+and 1.35x as a GRU sequence than as the loop in standard operations, which is also
+torch_to_nnef's form (artifact-speed grid, ``rnn`` cases; benchmarks/RESULTS_ARTIFACT_SPEED.md).
+A symbolic batch keeps the fused kernels."""
+
+
+def _fused_pays(op: Op) -> bool:
+    """Whether the step is small enough for tract's fused kernels to win (FUSED_BELOW)."""
+    batch = op.inputs[0].type.shape[1]  # time-major [T, B, gates]
+    return not isinstance(batch, int) or batch * int(op.attrs["hidden"]) < FUSED_BELOW
+
+
 def _shared_body(ctx: EmitContext, mode: str, signature_and_body: str) -> str:
     """The name of the loop-body fragment with this text: layers and directions of the
     same sizes share one (tract parses and types each fragment it is given, so a model
@@ -52,8 +72,9 @@ def _shared_body(ctx: EmitContext, mode: str, signature_and_body: str) -> str:
 @TRACT.emitter("rnn_scan")
 def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
     mode, hidden = op.attrs["mode"], int(op.attrs["hidden"])
+    fused = _fused_pays(op)
     # tract 0.23.9 loads an f16 gru_seq but fails to plan it (codegen): f32 only
-    if mode == "gru" and op.inputs[0].type.dtype is DType.F32 and tract_has(ctx, GRU_SEQ):
+    if mode == "gru" and fused and op.inputs[0].type.dtype is DType.F32 and tract_has(ctx, GRU_SEQ):
         gru_seq_tract(ctx, op)
         return
     xw, h0, c0, w, b, wr = rnn_operands(ctx, op)
@@ -66,7 +87,7 @@ def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
 
     lines, h_next, c_next = cell_lines(mode, hidden, name, "x", "h", "c" if c0 else None, "w",
                                        "b" if b else None, "wr" if wr else None,
-                                       fused=mode == "lstm" and tract_has(ctx, LSTM_EPILOGUE))
+                                       fused=mode == "lstm" and fused and tract_has(ctx, LSTM_EPILOGUE))
     params = ["xw", "h"] + (["c"] if c0 else []) + ["w"] + (["b"] if b else []) + (["wr"] if wr else [])
     results = ["h_out", "y"] + (["c_out"] if c0 else [])
     text = [",\n".join(f"    {p}: tensor<scalar>" for p in params),
@@ -89,3 +110,22 @@ def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
             f"full = [{', '.join(full)}], state = [{', '.join(state)}], output = [{', '.join(outputs)}])")
     ctx.assign(names, call)
 
+
+
+@TRACT.emitter("tract_gru_seq")
+def gru_sequence_tract(ctx: EmitContext, op: Op) -> None:
+    """``tract_core_gru_seq`` projecting the batch-major input itself (``projected = 0``),
+    as tract's ONNX loader builds it (:mod:`t2n.backends.tract.passes.gru_sequence`)."""
+    x, w_ih, w_hh, h0 = op.inputs[:4]
+    out = op.outputs[0].name
+    h = ctx.emit(f"{out}_h0_b1", "unsqueeze", h0, axes=[1])
+    bias: dict[str, Raw] = {}
+    if len(op.inputs) > 4:
+        bias["b"] = Raw(ctx.emit(f"{out}_b_1", "unsqueeze", op.inputs[4], axes=[0]))
+    y, h_last = ctx.id(op.outputs[0]), ctx.fresh(f"{out}_h_b1")
+    ctx.assign([y, h_last], ctx.call(GRU_SEQ, x=Raw(ctx.arg(x)), w=Raw(ctx.arg(w_ih)), r=Raw(ctx.arg(w_hh)), **bias,
+                                     initial_h=Raw(h),
+                                     hidden=int(op.attrs["hidden"]), chunk=-1 if op.attrs.get("reverse") else 1,
+                                     has_bias=int(len(op.inputs) > 4), reset_every_turn=0, emit_y=1,
+                                     projected=0))
+    ctx.emit(op.outputs[1], "squeeze", Raw(h_last), axes=[1])

@@ -5,8 +5,10 @@ last cleanup)."""
 from __future__ import annotations
 
 from t2n.backends.tract.passes.debox import DeboxUpsample
+from t2n.backends.tract.passes.gru_sequence import GruSequence
 from t2n.backends.tract.passes.moe import FuseMoeRouter
 from t2n.backends.tract.passes.nearest_deconv import NearestAsDeconv
+from t2n.backends.tract.passes.nearest_upsample import NearestUpsample
 from t2n.backends.tract.passes.sdpa import ReifySdpa
 
-__all__ = ["DeboxUpsample", "FuseMoeRouter", "NearestAsDeconv", "ReifySdpa"]
+__all__ = ["DeboxUpsample", "FuseMoeRouter", "GruSequence", "NearestAsDeconv", "NearestUpsample", "ReifySdpa"]

@@ -1,5 +1,6 @@
 """Nearest upsampling by integer factors as one transposed convolution with a kernel of
-ones, for tract.
+ones, for tract 0.23.0 to 0.23.8 (0.23.9 runs its own ``nearest_upsample`` faster:
+:mod:`t2n.backends.tract.passes.nearest_upsample`).
 
 The frontend writes nearest upsampling by an integer factor as
 ``reshape(tile(unsqueeze(x)))``, one axis at a time: a form every engine reads, but one

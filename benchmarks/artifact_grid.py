@@ -1,0 +1,558 @@
+"""Artifact speed over grids of shapes: for every layer whose form t2n chooses, how its
+artifact runs in tract against the same model through tract's ONNX loader and through the
+other NNEF exporter, cell by cell, and the worst ratio per case.
+
+``python -m benchmarks.artifact_speed --grid [--quick] [--cases SUBSTR ...] [--points K]
+[--repeat R] [--cache DIR] [--peer-venv DIR] [--write] [--json FILE] [--baseline FILE]``
+
+A *case* is one layer in one form family (nearest upsampling in 2-D, an LSTM, attention
+with a bool mask...); its *cells* are shapes. Per case, the axes that decide the form
+(mode, number of spatial axes, factor, mask kind...) are taken in full; the shape axes
+(channels 1-256, spatial sizes 8-512, batch 1 and 8, a convolution in front or not, how the
+factor is spelled...) are sampled: ``--points`` cells per combination of the first, on a
+latin sample of the second (each value of each shape axis appears about as often, the
+seed fixed, so every run measures the same cells). A cell whose largest tensor would
+exceed ``CAP`` elements has its spatial size, then its channels, lowered until it fits.
+Cells the issue this grid answers named (nearest x2 of a 32-channel 128² map, with and
+without a convolution before; the decoder block at 64²) are always in.
+
+Each cell's three artifacts (t2n, ONNX, peer) are loaded and run in this one process, their
+runs alternating, the side that runs first rotating (as :mod:`benchmarks.artifact_speed`),
+timed in CPU time (:func:`time_interleaved` says why);
+the whole grid is measured ``--repeat`` times, each pass loading the artifacts again, and
+cells whose median ratio is above 1 are measured twice more at the end. A cell's ratio is
+the median over its passes of t2n's run time over the faster peer's in that pass (a peer
+whose output is not PyTorch's does not count); its spread is the lowest and highest pass.
+Load time is the CPU time to parse, type and optimise (``load`` then ``into_runnable``;
+the shortest of three loads when they are short): t2n / ONNX, the median over passes. ONNX files and the peer's artifacts are cached under ``--cache``
+(keyed by the cell's text and the torch version; the peer exports all missing cells in
+one process); t2n's are made again by each run, so a run measures the t2n it imports.
+
+``--quick`` measures one cell per combination, once, briefly (a smoke test).
+``--json`` keeps every measurement; ``--baseline`` adds a *before* column from such a
+file of an earlier run (same cells); ``--write`` puts the table in
+``benchmarks/RESULTS_ARTIFACT_SPEED.md`` between the ``GRID_BEGIN`` / ``GRID_END`` marks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import random
+import statistics
+import tempfile
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchmarks import artifact_speed as speed
+from benchmarks import peer
+from benchmarks.grid_models import build, parse
+
+CAP = 4_000_000
+"""Largest tensor of a cell, in elements (16 MB of f32): keeps one run under ~50 ms."""
+
+C = (1, 16, 64, 256)
+S = (8, 32, 128, 512)
+N = (1, 8)
+CONV = (0, 1)
+
+Case = tuple[str, str, dict[str, Sequence[Any]], dict[str, Sequence[Any]]]
+"""(case name, family, axes taken in full, shape axes sampled)."""
+
+
+def _upsampling() -> list[Case]:
+    shape: dict[str, Sequence[Any]] = {"c": C, "s": S, "n": N, "conv": CONV, "spell": ("scale", "size")}
+    out: list[Case] = []
+    for mode, dims, name in [("nearest", 1, "nearest 1-D"), ("nearest", 2, "nearest 2-D"),
+                             ("nearest", 3, "nearest 3-D"), ("linear", 1, "linear 1-D"),
+                             ("linear", 2, "bilinear 2-D"), ("linear", 3, "trilinear 3-D"),
+                             ("cubic", 2, "bicubic 2-D")]:
+        extra = {} if mode == "nearest" else {"align": (0, 1)}
+        out.append((name, f"upsample mode={mode} dims={dims}", {"f": (2, 3, 4, 1.5, 2.5)}, {**shape, **extra}))
+    return out
+
+
+def cases() -> list[Case]:
+    shape: dict[str, Sequence[Any]] = {"c": C, "s": S, "n": N, "conv": CONV}
+    seq: dict[str, Sequence[Any]] = {"c": (16, 64, 256), "s": (8, 64, 512), "n": N}
+    return [
+        *_upsampling(),
+        ("max pool", "pool kind=max k=2", {"dims": (1, 2, 3)}, shape),
+        ("max pool 3x3 stride 1", "pool kind=max3s1", {"dims": (1, 2, 3)}, shape),
+        ("avg pool", "pool kind=avg k=2", {"dims": (1, 2, 3)}, shape),
+        ("avg pool 3x3 stride 1", "pool kind=avg3s1", {"dims": (1, 2, 3)}, shape),
+        ("adaptive avg pool", "pool kind=adaptive_avg", {"dims": (1, 2, 3), "out": (1, 4, 7)}, shape),
+        ("adaptive max pool", "pool kind=adaptive_max", {"dims": (1, 2), "out": (1, 4, 7)}, shape),
+        ("cumsum", "cumsum", {"axis": (1, 2)}, {"c": C, "s": (8, 64, 512, 4096), "n": N, "conv": CONV}),
+        ("lstm", "rnn cell=lstm", {"bidir": (0, 1)}, seq),
+        ("gru", "rnn cell=gru", {"bidir": (0, 1)}, seq),
+        ("rnn (tanh)", "rnn cell=rnn", {"bidir": (0, 1)}, seq),
+        ("attention", "attention", {"mask": ("none", "causal", "bool", "float", "pad")},
+         {"c": (64, 256), "s": S, "n": N}),
+        ("layer norm", "norm kind=layer", {}, shape),
+        ("rms norm", "norm kind=rms", {}, shape),
+        ("group norm", "norm kind=group", {}, shape),
+        ("instance norm", "norm kind=instance", {}, shape),
+        ("batch norm", "norm kind=batch", {}, shape),
+        ("decoder block", "block kind=decoder", {}, {"c": (16, 32, 64), "s": (16, 64, 128), "n": N}),
+        ("sequencer block", "block kind=sequencer", {}, {"c": (32, 64), "s": (8, 16, 32), "n": (1,)}),
+    ]
+
+
+PINNED = {
+    "nearest 2-D": ["upsample mode=nearest dims=2 f=2 c=32 s=128 n=1 conv=0 spell=scale",
+                    "upsample mode=nearest dims=2 f=2 c=32 s=128 n=1 conv=1 spell=scale"],
+    "decoder block": ["block kind=decoder c=32 s=64 n=1"],
+    "sequencer block": ["block kind=sequencer c=64 s=16 n=1"],
+}
+"""Cells always measured: the shapes the issue named."""
+
+
+def _largest(family: str, p: dict[str, Any]) -> int:
+    """Elements of the largest tensor a cell makes (input, output or an intermediate)."""
+    c, s, n = int(p.get("c", 1)), int(p.get("s", 1)), int(p.get("n", 1))
+    dims = int(p.get("dims", 2 if family in ("norm", "block", "upsample", "pool") else 1))
+    if family == "upsample":
+        return int(n * c * (math.ceil(s * float(p["f"])) ** dims))
+    if family == "attention":
+        return n * max(1, c // 64) * s * max(s, 64)
+    if family == "block":
+        return n * c * (4 * s) ** 2 if p["kind"] == "decoder" else n * 2 * c * s * s
+    if family == "rnn":
+        return n * s * c * 8
+    if family == "cumsum":
+        return n * c * s
+    return n * c * s ** dims
+
+
+def _fit(family: str, p: dict[str, Any], axes: dict[str, Sequence[Any]]) -> dict[str, Any]:
+    """``p`` with ``s``, then ``c``, lowered a level at a time until the cell fits ``CAP``."""
+    p = dict(p)
+    for key in ("s", "c", "n"):
+        levels = sorted(axes.get(key, ()))
+        while _largest(family, p) > CAP and key in p and levels.index(p[key]) > 0:
+            p[key] = levels[levels.index(p[key]) - 1]
+    return p
+
+
+def _latin(axes: dict[str, Sequence[Any]], count: int, rng: random.Random) -> list[dict[str, Any]]:
+    """``count`` points; each axis' values appear about equally often, in shuffled order."""
+    columns = {}
+    for key, values in axes.items():
+        column = [values[i % len(values)] for i in range(count)]
+        rng.shuffle(column)
+        columns[key] = column
+    return [{k: columns[k][i] for k in axes} for i in range(count)]
+
+
+def _text(family: str, p: dict[str, Any]) -> str:
+    return " ".join([family, *(f"{k}={v}" for k, v in p.items())])
+
+
+def grid(points: int, only: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(case name, cell text) of every cell, in a fixed order; ``only``: substrings of
+    case names."""
+    out: list[tuple[str, str]] = []
+    for name, family, full, shape in cases():
+        if only and not any(s in name for s in only):
+            continue
+        rng = random.Random(name)
+        fam, fixed = parse(family)
+        combos = [dict(zip(full, values)) for values in itertools.product(*full.values())] or [{}]
+        each = max(points, -(-4 * points // len(combos)))  # at least 4 x points cells per case
+        sample = _latin(shape, each * len(combos), rng)
+        seen = set()
+        for i, combo in enumerate(combos):
+            for point in sample[i * each:(i + 1) * each]:
+                cell = _text(fam, _fit(fam, {**fixed, **combo, **point}, shape))
+                if cell not in seen:
+                    seen.add(cell)
+                    out.append((name, cell))
+        for cell in PINNED.get(name, []):
+            if cell not in seen:
+                seen.add(cell)
+                out.append((name, cell))
+    return out
+
+
+# -- the artifacts ----------------------------------------------------------------
+
+def _key(cell: str) -> str:
+    return hashlib.sha1(f"{cell}|torch {torch.__version__}".encode()).hexdigest()[:16]
+
+
+class Store:
+    """Each cell's inputs, PyTorch output, ONNX file and peer artifact, on disk."""
+
+    def __init__(self, root: Path, venv: Path) -> None:
+        self.root, self.venv = root, venv
+        root.mkdir(parents=True, exist_ok=True)
+
+    def folder(self, cell: str) -> Path:
+        return self.root / _key(cell)
+
+    def prepare(self, cells: Iterable[str]) -> None:
+        """Make what is missing: inputs and reference, ONNX files, then every missing peer
+        artifact in one call of the peer's environment."""
+        todo = []
+        for cell in cells:
+            d = self.folder(cell)
+            if not (d / "case.pt").exists():
+                d.mkdir(parents=True, exist_ok=True)
+                model, args = build(cell)
+                with torch.no_grad():
+                    ref = model(*args).numpy()
+                np.savez(d / "io.npz", reference=ref, **{f"input{i}": a.numpy() for i, a in enumerate(args)})
+                torch.save({"model": cell, "state": model.state_dict(), "args": args}, d / "case.pt")
+                (d / "cell.txt").write_text(cell)
+            if speed.onnx_missing() is None and not (d / "model.onnx").exists() and not (d / "onnx_error.txt").exists():
+                model, args = build(cell)
+                made = speed._export_onnx(model, args, d / "model.onnx")
+                if isinstance(made, str):
+                    (d / "onnx_error.txt").write_text(made)
+            if speed.peer_missing(self.venv) is None and not (d / "peer" / "peer_outcome.txt").exists():
+                (d / "peer").mkdir(exist_ok=True)
+                todo.append([str(d / "case.pt"), str(d / "peer")])
+        if todo:
+            listing = self.root / "peer_batch.json"
+            listing.write_text(json.dumps(todo))
+            print(f"exporting {len(todo)} cells with the peer...", flush=True)
+            error = peer.run(self.venv, "python", ["-m", "benchmarks.peer_export", "--batch", str(listing),
+                                                   str(peer.stub_tract(self.root)), peer.TRACT_VERSION],
+                             timeout=6 * 3600)
+            for _, out in todo:
+                if not (Path(out) / "peer_outcome.txt").exists():
+                    (Path(out) / "peer_outcome.txt").write_text(f"{peer.ERROR_MARK}{error or 'no outcome'}")
+
+    def inputs(self, cell: str) -> tuple[list[np.ndarray], np.ndarray]:
+        with np.load(self.folder(cell) / "io.npz") as z:
+            n = len([k for k in z.files if k.startswith("input")])
+            return [np.ascontiguousarray(z[f"input{i}"]) for i in range(n)], z["reference"]
+
+    def onnx(self, cell: str) -> Path | str | None:
+        d = self.folder(cell)
+        if (d / "model.onnx").exists():
+            return d / "model.onnx"
+        return (d / "onnx_error.txt").read_text() if (d / "onnx_error.txt").exists() else None
+
+    def peer(self, cell: str) -> Path | str | None:
+        outcome = self.folder(cell) / "peer" / "peer_outcome.txt"
+        if not outcome.exists():
+            return None
+        text = outcome.read_text().strip()
+        return text.removeprefix(peer.ERROR_MARK) if text.startswith(peer.ERROR_MARK) else Path(text)
+
+
+def export_t2n(cell: str, path: Path) -> tuple[Path, list[str]] | str:
+    """t2n's artifact of ``cell`` (and the registries it needs), or why it failed."""
+    import t2n
+
+    model, args = build(cell)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            art = t2n.export(model, args, path, target=t2n.TractNNEF.latest())
+    except Exception as exc:  # the table names the cells t2n could not export
+        return f"{type(exc).__name__}: {speed._first_line(exc)}"
+    return path, list(art.rendered.registries)
+
+
+# -- measuring ----------------------------------------------------------------------
+
+def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str, min_seconds: float,
+                 runs: int) -> dict[str, Any]:
+    """One pass over one cell: each side's load and run time, errors, mismatches."""
+    import tract
+
+    inputs, reference = store.inputs(cell)
+    out: dict[str, Any] = {"load_average": os.getloadavg()[0]}
+    runnables: dict[str, Any] = {}
+    sources: dict[str, tuple[Any, Path] | str | None] = {}
+    if isinstance(t2n_art, str):
+        sources["t2n"] = t2n_art
+    else:
+        sources["t2n"] = (speed._nnef_loader(tract, t2n_art[1]), t2n_art[0])
+    onnx_path, peer_path = store.onnx(cell), store.peer(cell)
+    sources["onnx"] = (tract.onnx(), onnx_path) if isinstance(onnx_path, Path) else onnx_path
+    if isinstance(peer_path, Path):
+        sources["peer"] = (speed._nnef_loader(tract, speed._registries(peer_path)), peer_path)
+    else:
+        sources["peer"] = peer_path
+    for side, src in sources.items():
+        if src is None:
+            continue
+        if isinstance(src, str):
+            out[side] = {"error": src}
+            continue
+        try:
+            runnables[side], load = _quickest_load(*src)
+        except Exception as exc:  # tract refused the file: recorded
+            out[side] = {"error": f"tract could not load it: {speed._first_line(exc)}"}
+            continue
+        out[side] = {"load": load}
+    if runnables:
+        try:
+            medians, first = time_interleaved(runnables, inputs, runs, min_seconds)
+        except Exception as exc:  # a runnable failed at run time: recorded for every side
+            for side in runnables:
+                out[side] = {"error": f"tract could not run it: {speed._first_line(exc)}"}
+            return out
+        for side in runnables:
+            out[side]["run"] = medians[side]
+            wrong = speed._mismatch(first[side], reference)
+            if wrong:
+                out[side]["mismatch"] = wrong
+    return out
+
+
+def _load(loader: Any, path: Path) -> tuple[Any, float]:
+    """(runnable, CPU seconds to load and optimise it)."""
+    start = time.process_time()
+    model = loader.load(str(path))
+    if hasattr(model, "into_model"):  # ONNX: an inference model, typed from the file's facts
+        model = model.into_model()
+    runnable = model.into_runnable()
+    return runnable, time.process_time() - start
+
+
+def _quickest_load(loader: Any, path: Path) -> tuple[Any, float]:
+    """The runnable and the shortest of up to three loads (one when a load takes more than
+    50 ms)."""
+    runnable, best = _load(loader, path)
+    for _ in range(2 if best < 0.05 else 0):
+        runnable, seconds = _load(loader, path)
+        best = min(best, seconds)
+    return runnable, best
+
+
+def time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int,
+                     min_seconds: float) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Median CPU time of each runnable's runs (this process's user and system time: tract
+    runs on the calling thread), the runnables alternating, the first side rotating, after
+    one warm-up each, whose output is returned. CPU time, not wall time: on a machine
+    whose cores other jobs share, a run longer than the scheduler's slice waits for a core
+    a varying number of times (a 2.5 ms model measured 2.5 to 26 ms of wall time under a
+    load average of 11; its CPU time stayed at 2.5-2.6 ms)."""
+    times: dict[str, list[float]] = {k: [] for k in runnables}
+    first, warm = {}, []
+    for k, r in runnables.items():
+        start = time.process_time()
+        first[k] = np.asarray(r.run(list(inputs))[0].to_numpy())
+        warm.append(time.process_time() - start)
+    rounds = min(max(runs, int(min_seconds / max(max(warm, default=1.0), 1e-5))), max(runs, 2000))
+    order = list(runnables)
+    for i in range(rounds):
+        for k in order[i % len(order):] + order[:i % len(order)]:
+            start = time.process_time()
+            runnables[k].run(list(inputs))
+            times[k].append(time.process_time() - start)
+    return {k: statistics.median(v) for k, v in times.items()}, first
+
+
+def _ok(m: dict[str, Any], side: str) -> bool:
+    return "run" in m.get(side, {}) and "mismatch" not in m[side]
+
+
+def ratio(m: dict[str, Any]) -> float | None:
+    """t2n's run time over the faster correct peer's, in one pass."""
+    peers = [m[s]["run"] for s in ("onnx", "peer") if _ok(m, s)]
+    return m["t2n"]["run"] / min(peers) if _ok(m, "t2n") and peers else None
+
+
+def load_ratio(m: dict[str, Any]) -> float | None:
+    return m["t2n"]["load"] / m["onnx"]["load"] if "load" in m.get("t2n", {}) and "load" in m.get("onnx", {}) \
+        else None
+
+
+def run_grid(cells: Sequence[tuple[str, str]], store: Store, scratch: Path, repeat: int, min_seconds: float,
+             runs: int, extra: int) -> dict[str, list[dict[str, Any]]]:
+    """Every cell measured ``repeat`` times (whole passes), then ``extra`` more times for
+    cells whose median ratio is above 1."""
+    arts: dict[str, tuple[Path, list[str]] | str] = {}
+    for i, (_, cell) in enumerate(cells):
+        arts[cell] = export_t2n(cell, scratch / f"cell{i}.nnef.tar")
+    results: dict[str, list[dict[str, Any]]] = {cell: [] for _, cell in cells}
+
+    def one_pass(todo: Sequence[str], label: str) -> None:
+        start = time.perf_counter()
+        for j, cell in enumerate(todo):
+            results[cell].append(measure_cell(cell, store, arts[cell], min_seconds, runs))
+            r = ratio(results[cell][-1])
+            print(f"{label} {j + 1}/{len(todo)} {cell}: {'n/a' if r is None else f'{r:.2f}'} "
+                  f"(load average {results[cell][-1]['load_average']:.1f})", flush=True)
+        print(f"{label}: {time.perf_counter() - start:.0f} s", flush=True)
+
+    for k in range(repeat):
+        one_pass([c for _, c in cells], f"pass {k + 1}/{repeat}")
+    again = [c for _, c in cells if (_median([ratio(m) for m in results[c]]) or 0) > 1.0]
+    for k in range(extra if again else 0):
+        one_pass(again, f"again {k + 1}/{extra}")
+    return results
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return statistics.median(got) if got else None
+
+
+# -- the report ---------------------------------------------------------------------
+
+def summarize(cells: Sequence[tuple[str, str]], results: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per case: cell count, the worst median ratio (cell, spread), cells above 1.05, the
+    worst load ratio (cell, times), failures."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, cell in cells:
+        s = out.setdefault(name, {"cells": 0, "worst": None, "over": 0, "load": None, "failed": [], "measured": 0,
+                                  "load_over": 0})
+        s["cells"] += 1
+        passes = results.get(cell, [])
+        ratios = [r for r in map(ratio, passes) if r is not None]
+        for m in passes[:1]:
+            for side in ("t2n", "onnx", "peer"):
+                why = m.get(side, {}).get("error") or m.get(side, {}).get("mismatch")
+                if why:
+                    s["failed"].append(f"{side} at `{cell}`: {why}")
+        if ratios:
+            s["measured"] += 1
+            med = statistics.median(ratios)
+            s["over"] += med > 1.05
+            if s["worst"] is None or med > s["worst"]["ratio"]:
+                s["worst"] = {"ratio": med, "cell": cell, "low": min(ratios), "high": max(ratios),
+                              "t2n_ms": 1e3 * statistics.median(m["t2n"]["run"] for m in passes if _ok(m, "t2n"))}
+        loads = [r for r in map(load_ratio, passes) if r is not None]
+        if loads:
+            med = statistics.median(loads)
+            t2n_load = statistics.median(m["t2n"]["load"] for m in passes if "load" in m.get("t2n", {}))
+            onnx_load = statistics.median(m["onnx"]["load"] for m in passes if "load" in m.get("onnx", {}))
+            s["load_over"] += med > LOAD_LIMIT and t2n_load - onnx_load > LOAD_SLACK
+            if s["load"] is None or med > s["load"]["ratio"]:
+                s["load"] = {"ratio": med, "cell": cell, "t2n_ms": 1e3 * t2n_load, "onnx_ms": 1e3 * onnx_load}
+    return out
+
+
+LOAD_LIMIT = 1.5
+LOAD_SLACK = 0.002
+"""A cell's load counts as too slow above 1.5x the ONNX path's and more than 2 ms longer:
+tract parses any NNEF text more slowly than an ONNX file of the same tiny graph (a
+single max pool: 0.4-0.6 ms against 0.12 ms, tract's own NNEF dump of the ONNX model
+included), a fixed cost that dominates the ratio of sub-millisecond loads."""
+
+
+def _short(cell: str) -> str:
+    return " ".join(cell.split()[1:])
+
+
+def table(summary: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]] | None = None) -> str:
+    head = ["case", "cells", *(["worst before", "where before"] if before else []), "worst t2n / best peer", "spread",
+            "where", "cells > 1.05", "worst load t2n / ONNX", "where (t2n / ONNX load ms)", "slow loads"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|---|---:|" + ("---:|---|" if before else "") + "---:|---:|---|---:|---:|---|---:|"]
+    notes = []
+    for name, s in summary.items():
+        w, ld = s["worst"], s["load"]
+        cells = [name, f"{s['measured']}/{s['cells']}"]
+        if before:
+            b = before.get(name, {}).get("worst")
+            cells += [f"{b['ratio']:.2f}", f"`{_short(b['cell'])}`"] if b else ["n/a", ""]
+        cells += ([f"{w['ratio']:.2f}", f"{w['low']:.2f}-{w['high']:.2f}", f"`{_short(w['cell'])}`"]
+                  if w else ["n/a", "", ""])
+        cells.append(str(s["over"]))
+        cells += ([f"{ld['ratio']:.2f}", f"`{_short(ld['cell'])}` ({ld['t2n_ms']:.1f} / {ld['onnx_ms']:.1f})"]
+                  if ld else ["n/a", ""])
+        cells.append(str(s["load_over"]))
+        lines.append("| " + " | ".join(cells) + " |")
+        notes += [f"* {name}: {f}" for f in s["failed"]]
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+GRID_BEGIN = "<!-- grid table: written by `python -m benchmarks.artifact_speed --grid --write` -->"
+GRID_END = "<!-- end of the grid table -->"
+
+
+def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
+    import platform
+
+    import tract
+
+    loads = [m["load_average"] for ms in results.values() for m in ms]
+    load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
+    return (f"## Over grids of shapes\n\n`python -m benchmarks.artifact_speed --grid {' '.join(argv)}` (tract "
+            f"{tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, {platform.machine()}; "
+            f"load average {load} during the run, {seconds / 60:.0f} min). Per case: the cell with the "
+            "highest median ratio of t2n's run time (CPU time, the three artifacts' runs alternating) to the "
+            "faster of tract's ONNX path and torch_to_nnef, "
+            "the lowest and highest of its passes, the number of cells above 1.05, the highest median "
+            "ratio of load times (CPU time to parse, type and optimise) to the ONNX path's, and the number of "
+            "cells whose load is slow (above 1.5x the ONNX path's and more than 2 ms longer). Cells are "
+            "`family key=value...` of `benchmarks/grid_models.py`: c channels, s spatial size (sequence "
+            "length for recurrent layers and attention), n batch, conv 1 when a convolution precedes, f the "
+            "factor, spell how it is given (scale_factor or size).\n\n")
+
+
+def write_doc(doc: Path, text: str) -> None:
+    old = doc.read_text() if doc.exists() else ""
+    block = f"{GRID_BEGIN}\n{text}{GRID_END}"
+    if GRID_BEGIN in old and GRID_END in old:
+        new = old[:old.index(GRID_BEGIN)] + block + old[old.index(GRID_END) + len(GRID_END):]
+    elif speed.KEEP in old:
+        at = old.index(speed.KEEP) + len(speed.KEEP)
+        new = old[:at] + "\n\n" + block + "\n" + old[at:]
+    else:
+        new = old + "\n" + block + "\n"
+    doc.write_text(new)
+
+
+def main(argv: Sequence[str]) -> str:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.artifact_speed --grid",
+                                     description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="one cell per combination, one pass, briefly")
+    parser.add_argument("--cases", nargs="*", default=(), help="substrings of case names to measure")
+    parser.add_argument("--points", type=int, default=3, help="sampled cells per combination of form axes")
+    parser.add_argument("--repeat", type=int, default=3, help="passes over the grid")
+    parser.add_argument("--extra", type=int, default=2, help="more passes for cells above 1")
+    parser.add_argument("--min-seconds", type=float, default=0.1, help="about this much CPU time per artifact per pass")
+    parser.add_argument("--runs", type=int, default=5, help="at least this many runs per artifact per pass")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "t2n-artifact-grid")
+    parser.add_argument("--peer-venv", type=Path, default=peer.DEFAULT_VENV)
+    parser.add_argument("--json", type=Path, help="write every measurement there")
+    parser.add_argument("--baseline", type=Path, help="a --json file of an earlier run: its worst ratios as 'before'")
+    parser.add_argument("--list", action="store_true", help="print the cells and stop")
+    parser.add_argument("--write", action="store_true", help=f"write the table in {speed.DOC.name}")
+    ns = parser.parse_args(argv)
+    if ns.quick:
+        ns.points, ns.repeat, ns.extra, ns.min_seconds, ns.runs = 1, 1, 0, 0.05, 3
+    cells = grid(ns.points, ns.cases)
+    if ns.list:
+        text = "\n".join(f"{name}: {cell}" for name, cell in cells)
+        print(text)
+        return text
+    store = Store(ns.cache, ns.peer_venv)
+    start = time.perf_counter()
+    store.prepare(c for _, c in cells)
+    with tempfile.TemporaryDirectory() as scratch:
+        results = run_grid(cells, store, Path(scratch), ns.repeat, ns.min_seconds, ns.runs, ns.extra)
+    seconds = time.perf_counter() - start
+    summary = summarize(cells, results)
+    before = None
+    if ns.baseline:
+        saved = json.loads(ns.baseline.read_text())
+        before = summarize([tuple(c) for c in saved["cells"]], saved["results"])  # type: ignore[misc]
+    notes = [n for n in (speed.onnx_missing(), speed.peer_missing(ns.peer_venv)) if n]
+    text = header(argv, results, seconds) + table(summary, before) + "".join(f"\n{n}\n" for n in notes)
+    print(text)
+    if ns.json:
+        ns.json.write_text(json.dumps({"argv": list(argv), "cells": cells, "results": results}, indent=1))
+    if ns.write:
+        write_doc(speed.DOC, text)
+    return text
