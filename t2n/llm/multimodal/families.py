@@ -1,0 +1,75 @@
+"""What differs between multimodal families: how the encoder is called on its raw input
+(pixel values, audio features), which config field names the placeholder token, what
+the decoder needs beside the embeddings (Gemma 3's bidirectional image spans), and the
+sizes of the example input the encoder is traced on.
+
+A family is found by the model's class name; its encoder is the model's own
+``get_image_features`` (vision tower and projector), so the encoder artifact computes
+exactly what the model feeds its decoder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import torch
+
+
+def _pooled(features: Any) -> torch.Tensor:
+    """The projected features of a ``get_*_features`` call (an output object or a tensor)."""
+    out = getattr(features, "pooler_output", features)
+    if isinstance(out, (list, tuple)):
+        return torch.cat(list(out), dim=0)
+    assert isinstance(out, torch.Tensor)
+    return out
+
+
+@attrs.frozen
+class Family:
+    """One multimodal family: ``modality`` (``image``, ``audio``), the config field of the
+    placeholder token, the encoder's input names and example inputs (from the model),
+    the encoder call, the dynamic axes of those inputs, and whether image tokens attend
+    each other both ways (passed to the decoder as ``token_type_ids``)."""
+
+    name: str
+    modality: str
+    placeholder_attr: str
+    input_names: tuple[str, ...]
+    example: Callable[[torch.nn.Module], tuple[torch.Tensor, ...]]
+    encode: Callable[..., torch.Tensor]
+    dynamic_axes: dict[str, dict[int, str]] = attrs.field(factory=dict)
+    token_types: bool = False
+    fixed: str = ""
+    """What the encoder's artifact fixes at export (said in the manifest), if anything."""
+
+
+def _image_size(model: torch.nn.Module) -> int:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    return int(vision.image_size)
+
+
+def _gemma3_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    size = _image_size(model)
+    return (torch.randn((1, 3, size, size), generator=torch.Generator().manual_seed(0)),)
+
+
+def _gemma3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    return _pooled(model.get_image_features(pixel_values, return_dict=True))
+
+
+GEMMA3 = Family("gemma3", "image", "image_token_id", ("pixel_values",), _gemma3_example, _gemma3_encode,
+                dynamic_axes={"pixel_values": {0: "IMAGES"}}, token_types=True)
+
+FAMILIES: dict[str, Family] = {
+    "Gemma3ForConditionalGeneration": GEMMA3,
+}
+"""The proven families, by the model class of ``transformers``."""
+
+
+def family_of(model: torch.nn.Module) -> Family | None:
+    return FAMILIES.get(type(model).__name__)
+
+
+def is_multimodal_class(name: str) -> bool:
+    return name in FAMILIES

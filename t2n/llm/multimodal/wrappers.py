@@ -1,0 +1,61 @@
+"""The modules traced for a multimodal export: the encoder (raw input in, one embedding
+row per placeholder token out) and the decoder (tokens, the explicit KV cache and the
+embeddings of this call's placeholder tokens in; logits and the grown cache out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from t2n.llm.multimodal.families import Family
+from t2n.llm.multimodal.scatter import scatter_at_placeholders, text_ids
+
+
+class EncoderWrapper(torch.nn.Module):
+    """``forward(*raw)`` → ``[N, hidden]``: the model's own features for the decoder,
+    the rows of every image (or audio clip) one after the other."""
+
+    def __init__(self, model: torch.nn.Module, family: Family) -> None:
+        super().__init__()
+        self.model = model
+        self.family = family
+
+    def forward(self, *raw: torch.Tensor) -> torch.Tensor:
+        features = self.family.encode(self.model, *raw)
+        return features.reshape(-1, features.shape[-1])
+
+
+class EmbeddingsDecoder(torch.nn.Module):
+    """``forward(input_ids, k_0, v_0, ..., embeddings)`` → ``(logits, k_0', v_0', ...)``:
+    the model's decoder on the token embeddings with ``embeddings`` written at the
+    placeholder tokens (see :mod:`t2n.llm.multimodal.scatter`)."""
+
+    def __init__(self, model: torch.nn.Module, family: Family, placeholder: int) -> None:
+        super().__init__()
+        self.model = model
+        self.family = family
+        self.placeholder = placeholder
+
+    def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache
+
+        *past, rows = rest
+        model: Any = self.model
+        table = model.get_input_embeddings()
+        embeds = table(text_ids(input_ids, self.placeholder, int(table.weight.shape[0])))
+        embeds = scatter_at_placeholders(embeds, input_ids, rows, self.placeholder)
+        cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)])
+        past_length = past[0].shape[2]
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0) + past_length
+        extra: dict[str, Any] = {}
+        if self.family.token_types:  # the image tokens of this call attend each other both ways
+            from t2n.llm.multimodal.masks import mask_mapping
+
+            extra["attention_mask"] = mask_mapping(input_ids, self.placeholder, past_length,
+                                                   model.config.get_text_config(), embeds.dtype)
+        out = model(inputs_embeds=embeds, past_key_values=cache, position_ids=positions, use_cache=True, **extra)
+        grown: list[torch.Tensor] = []
+        for layer in out.past_key_values.layers:
+            grown += [layer.keys, layer.values]
+        return (out.logits, *grown)

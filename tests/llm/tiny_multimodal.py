@@ -1,0 +1,65 @@
+"""Tiny random-init vision-language models (1-2 layers, hidden 32-64, images of 28 px),
+with the prompts and pixel values the tests feed them, and transformers' greedy tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import torch
+
+TEXT = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, max_position_embeddings=128, initializer_range=0.2)
+
+
+@attrs.frozen
+class Case:
+    """A tiny model, its image prompt (placeholders for one image), its text prompt, the
+    pixel values of one image, and the extra keywords its ``generate`` takes."""
+
+    model: Any
+    image_prompt: torch.Tensor
+    text_prompt: torch.Tensor
+    pixels: tuple[torch.Tensor, ...]
+    generate_kwargs: dict[str, Any]
+
+    def reference_tokens(self, prompt: torch.Tensor, count: int, with_image: bool) -> list[int]:
+        extra = {**self.generate_kwargs_for(prompt)} if with_image else {}
+        with torch.no_grad():
+            out = self.model.generate(prompt, max_new_tokens=count, min_new_tokens=count, do_sample=False,
+                                      attention_mask=torch.ones_like(prompt), pad_token_id=0, **extra)
+        return [int(t) for t in out[0, prompt.shape[1]:]]
+
+    def generate_kwargs_for(self, prompt: torch.Tensor) -> dict[str, Any]:
+        return {k: (v(prompt) if callable(v) else v) for k, v in self.generate_kwargs.items()}
+
+    def reference_logits(self, prompt: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.model(input_ids=prompt, **self.generate_kwargs_for(prompt)).logits
+
+
+def _pixels(shape: tuple[int, ...], seed: int) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+def gemma3(seed: int = 0, image_seed: int = 5) -> Case:
+    """Gemma 3: a SigLIP tower (28 px, 7 px patches: 16 patches) pooled to 4 image tokens,
+    a sliding and a full attention layer; the image token (95) inside the vocabulary."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    config = tf.Gemma3Config(
+        text_config={**TEXT, "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]},
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                           image_size=28, patch_size=7),
+        mm_tokens_per_image=4, image_token_id=90, boi_token_id=91, eoi_token_id=92)
+    model = tf.Gemma3ForConditionalGeneration(config).eval()
+    with torch.no_grad():  # initialised to zeros: random, so that the image matters
+        model.model.multi_modal_projector.mm_input_projection_weight.normal_(0, 0.2)
+    image_prompt = torch.tensor([[2, 5, 91, 90, 90, 90, 90, 92, 7, 8]])
+    return Case(model, image_prompt, torch.tensor([[2, 5, 7, 8, 11]]), (_pixels((1, 3, 28, 28), image_seed),),
+                {"pixel_values": (_pixels((1, 3, 28, 28), image_seed)),
+                 "token_type_ids": lambda p: (p == 90).long()})
+
+
+CASES = {"gemma3": gemma3}
