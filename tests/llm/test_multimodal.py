@@ -25,12 +25,10 @@ NEW_TOKENS = 8
 
 
 def _features(case: Case, pixels: tuple[torch.Tensor, ...]) -> np.ndarray:
-    with torch.no_grad():
-        out = case.model.get_image_features(*pixels, return_dict=True).pooler_output
-    return out.reshape(-1, out.shape[-1]).numpy()
+    return case.features(pixels).numpy()
 
 
-@pytest.mark.parametrize("family", ["gemma3"])
+@pytest.mark.parametrize("family", ["gemma3", "idefics3"])
 def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) -> None:
     case = CASES[family]()
     out = tmp_path / "out"

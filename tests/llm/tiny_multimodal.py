@@ -22,6 +22,15 @@ class Case:
     text_prompt: torch.Tensor
     pixels: tuple[torch.Tensor, ...]
     generate_kwargs: dict[str, Any]
+    model_pixels: Any = None
+    """The model's ``pixel_values`` from the encoder's (None: the same)."""
+
+    def features(self, pixels: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """The model's own ``get_image_features`` for the encoder's inputs, one row per token."""
+        given = pixels[0] if self.model_pixels is None else self.model_pixels(pixels[0])
+        with torch.no_grad():
+            out = _pooled(self.model.get_image_features(given, return_dict=True))
+        return out.reshape(-1, out.shape[-1])
 
     def reference_tokens(self, prompt: torch.Tensor, count: int, with_image: bool) -> list[int]:
         extra = {**self.generate_kwargs_for(prompt)} if with_image else {}
@@ -36,6 +45,11 @@ class Case:
     def reference_logits(self, prompt: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
             return self.model(input_ids=prompt, **self.generate_kwargs_for(prompt)).logits
+
+
+def _pooled(features: Any) -> torch.Tensor:
+    out = features.pooler_output
+    return torch.cat(list(out)) if isinstance(out, (list, tuple)) else out
 
 
 def _pixels(shape: tuple[int, ...], seed: int) -> torch.Tensor:
@@ -62,4 +76,27 @@ def gemma3(seed: int = 0, image_seed: int = 5) -> Case:
                  "token_type_ids": lambda p: (p == 90).long()})
 
 
-CASES = {"gemma3": gemma3}
+def _vision(**extra: Any) -> dict[str, Any]:
+    return dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=28,
+                patch_size=7, **extra)
+
+
+def idefics3(seed: int = 0, image_seed: int = 5, smolvlm: bool = False) -> Case:
+    """Idefics3 (SmolVLM): a 28 px image, 16 patches shuffled by 2 into 4 image tokens, a
+    Llama decoder. Its pixel values are ``[1, images, 3, H, W]``; the encoder takes
+    ``[images, 3, H, W]``."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    config_cls, model_cls = ((tf.SmolVLMConfig, tf.SmolVLMForConditionalGeneration) if smolvlm
+                             else (tf.Idefics3Config, tf.Idefics3ForConditionalGeneration))
+    config = config_cls(text_config={**text, "model_type": "llama"}, vision_config=_vision(), scale_factor=2,
+                        image_token_id=90)
+    model = model_cls(config).eval()
+    pixels = _pixels((1, 3, 28, 28), image_seed)
+    return Case(model, torch.tensor([[2, 5, 90, 90, 90, 90, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels[None]}, model_pixels=lambda p: p[None])
+
+
+CASES = {"gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}

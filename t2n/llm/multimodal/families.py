@@ -61,8 +61,30 @@ def _gemma3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
 GEMMA3 = Family("gemma3", "image", "image_token_id", ("pixel_values",), _gemma3_example, _gemma3_encode,
                 dynamic_axes={"pixel_values": {0: "IMAGES"}}, token_types=True)
 
+def _idefics3_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    size = _image_size(model)
+    return (torch.randn((1, 3, size, size), generator=torch.Generator().manual_seed(0)),)
+
+
+def _idefics3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    """The vision model and connector on real (not padding) images of full size: the
+    model's own ``get_image_features`` drops all-zero padding images and builds the patch
+    mask from ``pixel_attention_mask`` in Python, which a graph cannot do."""
+    inner = model.model
+    hidden = inner.vision_model(pixel_values=pixel_values.to(inner.dtype), return_dict=True).last_hidden_state
+    return _pooled(inner.connector(hidden))
+
+
+IDEFICS3 = Family("idefics3", "image", "image_token_id", ("pixel_values",), _idefics3_example, _idefics3_encode,
+                  dynamic_axes={"pixel_values": {0: "IMAGES"}},
+                  fixed="pixel_values are the real images (tiles) of full size, [IMAGES, 3, H, W]: drop the "
+                        "all-zero padding images of the processor's [1, IMAGES, 3, H, W] and its "
+                        "pixel_attention_mask (every pixel is taken as real)")
+
 FAMILIES: dict[str, Family] = {
     "Gemma3ForConditionalGeneration": GEMMA3,
+    "Idefics3ForConditionalGeneration": IDEFICS3,
+    "SmolVLMForConditionalGeneration": IDEFICS3,
 }
 """The proven families, by the model class of ``transformers``."""
 
