@@ -24,19 +24,26 @@ class Case:
     generate_kwargs: dict[str, Any]
     model_pixels: Any = None
     """The model's ``pixel_values`` from the encoder's (None: the same)."""
+    feature_kwargs: dict[str, Any] = attrs.field(factory=dict)
 
     def features(self, pixels: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """The model's own ``get_image_features`` for the encoder's inputs, one row per token."""
         given = pixels[0] if self.model_pixels is None else self.model_pixels(pixels[0])
         with torch.no_grad():
-            out = _pooled(self.model.get_image_features(given, return_dict=True))
+            out = _pooled(self.model.get_image_features(given, return_dict=True, **self.feature_kwargs))
         return out.reshape(-1, out.shape[-1])
 
     def reference_tokens(self, prompt: torch.Tensor, count: int, with_image: bool) -> list[int]:
         extra = {**self.generate_kwargs_for(prompt)} if with_image else {}
+        from transformers import GenerationConfig
+
+        # no end-of-sequence token: greedy choices all along, as tract's generation makes them
+        self.model.generation_config.eos_token_id = None
+        config = GenerationConfig(max_new_tokens=count, do_sample=False, pad_token_id=0)
         with torch.no_grad():
-            out = self.model.generate(prompt, max_new_tokens=count, min_new_tokens=count, do_sample=False,
-                                      attention_mask=torch.ones_like(prompt), pad_token_id=0, **extra)
+            out = self.model.generate(prompt, generation_config=config, attention_mask=torch.ones_like(prompt),
+                                      **extra)
+        assert out.shape[1] == prompt.shape[1] + count
         return [int(t) for t in out[0, prompt.shape[1]:]]
 
     def generate_kwargs_for(self, prompt: torch.Tensor) -> dict[str, Any]:
@@ -99,4 +106,21 @@ def idefics3(seed: int = 0, image_seed: int = 5, smolvlm: bool = False) -> Case:
                 {"pixel_values": pixels[None]}, model_pixels=lambda p: p[None])
 
 
-CASES = {"gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}
+def mistral3(seed: int = 0, image_seed: int = 5) -> Case:
+    """Mistral 3: a Pixtral tower (28 px, 16 patches, 2-D rotary) merged by 2 into 4 image
+    tokens, a Mistral decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    config = tf.Mistral3Config(text_config={**TEXT, "model_type": "mistral"},
+                               vision_config=_vision(model_type="pixtral", head_dim=16), spatial_merge_size=2,
+                               image_token_id=90)
+    model = tf.Mistral3ForConditionalGeneration(config).eval()
+    pixels = _pixels((1, 3, 28, 28), image_seed)
+    sizes = torch.tensor([[28, 28]])
+    return Case(model, torch.tensor([[2, 5, 90, 90, 90, 90, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels, "image_sizes": sizes},
+                feature_kwargs={"image_sizes": sizes})
+
+
+CASES = {"mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}

@@ -81,7 +81,21 @@ IDEFICS3 = Family("idefics3", "image", "image_token_id", ("pixel_values",), _ide
                         "all-zero padding images of the processor's [1, IMAGES, 3, H, W] and its "
                         "pixel_attention_mask (every pixel is taken as real)")
 
+def _mistral3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    """Pixtral's tower (2-D rotary over the patch grid) and the patch merger, for one image
+    of the traced size: ``image_sizes`` sets the grid in Python, so it is fixed."""
+    sizes = [(int(pixel_values.shape[-2]), int(pixel_values.shape[-1]))]
+    return _pooled(model.get_image_features(pixel_values, image_sizes=sizes,
+                                            vision_feature_layer=model.config.vision_feature_layer,
+                                            return_dict=True))
+
+
+MISTRAL3 = Family("mistral3", "image", "image_token_id", ("pixel_values",), _gemma3_example, _mistral3_encode,
+                  fixed="one image of image_size x image_size pixels, [1, 3, H, W] (the processor's "
+                        "image_sizes): Pixtral's patch grid is fixed at export")
+
 FAMILIES: dict[str, Family] = {
+    "Mistral3ForConditionalGeneration": MISTRAL3,
     "Gemma3ForConditionalGeneration": GEMMA3,
     "Idefics3ForConditionalGeneration": IDEFICS3,
     "SmolVLMForConditionalGeneration": IDEFICS3,
