@@ -57,3 +57,14 @@ def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) 
     assert with_image == case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
     text_only = tract_multimodal_generate(out, case.text_prompt, NEW_TOKENS)
     assert text_only == case.reference_tokens(case.text_prompt, NEW_TOKENS, with_image=False)
+
+
+def test_options_it_does_not_take_are_refused_by_name(tmp_path: Path) -> None:
+    from t2n.errors import InvalidArgumentError
+
+    model = CASES["gemma3"]().model
+    for options, named in (({"kv_cache": "stateful"}, "kv_cache='stateful'"),
+                           ({"compression": "min_max_q4_0"}, "compression")):
+        with pytest.raises(InvalidArgumentError, match=named):
+            export_llm(model, tmp_path / "out", **options)  # type: ignore[arg-type]
+        assert not (tmp_path / "out").exists()
