@@ -123,4 +123,27 @@ def mistral3(seed: int = 0, image_seed: int = 5) -> Case:
                 feature_kwargs={"image_sizes": sizes})
 
 
-CASES = {"mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}
+def qwen2_5_vl(seed: int = 0, image_seed: int = 5) -> Case:
+    """Qwen2.5-VL: an image of 8 x 8 patches of 7 px (two 28 px attention windows a side,
+    a windowed and a full attention block), merged by 2 into 16 image tokens; 3-D rotary
+    positions in the decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    config = tf.Qwen2_5_VLConfig(
+        text_config={**text, "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3],
+                                                 "rope_theta": 10000.0}},
+        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                           patch_size=7, spatial_merge_size=2, temporal_patch_size=2, window_size=28,
+                           fullatt_block_indexes=[1]),
+        image_token_id=90, vision_start_token_id=91, vision_end_token_id=92)
+    model = tf.Qwen2_5_VLForConditionalGeneration(config).eval()
+    pixels = _pixels((64, 3 * 2 * 7 * 7), image_seed)
+    grid = torch.tensor([[1, 8, 8]])
+    return Case(model, torch.tensor([[2, 5, 91, *[90] * 16, 92, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels, "image_grid_thw": grid, "mm_token_type_ids": lambda p: (p == 90).int()},
+                feature_kwargs={"image_grid_thw": grid})
+
+
+CASES = {"qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}

@@ -88,22 +88,38 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
     ids = torch.randint(0, min(vocab, placeholder), (1, 5), generator=generator)
     ids[0, 1:3] = placeholder  # two placeholder tokens among text
     rows = torch.randn((2, hidden), generator=generator, dtype=layout.dtype)
-    example = (ids, *layout.empty_cache(2, random=True), rows)
     name_in = embeddings_names(family.modality)[1]
+    delta_in: list[str] = []
+    delta_out: list[str] = []
+    delta: tuple[torch.Tensor, ...] = ()
+    if family.grid is not None:
+        from t2n.llm.multimodal.mrope import DELTA_IN, DELTA_OUT
+
+        rows_per_image = family.grid(model)[0] * family.grid(model)[1]
+        ids = torch.cat([ids[:, :1], torch.full((1, rows_per_image), placeholder), ids[:, 3:]], dim=1)
+        rows = torch.randn((rows_per_image, hidden), generator=generator, dtype=layout.dtype)
+        delta_in, delta_out, delta = [DELTA_IN], [DELTA_OUT], (torch.tensor([-3]),)
+    example = (ids, *layout.empty_cache(2, random=True), *delta, rows)
     axes = {**layout.dynamic_axes(), name_in: {0: SYMBOLS[family.modality]}}
     decoder = out / "decoder"
     (decoder / "model").mkdir(parents=True, exist_ok=True)
     path = decoder / "model" / "model.nnef.tgz"
     LOG.info("exporting the decoder of %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
     options = compile_options(
-        target, input_names=[*layout.input_names(), name_in], output_names=layout.output_names(),
+        target, input_names=[*layout.input_names(), *delta_in, name_in],
+        output_names=[*layout.output_names(), *delta_out],
         dynamic_axes=axes, custom_extensions=extension_lines(text_config, layout.has_past()),
         nnef_variable_naming_scheme=naming, check_io=verify)
     with torch.no_grad():
         export_model(wrapper, example, write_options(path), options)
     write_modes(layout, text_config, decoder, samples=False)
     modes = json.loads((decoder / "modes.json").read_text())
-    modes["inputs"].append(name_in)
+    modes["inputs"] += [*delta_in, name_in]
+    modes["outputs"] += delta_out
+    if delta_in:
+        modes["rope_delta"] = {"input": delta_in[0], "output": delta_out[0], "shape": [1], "dtype": "int64",
+                               "description": "the shift of the 3-D rotary positions by the images so far: "
+                                              "[0] for a new sequence, then fed back like the cache"}
     modes["embeddings"] = {"input": name_in, "placeholder_token_id": placeholder,
                            "shape": [SYMBOLS[family.modality], hidden]}
     (decoder / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")

@@ -42,6 +42,9 @@ class Family:
     token_types: bool = False
     fixed: str = ""
     """What the encoder's artifact fixes at export (said in the manifest), if anything."""
+    grid: Callable[[torch.nn.Module], tuple[int, int]] | None = None
+    """The merged patch grid (rows, columns) of an image, fixed at export, for a decoder
+    with 3-D rotary positions (Qwen2.5-VL): see :mod:`t2n.llm.multimodal.mrope`."""
 
 
 def _image_size(model: torch.nn.Module) -> int:
@@ -94,7 +97,44 @@ MISTRAL3 = Family("mistral3", "image", "image_token_id", ("pixel_values",), _gem
                   fixed="one image of image_size x image_size pixels, [1, 3, H, W] (the processor's "
                         "image_sizes): Pixtral's patch grid is fixed at export")
 
+def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
+    """The patch grid (rows, columns) an image is exported at: two attention windows a
+    side (224 x 224 pixels for Qwen2.5-VL's 14 px patches and 112 px windows)."""
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    side = 2 * max(1, int(getattr(vision, "window_size", 0) or 0) // int(vision.patch_size))
+    side = max(side, 2 * int(vision.spatial_merge_size))
+    return side, side
+
+
+def _qwen_merged_grid(model: torch.nn.Module) -> tuple[int, int]:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    rows, columns = qwen_patch_grid(model)
+    return rows // int(vision.spatial_merge_size), columns // int(vision.spatial_merge_size)
+
+
+def _qwen_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    rows, columns = qwen_patch_grid(model)
+    width = int(vision.in_channels) * int(vision.temporal_patch_size) * int(vision.patch_size) ** 2
+    return (torch.randn((rows * columns, width), generator=torch.Generator().manual_seed(0)),)
+
+
+def _qwen_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    """The vision tower (window attention, 2-D rotary) and merger on one image of the grid
+    fixed at export: ``image_grid_thw`` sets the windows and positions in Python."""
+    rows, columns = qwen_patch_grid(model)
+    grid = torch.tensor([[1, rows, columns]])
+    return _pooled(model.get_image_features(pixel_values, image_grid_thw=grid, return_dict=True))
+
+
+QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), _qwen_example, _qwen_encode,
+                    fixed="one image of the patch grid fixed at export (image_grid_thw [1, H, W] of "
+                          "qwen_patch_grid: two attention windows a side), pixel_values [H * W, C * T * P * P]: "
+                          "the windows, 2-D positions and merge order are computed from the grid in Python",
+                    grid=_qwen_merged_grid)
+
 FAMILIES: dict[str, Family] = {
+    "Qwen2_5_VLForConditionalGeneration": QWEN2_5_VL,
     "Mistral3ForConditionalGeneration": MISTRAL3,
     "Gemma3ForConditionalGeneration": GEMMA3,
     "Idefics3ForConditionalGeneration": IDEFICS3,

@@ -39,8 +39,9 @@ class _Decoder:
         self.dtype = np.dtype(modes["cache"]["dtype"])
         self.hidden = int(modes["embeddings"]["shape"][1])
         self.runnable = load_runnable(out / manifest["decoder"]["path"])
+        delta = [np.zeros(1, dtype=np.int64)] if "rope_delta" in modes else []
         self.cache = [np.zeros((1, modes["cache"]["kv_heads"], 0, modes["cache"]["head_dim"]), dtype=self.dtype)
-                      for _ in range(len(modes["inputs"]) - 2)]
+                      for _ in range(len(modes["inputs"]) - 2 - len(delta))] + delta
 
     def rows(self, rows: np.ndarray | None = None) -> np.ndarray:
         return np.zeros((0, self.hidden), dtype=self.dtype) if rows is None else rows.astype(self.dtype)

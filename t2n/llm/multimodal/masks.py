@@ -13,9 +13,9 @@ from typing import Any
 import torch
 
 
-def _bidirectional_runs(input_ids: torch.Tensor, placeholder: int) -> torch.Tensor:
+def _bidirectional_runs(is_placeholder: torch.Tensor) -> torch.Tensor:
     """``[S, S]``: True where query and key are placeholders of the same run."""
-    is_image = (input_ids[0] == placeholder).to(torch.int64)
+    is_image = is_placeholder[0].to(torch.int64)
     previous = torch.cat([torch.zeros_like(is_image[:1]), is_image[:-1]])
     starts = is_image * (1 - previous)
     group = torch.cumsum(starts, dim=0) * is_image  # 0 for text, k for the k-th run
@@ -23,14 +23,16 @@ def _bidirectional_runs(input_ids: torch.Tensor, placeholder: int) -> torch.Tens
     return same & (group.unsqueeze(1) > 0)
 
 
-def mask_mapping(input_ids: torch.Tensor, placeholder: int, past_length: Any, config: Any,
+def mask_mapping(is_placeholder: torch.Tensor, past_length: Any, config: Any,
                  dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """``{"full_attention": ..., "sliding_attention": ...}``, ``[1, 1, S, P + S]`` each:
-    boolean (True: attend) for SDPA, additive (0 or the dtype's minimum) for eager."""
-    length = input_ids.shape[1]
-    queries = torch.arange(length, device=input_ids.device).unsqueeze(1) + past_length
-    keys = torch.arange(length + past_length, device=input_ids.device).unsqueeze(0)
-    runs = _bidirectional_runs(input_ids, placeholder)
+    """``{"full_attention": ..., "sliding_attention": ...}``, ``[1, 1, S, P + S]`` each, for
+    the ``[1, S]`` tokens of a call (``is_placeholder``: the image tokens): boolean (True:
+    attend) for SDPA, additive (0 or the dtype's minimum) for eager."""
+    length = is_placeholder.shape[1]
+    device = is_placeholder.device
+    queries = torch.arange(length, device=device).unsqueeze(1) + past_length
+    keys = torch.arange(length + past_length, device=device).unsqueeze(0)
+    runs = _bidirectional_runs(is_placeholder)
     past_cols = (keys[:, :past_length] < 0) & (queries >= 0)  # [S, P]: no run reaches the cache
     both_ways = torch.cat([past_cols, runs], dim=1)
     full = (keys <= queries) | both_ways

@@ -12,11 +12,18 @@ from __future__ import annotations
 import torch
 
 
-def scatter_at_placeholders(embeds: torch.Tensor, input_ids: torch.Tensor, rows: torch.Tensor,
-                            placeholder: int) -> torch.Tensor:
-    """``embeds`` ``[1, S, H]`` with the ``k``-th ``placeholder`` token's row replaced by
-    ``rows[k]`` (``rows``: ``[N, H]``, ``N`` the number of placeholders in ``input_ids``)."""
+def placeholder_mask(input_ids: torch.Tensor, placeholder: int, rows: torch.Tensor) -> torch.Tensor:
+    """``[1, S]``: the placeholder tokens that take a row, the first ``N`` (``rows``:
+    ``[N, H]``). A placeholder id beyond them (a token the model generated, fed back in a
+    decode step) is embedded as the text token it is, as transformers does."""
     is_placeholder = input_ids == placeholder
+    count = torch.cumsum(is_placeholder.to(torch.int64), dim=1)
+    return is_placeholder & (count <= rows.shape[0])
+
+
+def scatter_at_placeholders(embeds: torch.Tensor, is_placeholder: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``embeds`` ``[1, S, H]`` with the ``k``-th token of ``is_placeholder`` (see
+    :func:`placeholder_mask`) replaced by ``rows[k]`` (``rows``: ``[N, H]``)."""
     order = torch.cumsum(is_placeholder.to(torch.int64), dim=1) * is_placeholder.to(torch.int64)
     table = torch.cat([embeds.new_zeros((1, embeds.shape[-1])), rows.to(embeds.dtype)], dim=0)
     picked = torch.index_select(table, 0, order.reshape(-1)).reshape(embeds.shape)

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from t2n.llm.multimodal.families import Family
-from t2n.llm.multimodal.scatter import scatter_at_placeholders, text_ids
+from t2n.llm.multimodal.scatter import placeholder_mask, scatter_at_placeholders, text_ids
 
 
 class EncoderWrapper(torch.nn.Module):
@@ -27,7 +27,8 @@ class EncoderWrapper(torch.nn.Module):
 
 
 class EmbeddingsDecoder(torch.nn.Module):
-    """``forward(input_ids, k_0, v_0, ..., embeddings)`` → ``(logits, k_0', v_0', ...)``:
+    """``forward(input_ids, k_0, v_0, ..., [rope_delta,] embeddings)`` → ``(logits, k_0', v_0', ...
+    [, rope_delta'])`` (the shift of 3-D rotary positions: see :mod:`t2n.llm.multimodal.mrope`):
     the model's decoder on the token embeddings with ``embeddings`` written at the
     placeholder tokens (see :mod:`t2n.llm.multimodal.scatter`)."""
 
@@ -40,22 +41,33 @@ class EmbeddingsDecoder(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache
 
-        *past, rows = rest
+        delta = None
+        if self.family.grid is not None:
+            *past, delta, rows = rest
+        else:
+            *past, rows = rest
         model: Any = self.model
         table = model.get_input_embeddings()
         embeds = table(text_ids(input_ids, self.placeholder, int(table.weight.shape[0])))
-        embeds = scatter_at_placeholders(embeds, input_ids, rows, self.placeholder)
+        is_placeholder = placeholder_mask(input_ids, self.placeholder, rows)
+        embeds = scatter_at_placeholders(embeds, is_placeholder, rows)
         cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)])
         past_length = past[0].shape[2]
         positions = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0) + past_length
+        grown_delta: tuple[torch.Tensor, ...] = ()
+        if delta is not None and self.family.grid is not None:  # 3-D rotary positions
+            from t2n.llm.multimodal.mrope import mrope_positions
+
+            positions, new_delta = mrope_positions(is_placeholder, past_length, delta, self.family.grid(self.model))
+            grown_delta = (new_delta,)
         extra: dict[str, Any] = {}
         if self.family.token_types:  # the image tokens of this call attend each other both ways
             from t2n.llm.multimodal.masks import mask_mapping
 
-            extra["attention_mask"] = mask_mapping(input_ids, self.placeholder, past_length,
-                                                   model.config.get_text_config(), embeds.dtype)
+            extra["attention_mask"] = mask_mapping(is_placeholder, past_length, model.config.get_text_config(),
+                                                   embeds.dtype)
         out = model(inputs_embeds=embeds, past_key_values=cache, position_ids=positions, use_cache=True, **extra)
         grown: list[torch.Tensor] = []
         for layer in out.past_key_values.layers:
             grown += [layer.keys, layer.values]
-        return (out.logits, *grown)
+        return (out.logits, *grown, *grown_delta)
