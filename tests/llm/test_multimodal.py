@@ -28,7 +28,7 @@ def _features(case: Case, pixels: tuple[torch.Tensor, ...]) -> np.ndarray:
     return case.features(pixels).numpy()
 
 
-@pytest.mark.parametrize("family", ["gemma3", "idefics3", "mistral3", "qwen2_5_vl"])
+@pytest.mark.parametrize("family", ["gemma3", "idefics3", "mistral3", "qwen2_5_vl", "voxtral"])
 def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) -> None:
     case = CASES[family]()
     out = tmp_path / "out"
@@ -36,24 +36,26 @@ def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) 
     assert manifest_path == out / "multimodal.json"
     manifest = json.loads(manifest_path.read_text())
     (encoder,) = manifest["encoders"]
-    placeholder = int(case.model.config.image_token_id)
-    assert encoder["modality"] == "image" and encoder["placeholder_token_id"] == placeholder
-    assert encoder["outputs"][0]["feeds"] == "in_image_embeddings"
+    modality = case.modality
+    placeholder = int(getattr(case.model.config, f"{modality}_token_id"))
+    assert encoder["modality"] == modality and encoder["placeholder_token_id"] == placeholder
+    assert encoder["outputs"][0]["feeds"] == f"in_{modality}_embeddings"
     assert (out / encoder["path"]).is_file() and (out / manifest["decoder"]["path"]).is_file()
     modes = json.loads((out / manifest["decoder"]["modes"]).read_text())
-    assert modes["inputs"][0] == "input_ids" and modes["inputs"][-1] == "in_image_embeddings"
+    assert modes["inputs"][0] == "input_ids" and modes["inputs"][-1] == f"in_{modality}_embeddings"
 
     # the encoder on other pixel values than it was traced on: the model's own features
     other = tuple(p + 0.5 * torch.randn(p.shape, generator=torch.Generator().manual_seed(9)) for p in case.pixels)
-    np.testing.assert_allclose(tract_encode(out, *(p.numpy() for p in other)), _features(case, other),
+    np.testing.assert_allclose(tract_encode(out, *(p.numpy() for p in other), modality=modality), _features(case, other),
                                rtol=1e-4, atol=1e-4)
     assert int((case.image_prompt == placeholder).sum()) == _features(case, case.pixels).shape[0]
 
     # the prefill's logits with the image (bidirectional image spans included)
-    logits = tract_prefill_logits(out, case.image_prompt, *(p.numpy() for p in case.pixels))
+    logits = tract_prefill_logits(out, case.image_prompt, *(p.numpy() for p in case.pixels), modality=modality)
     np.testing.assert_allclose(logits, case.reference_logits(case.image_prompt).numpy(), rtol=1e-3, atol=1e-3)
 
-    with_image = tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *(p.numpy() for p in case.pixels))
+    with_image = tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *(p.numpy() for p in case.pixels),
+                                           modality=modality)
     assert with_image == case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
     text_only = tract_multimodal_generate(out, case.text_prompt, NEW_TOKENS)
     assert text_only == case.reference_tokens(case.text_prompt, NEW_TOKENS, with_image=False)

@@ -25,12 +25,14 @@ class Case:
     model_pixels: Any = None
     """The model's ``pixel_values`` from the encoder's (None: the same)."""
     feature_kwargs: dict[str, Any] = attrs.field(factory=dict)
+    modality: str = "image"
 
     def features(self, pixels: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """The model's own ``get_image_features`` for the encoder's inputs, one row per token."""
         given = pixels[0] if self.model_pixels is None else self.model_pixels(pixels[0])
         with torch.no_grad():
-            out = _pooled(self.model.get_image_features(given, return_dict=True, **self.feature_kwargs))
+            features = getattr(self.model, f"get_{self.modality}_features")
+            out = _pooled(features(given, return_dict=True, **self.feature_kwargs))
         return out.reshape(-1, out.shape[-1])
 
     def reference_tokens(self, prompt: torch.Tensor, count: int, with_image: bool) -> list[int]:
@@ -146,4 +148,19 @@ def qwen2_5_vl(seed: int = 0, image_seed: int = 5) -> Case:
                 feature_kwargs={"image_grid_thw": grid})
 
 
-CASES = {"qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}
+def voxtral(seed: int = 0, clip_seed: int = 5) -> Case:
+    """Voxtral: a Whisper-like audio encoder (16 mel bins, 32 frames, strided to 16) whose
+    frames are stacked by 4 into 4 audio tokens, a Llama decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    audio = dict(hidden_size=32, intermediate_size=128, num_hidden_layers=1, num_attention_heads=2, num_mel_bins=16,
+                 max_source_positions=16)
+    config = tf.VoxtralConfig(text_config={**TEXT, "model_type": "llama"}, audio_config=audio, audio_token_id=90)
+    model = tf.VoxtralForConditionalGeneration(config).eval()
+    clip = _pixels((1, 16, 32), clip_seed)
+    return Case(model, torch.tensor([[2, 5, 90, 90, 90, 90, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (clip,),
+                {"input_features": clip}, modality="audio")
+
+
+CASES = {"voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}

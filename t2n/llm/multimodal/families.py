@@ -133,7 +133,23 @@ QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), 
                           "the windows, 2-D positions and merge order are computed from the grid in Python",
                     grid=_qwen_merged_grid)
 
+def _voxtral_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    audio: Any = model.config.audio_config  # type: ignore[union-attr]
+    shape = (1, int(audio.num_mel_bins), 2 * int(audio.max_source_positions))
+    return (torch.randn(shape, generator=torch.Generator().manual_seed(0)),)
+
+
+def _voxtral_encode(model: Any, input_features: torch.Tensor) -> torch.Tensor:
+    return _pooled(model.get_audio_features(input_features, return_dict=True))
+
+
+VOXTRAL = Family("voxtral", "audio", "audio_token_id", ("input_features",), _voxtral_example, _voxtral_encode,
+                 dynamic_axes={"input_features": {0: "CLIPS"}},
+                 fixed="clips of the Whisper encoder's fixed length: input_features [CLIPS, mel bins, "
+                       "2 * max_source_positions] (30 s each, as the processor pads them)")
+
 FAMILIES: dict[str, Family] = {
+    "VoxtralForConditionalGeneration": VOXTRAL,
     "Qwen2_5_VLForConditionalGeneration": QWEN2_5_VL,
     "Mistral3ForConditionalGeneration": MISTRAL3,
     "Gemma3ForConditionalGeneration": GEMMA3,
