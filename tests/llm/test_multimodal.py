@@ -28,7 +28,7 @@ def _features(case: Case, pixels: tuple[torch.Tensor, ...]) -> np.ndarray:
     return case.features(pixels).numpy()
 
 
-@pytest.mark.parametrize("family", ["gemma3", "idefics3", "mistral3", "qwen2_5_vl", "voxtral"])
+@pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "voxtral"])
 def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) -> None:
     case = CASES[family]()
     out = tmp_path / "out"
