@@ -28,7 +28,7 @@ def _features(case: Case, pixels: tuple[torch.Tensor, ...]) -> np.ndarray:
     return case.features(pixels).numpy()
 
 
-@pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "voxtral"])
+@pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "qwen3_vl", "voxtral"])
 def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) -> None:
     case = CASES[family]()
     out = tmp_path / "out"
@@ -42,7 +42,9 @@ def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) 
     assert encoder["outputs"][0]["feeds"] == f"in_{modality}_embeddings"
     assert (out / encoder["path"]).is_file() and (out / manifest["decoder"]["path"]).is_file()
     modes = json.loads((out / manifest["decoder"]["modes"]).read_text())
-    assert modes["inputs"][0] == "input_ids" and modes["inputs"][-1] == f"in_{modality}_embeddings"
+    assert modes["inputs"][0] == "input_ids" and modes["embeddings"]["input"] == f"in_{modality}_embeddings"
+    deepstack = [d["feeds"] for d in encoder.get("deepstack", [])]
+    assert modes["inputs"][-1 - len(deepstack):] == [f"in_{modality}_embeddings", *deepstack]
 
     # the encoder on other pixel values than it was traced on: the model's own features
     other = tuple(p + 0.5 * torch.randn(p.shape, generator=torch.Generator().manual_seed(9)) for p in case.pixels)

@@ -163,4 +163,26 @@ def voxtral(seed: int = 0, clip_seed: int = 5) -> Case:
                 {"input_features": clip}, modality="audio")
 
 
-CASES = {"voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}
+def qwen3_vl(seed: int = 0, image_seed: int = 5) -> Case:
+    """Qwen3-VL: an image of 8 x 8 patches of 7 px (the grid of its 64 learned position
+    embeddings), merged by 2 into 16 image tokens, two DeepStack streams added after the
+    two decoder layers; interleaved 3-D rotary positions in the decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    config = tf.Qwen3VLConfig(
+        text_config={**TEXT, "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3],
+                                                 "mrope_interleaved": True, "rope_theta": 10000.0}},
+        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                           patch_size=7, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
+                           deepstack_visual_indexes=[0, 1]),
+        image_token_id=90, vision_start_token_id=91, vision_end_token_id=92)
+    model = tf.Qwen3VLForConditionalGeneration(config).eval()
+    pixels = _pixels((64, 3 * 2 * 7 * 7), image_seed)
+    grid = torch.tensor([[1, 8, 8]])
+    return Case(model, torch.tensor([[2, 5, 91, *[90] * 16, 92, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels, "image_grid_thw": grid, "mm_token_type_ids": lambda p: (p == 90).int()},
+                feature_kwargs={"image_grid_thw": grid})
+
+
+CASES = {"qwen3_vl": qwen3_vl, "voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}

@@ -35,6 +35,12 @@ def embeddings_names(modality: str) -> tuple[str, str]:
     return f"out_{modality}_embeddings", f"in_{modality}_embeddings"
 
 
+def deepstack_names(model: torch.nn.Module, family: Family) -> list[tuple[str, str]]:
+    """(encoder output, decoder input) names of the DeepStack streams, in layer order."""
+    count = family.deepstack(model) if family.deepstack is not None else 0
+    return [(f"out_{family.modality}_deepstack_{i}", f"in_{family.modality}_deepstack_{i}") for i in range(count)]
+
+
 def _config(model: torch.nn.Module) -> Any:
     return model.config
 
@@ -61,7 +67,8 @@ def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: An
     path.parent.mkdir(parents=True, exist_ok=True)
     LOG.info("exporting the %s encoder of %s to %s", family.modality, type(model).__name__, path)
     options = compile_options(target, input_names=list(family.input_names),
-                              output_names=[embeddings_names(family.modality)[0]],
+                              output_names=[embeddings_names(family.modality)[0],
+                                            *(o for o, _ in deepstack_names(model, family))],
                               dynamic_axes=family.dynamic_axes, nnef_variable_naming_scheme=naming,
                               check_io=verify)
     with torch.no_grad():
@@ -99,14 +106,16 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
         ids = torch.cat([ids[:, :1], torch.full((1, rows_per_image), placeholder), ids[:, 3:]], dim=1)
         rows = torch.randn((rows_per_image, hidden), generator=generator, dtype=layout.dtype)
         delta_in, delta_out, delta = [DELTA_IN], [DELTA_OUT], (torch.tensor([-3]),)
-    example = (ids, *layout.empty_cache(2, random=True), *delta, rows)
-    axes = {**layout.dynamic_axes(), name_in: {0: SYMBOLS[family.modality]}}
+    deep_in = [i for _, i in deepstack_names(model, family)]
+    deep = tuple(torch.randn(rows.shape, generator=generator, dtype=layout.dtype) for _ in deep_in)
+    example = (ids, *layout.empty_cache(2, random=True), *delta, rows, *deep)
+    axes = {**layout.dynamic_axes(), **{n: {0: SYMBOLS[family.modality]} for n in (name_in, *deep_in)}}
     decoder = out / "decoder"
     (decoder / "model").mkdir(parents=True, exist_ok=True)
     path = decoder / "model" / "model.nnef.tgz"
     LOG.info("exporting the decoder of %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
     options = compile_options(
-        target, input_names=[*layout.input_names(), *delta_in, name_in],
+        target, input_names=[*layout.input_names(), *delta_in, name_in, *deep_in],
         output_names=[*layout.output_names(), *delta_out],
         dynamic_axes=axes, custom_extensions=extension_lines(text_config, layout.has_past()),
         nnef_variable_naming_scheme=naming, check_io=verify)
@@ -114,14 +123,15 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
         export_model(wrapper, example, write_options(path), options)
     write_modes(layout, text_config, decoder, samples=False)
     modes = json.loads((decoder / "modes.json").read_text())
-    modes["inputs"] += [*delta_in, name_in]
+    modes["inputs"] += [*delta_in, name_in, *deep_in]
     modes["outputs"] += delta_out
     if delta_in:
         modes["rope_delta"] = {"input": delta_in[0], "output": delta_out[0], "shape": [1], "dtype": "int64",
                                "description": "the shift of the 3-D rotary positions by the images so far: "
                                               "[0] for a new sequence, then fed back like the cache"}
     modes["embeddings"] = {"input": name_in, "placeholder_token_id": placeholder,
-                           "shape": [SYMBOLS[family.modality], hidden]}
+                           "shape": [SYMBOLS[family.modality], hidden],
+                           **({"deepstack": {name: layer for layer, name in enumerate(deep_in)}} if deep_in else {})}
     (decoder / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
     return path
 
@@ -132,6 +142,7 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path) ->
 
     text_config: Any = _config(model).get_text_config()
     dtype = _written_dtype(next(model.parameters()).dtype)
+    hidden = int(text_config.hidden_size)
     encoders = []
     for family in families:
         name_out, name_in = embeddings_names(family.modality)
@@ -140,7 +151,11 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path) ->
             "placeholder_token_id": placeholder_of(model, family),
             "inputs": list(family.input_names),
             "outputs": [{"name": name_out, "feeds": name_in,
-                         "shape": [SYMBOLS[family.modality], int(text_config.hidden_size)], "dtype": dtype}]}
+                         "shape": [SYMBOLS[family.modality], hidden], "dtype": dtype}]}
+        deep = deepstack_names(model, family)
+        if deep:  # added at the placeholder tokens to the output of decoder layer i
+            entry["deepstack"] = [{"layer": i, "name": o, "feeds": n, "shape": [SYMBOLS[family.modality], hidden],
+                                   "dtype": dtype} for i, (o, n) in enumerate(deep)]
         if family.fixed:
             entry["fixed_at_export"] = family.fixed
         encoders.append(entry)

@@ -37,11 +37,14 @@ class Family:
     placeholder_attr: str
     input_names: tuple[str, ...]
     example: Callable[[torch.nn.Module], tuple[torch.Tensor, ...]]
-    encode: Callable[..., torch.Tensor]
+    encode: Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]
     dynamic_axes: dict[str, dict[int, str]] = attrs.field(factory=dict)
     token_types: bool = False
     fixed: str = ""
     """What the encoder's artifact fixes at export (said in the manifest), if anything."""
+    deepstack: Callable[[torch.nn.Module], int] | None = None
+    """How many DeepStack streams the encoder also returns (Qwen3-VL): the ``i``-th is
+    added at the placeholder tokens to the output of decoder layer ``i``."""
     grid: Callable[[torch.nn.Module], tuple[int, int]] | None = None
     """The merged patch grid (rows, columns) of an image, fixed at export, for a decoder
     with 3-D rotary positions (Qwen2.5-VL): see :mod:`t2n.llm.multimodal.mrope`."""
@@ -99,8 +102,13 @@ MISTRAL3 = Family("mistral3", "image", "image_token_id", ("pixel_values",), _gem
 
 def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
     """The patch grid (rows, columns) an image is exported at: two attention windows a
-    side (224 x 224 pixels for Qwen2.5-VL's 14 px patches and 112 px windows)."""
+    side (224 x 224 pixels for Qwen2.5-VL's 14 px patches and 112 px windows); for
+    Qwen3-VL (no windows) the grid of its learned position embeddings (48 x 48 patches)."""
     vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    learned = getattr(vision, "num_position_embeddings", None)
+    if getattr(vision, "window_size", None) is None and isinstance(learned, int):
+        side = int(round(learned ** 0.5))
+        return side, side
     side = 2 * max(1, int(getattr(vision, "window_size", 0) or 0) // int(vision.patch_size))
     side = max(side, 2 * int(vision.spatial_merge_size))
     return side, side
@@ -148,7 +156,27 @@ VOXTRAL = Family("voxtral", "audio", "audio_token_id", ("input_features",), _vox
                  fixed="clips of the Whisper encoder's fixed length: input_features [CLIPS, mel bins, "
                        "2 * max_source_positions] (30 s each, as the processor pads them)")
 
+def _qwen3_vl_encode(model: Any, pixel_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The tower and merger (the embeddings), and the DeepStack mergers' features of
+    the layers ``deepstack_visual_indexes`` names, at the grid fixed at export."""
+    rows, columns = qwen_patch_grid(model)
+    out = model.get_image_features(pixel_values, image_grid_thw=torch.tensor([[1, rows, columns]]), return_dict=True)
+    deep = [torch.cat(list(f), dim=0) if isinstance(f, (list, tuple)) else f for f in out.deepstack_features]
+    return (_pooled(out), *deep)
+
+
+def _qwen3_vl_streams(model: torch.nn.Module) -> int:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    return len(vision.deepstack_visual_indexes)
+
+
+QWEN3_VL = Family("qwen3_vl", "image", "image_token_id", ("pixel_values",), _qwen_example, _qwen3_vl_encode,
+                  fixed="one image of the patch grid fixed at export (image_grid_thw [1, H, W] of "
+                        "qwen_patch_grid: the grid of the learned position embeddings), pixel_values "
+                        "[H * W, C * T * P * P]", grid=_qwen_merged_grid, deepstack=_qwen3_vl_streams)
+
 FAMILIES: dict[str, Family] = {
+    "Qwen3VLForConditionalGeneration": QWEN3_VL,
     "VoxtralForConditionalGeneration": VOXTRAL,
     "Qwen2_5_VLForConditionalGeneration": QWEN2_5_VL,
     "Mistral3ForConditionalGeneration": MISTRAL3,

@@ -39,3 +39,20 @@ def mrope_positions(is_placeholder: torch.Tensor, past_length: Any, delta: torch
                              torch.where(image, column, text)]).unsqueeze(1)
     grown = delta + torch.div(is_image.sum(), per_image, rounding_mode="floor") * shift
     return positions, grown.reshape(1)
+
+
+def interleaved_frequencies(section: list[int]) -> Any:
+    """Qwen3-VL's recomposition of the ``[3, B, S, D/2]`` rotary frequencies (channel
+    ``c`` from the height axis when ``c % 3 == 1`` and ``c < 3 * section[1]``, from the
+    width axis when ``c % 3 == 2`` and ``c < 3 * section[2]``, else from the temporal
+    axis), as a selection by constant masks: the model writes it by strided in-place
+    assignments, which trace to sizes baked at the traced length."""
+
+    def recompose(freq: torch.Tensor) -> torch.Tensor:
+        channel = torch.arange(freq.shape[-1], device=freq.device)
+        height = (channel % 3 == 1) & (channel < 3 * section[1])
+        width = (channel % 3 == 2) & (channel < 3 * section[2])
+        out = torch.where(height, freq[1], torch.where(width, freq[2], freq[0]))
+        return torch.cat((out, out), dim=-1)
+
+    return recompose

@@ -21,13 +21,16 @@ class EncoderWrapper(torch.nn.Module):
         self.model = model
         self.family = family
 
-    def forward(self, *raw: torch.Tensor) -> torch.Tensor:
+    def forward(self, *raw: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         features = self.family.encode(self.model, *raw)
+        if isinstance(features, tuple):  # the embeddings, then the DeepStack streams
+            return tuple(f.reshape(-1, f.shape[-1]) for f in features)
         return features.reshape(-1, features.shape[-1])
 
 
 class EmbeddingsDecoder(torch.nn.Module):
-    """``forward(input_ids, k_0, v_0, ..., [rope_delta,] embeddings)`` → ``(logits, k_0', v_0', ...
+    """``forward(input_ids, k_0, v_0, ..., [rope_delta,] embeddings, [deepstack_0, ...])`` →
+    ``(logits, k_0', v_0', ...
     [, rope_delta'])`` (the shift of 3-D rotary positions: see :mod:`t2n.llm.multimodal.mrope`):
     the model's decoder on the token embeddings with ``embeddings`` written at the
     placeholder tokens (see :mod:`t2n.llm.multimodal.scatter`)."""
@@ -41,6 +44,9 @@ class EmbeddingsDecoder(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache
 
+        streams = self.family.deepstack(self.model) if self.family.deepstack is not None else 0
+        deep = list(rest[len(rest) - streams:])
+        rest = rest[:len(rest) - streams]
         delta = None
         if self.family.grid is not None:
             *past, delta, rows = rest
@@ -66,7 +72,14 @@ class EmbeddingsDecoder(torch.nn.Module):
 
             extra["attention_mask"] = mask_mapping(is_placeholder, past_length, model.config.get_text_config(),
                                                    embeds.dtype)
-        out = model(inputs_embeds=embeds, past_key_values=cache, position_ids=positions, use_cache=True, **extra)
+        if deep:
+            from t2n.llm.multimodal.deepstack import forward_with_deepstack
+
+            out = forward_with_deepstack(model, embeds, is_placeholder, deep, past_key_values=cache,
+                                         position_ids=positions, use_cache=True)
+        else:
+            out = model(inputs_embeds=embeds, past_key_values=cache, position_ids=positions, use_cache=True,
+                        **extra)
         grown: list[torch.Tensor] = []
         for layer in out.past_key_values.layers:
             grown += [layer.keys, layer.values]
