@@ -72,3 +72,30 @@ def test_options_it_does_not_take_are_refused_by_name(tmp_path: Path) -> None:
         with pytest.raises(InvalidArgumentError, match=named):
             export_llm(model, tmp_path / "out", **options)  # type: ignore[arg-type]
         assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_cli_exports_a_multimodal_folder(tmp_path: Path) -> None:
+    """``t2n llm --local-dir`` on an Idefics3 checkpoint folder writes the manifest, and
+    the artifacts generate what the saved model generates."""
+    from cli.cli_support import make_runner
+
+    case = CASES["idefics3"]()
+    case.model.save_pretrained(tmp_path / "checkpoint")
+    out = tmp_path / "out"
+    done = make_runner()("llm", "--local-dir", str(tmp_path / "checkpoint"), "--export-dirpath", str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {out / 'multimodal.json'}" in done.stdout
+    pixels = [p.numpy() for p in case.pixels]
+    assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
+        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+
+
+def test_a_multimodal_folder_without_weights_is_refused(tmp_path: Path) -> None:
+    from t2n.errors import CheckpointFolderError
+
+    case = CASES["idefics3"]()
+    case.model.config.save_pretrained(tmp_path / "checkpoint")
+    with pytest.raises(CheckpointFolderError, match="safetensors"):
+        export_llm(tmp_path / "checkpoint", tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -20,13 +20,24 @@ UNSUPPORTED_OPTIONS = ("compression", "merge_peft", "num_logits_to_keep", "force
 """``export_llm`` options the multimodal export does not take yet (refused by name)."""
 
 
+MODEL_TYPES = {"gemma3": "Gemma3ForConditionalGeneration", "idefics3": "Idefics3ForConditionalGeneration",
+               "smolvlm": "SmolVLMForConditionalGeneration", "mistral3": "Mistral3ForConditionalGeneration",
+               "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration", "qwen3_vl": "Qwen3VLForConditionalGeneration",
+               "voxtral": "VoxtralForConditionalGeneration"}
+"""The multimodal class of a ``config.json`` that names no architecture, by model type."""
+
+
 def _folder_architecture(path: Path) -> str | None:
     from t2n.llm.checkpoint import _read_config
 
     if not path.is_dir() or not (path / "config.json").is_file():
         return None
-    architectures = _read_config(path).get("architectures") or []
-    return next((a for a in architectures if isinstance(a, str) and a in FAMILIES), None)
+    config = _read_config(path)
+    architectures = config.get("architectures") or []
+    named = next((a for a in architectures if isinstance(a, str) and a in FAMILIES), None)
+    if named is None and not architectures:  # a config saved alone names no class
+        named = MODEL_TYPES.get(str(config.get("model_type")))
+    return named
 
 
 def is_multimodal(model_or_dir: Any) -> bool:
