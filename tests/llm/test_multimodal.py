@@ -99,3 +99,19 @@ def test_a_multimodal_folder_without_weights_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CheckpointFolderError, match="safetensors"):
         export_llm(tmp_path / "checkpoint", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_f16_generates_identically(tmp_path: Path) -> None:
+    """An f16 export (its encoder takes f32 pixel values, as the processor gives them)
+    generates what the f16 model generates in transformers."""
+    case = CASES["idefics3"]()
+    case.model.to(torch.float16)
+    out = tmp_path / "out"
+    export_llm(case.model, out, dtype="f16", tract_check_io_tolerance="very")
+    modes = json.loads((out / "decoder" / "modes.json").read_text())
+    assert modes["cache"]["dtype"] == "float16"
+    pixels = [p.numpy() for p in case.pixels]
+    half = Case(case.model, case.image_prompt, case.text_prompt, case.pixels,
+                {"pixel_values": case.pixels[0][None].half()})
+    assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
+        half.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
