@@ -25,12 +25,12 @@ IMAGE_TOKEN, BEGIN_IMAGE, END_IMAGE = 90, 91, 92
 def tiny_gemma3() -> torch.nn.Module:
     import transformers as tf
 
-    torch.manual_seed(0)
+    torch.manual_seed(3)
     config = tf.Gemma3Config(
         text_config=dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=128,
                          sliding_window=4, layer_types=["sliding_attention", "full_attention"],
-                         initializer_range=0.2),
+                         initializer_range=0.05),
         vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                            image_size=28, patch_size=7),
         mm_tokens_per_image=4, image_token_id=IMAGE_TOKEN, boi_token_id=BEGIN_IMAGE, eoi_token_id=END_IMAGE)

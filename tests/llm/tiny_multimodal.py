@@ -65,14 +65,16 @@ def _pixels(shape: tuple[int, ...], seed: int) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 
 
-def gemma3(seed: int = 0, image_seed: int = 5) -> Case:
+def gemma3(seed: int = 3, image_seed: int = 5) -> Case:
     """Gemma 3: a SigLIP tower (28 px, 7 px patches: 16 patches) pooled to 4 image tokens,
     a sliding and a full attention layer; the image token (95) inside the vocabulary."""
     import transformers as tf
 
     torch.manual_seed(seed)
     config = tf.Gemma3Config(
-        text_config={**TEXT, "sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]},
+        # a smaller initialisation than the others: Gemma's scaled embeddings saturate at 0.2
+        text_config={**TEXT, "initializer_range": 0.05, "sliding_window": 4,
+                     "layer_types": ["sliding_attention", "full_attention"]},
         vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                            image_size=28, patch_size=7),
         mm_tokens_per_image=4, image_token_id=90, boi_token_id=91, eoi_token_id=92)
