@@ -209,15 +209,16 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm,
                     window_kv_cache=window_kv_cache)
     from t2n.llm.multimodal.entry import export_multimodal_llm, is_multimodal
+    from t2n.llm.multimodal.export import TextLayout
 
     if is_multimodal(model_or_dir):  # encoders, decoder and multimodal.json
         return export_multimodal_llm(
-            model_or_dir, out, dtype=dtype, verify=verify, tract_version=tract_version,
-            tolerance=tract_check_io_tolerance, naming=naming_scheme, trust_remote_code=trust_remote_code,
-            kv_cache=kv_cache, force={"force_attention_inner_in_f32": force_f32_attention,
-                                      "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
-                                      "force_norm_in_f32": force_f32_normalization,
-                                      "reify_sdpa_operator": reify_sdpa_operator},
+            model_or_dir, out, dtype=DTYPES[dtype] if dtype else None, verify=verify, naming=naming_scheme,
+            target=_target(tract_version, {"force_attention_inner_in_f32": force_f32_attention,
+                                           "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
+                                           "force_norm_in_f32": force_f32_normalization,
+                                           "reify_sdpa_operator": reify_sdpa_operator}, tract_check_io_tolerance),
+            text=TextLayout(write_modes, extension_lines), trust_remote_code=trust_remote_code, kv_cache=kv_cache,
             options={"compression": compression, "merge_peft": merge_peft, "num_logits_to_keep": num_logits_to_keep,
                      "force_inputs_dtype": force_inputs_dtype,
                      "sample_generation_total_size": sample_generation_total_size,

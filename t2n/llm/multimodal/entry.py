@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from t2n.errors import CheckpointFolderError, InvalidArgumentError
+from t2n.llm.multimodal.export import TextLayout
 from t2n.llm.multimodal.families import FAMILIES, family_of
 
 UNSUPPORTED_OPTIONS = ("compression", "merge_peft", "num_logits_to_keep", "force_inputs_dtype",
@@ -61,13 +62,11 @@ def _load(folder: Path, trust_remote_code: bool) -> torch.nn.Module:
     return model
 
 
-def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: str | None, verify: bool,
-                          tract_version: str | None, tolerance: str | None, naming: str,
-                          trust_remote_code: bool, kv_cache: str, force: dict[str, bool],
+def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | None, verify: bool, target: Any,
+                          text: TextLayout, naming: str, trust_remote_code: bool, kv_cache: str,
                           options: dict[str, Any]) -> Path:
     """``export_llm`` for a multimodal model: returns the path of ``multimodal.json``.
     What this call creates is removed if the export fails."""
-    from t2n.llm.export import DTYPES, _target
     from t2n.llm.multimodal.export import export_multimodal
 
     given = [name for name in UNSUPPORTED_OPTIONS if options.get(name) is not None]
@@ -81,13 +80,12 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: str | None, ve
     model = _load(Path(model_or_dir), trust_remote_code) if isinstance(model_or_dir, (str, os.PathLike)) \
         else model_or_dir
     if dtype is not None:
-        model = model.to(DTYPES[dtype])
+        model = model.to(dtype)
     if next(model.parameters()).dtype == torch.bfloat16:  # tract computes bf16 as f16
         model = model.to(torch.float16)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        return export_multimodal(model, out, _target(tract_version, force, tolerance), verify=verify,
-                                 naming=naming)
+        return export_multimodal(model, out, target, text, verify=verify, naming=naming)
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)

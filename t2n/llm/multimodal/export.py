@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import torch
 
 from t2n.errors import InvalidArgumentError
@@ -28,6 +30,16 @@ LOG = logging.getLogger(__name__)
 MANIFEST = "multimodal.json"
 SYMBOLS = {"image": "IMG", "audio": "AUD"}
 """The symbol of the number of embedding rows, per modality."""
+
+
+@attrs.frozen
+class TextLayout:
+    """What the decoder shares with the text export's layout, handed over by
+    ``t2n.llm.export`` (which dispatches here): its ``modes.json`` writer and its
+    ``tract_assert`` lines."""
+
+    write_modes: Callable[..., None]
+    extension_lines: Callable[..., list[str]]
 
 
 def embeddings_names(modality: str) -> tuple[str, str]:
@@ -76,11 +88,10 @@ def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: An
     return path
 
 
-def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: Any, *, verify: bool,
-                   naming: str) -> Path:
+def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: Any, text: TextLayout, *,
+                   verify: bool, naming: str) -> Path:
     """``OUT/decoder/``: the LLM layout with the embeddings as the last input."""
     from t2n.driver.export import export_model
-    from t2n.llm.export import extension_lines, write_modes
     from t2n.llm.wrapper import cache_layout
     from t2n.options import compile_options, write_options
 
@@ -117,11 +128,11 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
     options = compile_options(
         target, input_names=[*layout.input_names(), *delta_in, name_in, *deep_in],
         output_names=[*layout.output_names(), *delta_out],
-        dynamic_axes=axes, custom_extensions=extension_lines(text_config, layout.has_past()),
+        dynamic_axes=axes, custom_extensions=text.extension_lines(text_config, layout.has_past()),
         nnef_variable_naming_scheme=naming, check_io=verify)
     with torch.no_grad():
         export_model(wrapper, example, write_options(path), options)
-    write_modes(layout, text_config, decoder, samples=False)
+    text.write_modes(layout, text_config, decoder, samples=False)
     modes = json.loads((decoder / "modes.json").read_text())
     modes["inputs"] += [*delta_in, name_in, *deep_in]
     modes["outputs"] += delta_out
@@ -138,10 +149,8 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
 
 def write_manifest(model: torch.nn.Module, families: list[Family], out: Path) -> Path:
     """``OUT/multimodal.json`` (see the module)."""
-    from t2n.llm.export import _written_dtype
-
     text_config: Any = _config(model).get_text_config()
-    dtype = _written_dtype(next(model.parameters()).dtype)
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")  # bf16 is exported as f16
     hidden = int(text_config.hidden_size)
     encoders = []
     for family in families:
@@ -167,7 +176,7 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path) ->
     return path
 
 
-def export_multimodal(model: torch.nn.Module, out: Path, target: Any, *, verify: bool = True,
+def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: TextLayout, *, verify: bool = True,
                       naming: str = "natural_verbose") -> Path:
     """Export ``model`` (a multimodal family of :mod:`t2n.llm.multimodal.families`) into
     ``out``; returns the manifest's path."""
@@ -176,5 +185,5 @@ def export_multimodal(model: torch.nn.Module, out: Path, target: Any, *, verify:
         raise InvalidArgumentError(f"{type(model).__name__} is not a multimodal family t2n exports")
     model = model.eval()
     export_encoder(model, family, out, target, verify=verify, naming=naming)
-    export_decoder(model, family, out, target, verify=verify, naming=naming)
+    export_decoder(model, family, out, target, text, verify=verify, naming=naming)
     return write_manifest(model, [family], out)
