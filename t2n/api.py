@@ -63,101 +63,123 @@ def compile(
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
-    Inputs and outputs may be tensors nested in tuples, lists and dicts; they are
-    flattened depth-first (dicts in insertion order) and named ``input_0``,
-    ``attention_mask``, ``logits``… unless ``input_names``/``output_names`` are given.
-    Given names are used exactly or refused with an ``InvalidArgumentError`` naming the
-    name and the rule: each must be a string of ASCII letters, digits and ``_`` not
-    starting with a digit, not an NNEF keyword (``graph``, ``version``, ``tensor``…),
-    and on tract not starting with ``true``, ``false`` or ``inf`` (tract reads those as
-    literals); input and output names must all differ, and differ from the
-    ``dynamic_axes`` symbols. Derived names are made valid instead (``my key`` →
-    ``my_key``, ``graph`` → ``graph_``, an output ``x`` beside an input ``x`` →
-    ``x_1``) with a logged warning. Either way ``artifact.input_names`` and
-    ``output_names`` are the names in graph.nnef. An output that returns an input
-    unchanged is written as a ``copy`` of it under the output's own name.
-    ``registry`` (a ``LoweringRegistry``) holds the rules from aten ops to IR ops and
-    ``op_set`` (an ``OpSet``, e.g. ``OpSet.default().extended(my_ops)``) the IR ops they
-    may create; emitters for new IR ops are added to the target
-    (``TractNNEF().with_emitters(...)``).
-    ``passes`` is a list of ``t2n.Pass`` objects run after the built-in passes (then
-    cleaned up after), or a pipeline spec by name such as ``"default,-fold-batch-norm,
-    +my-pass@after:fold-batch-norm"`` or a list mixing names and Pass objects, with
-    user passes named in ``pass_registry={"my-pass": MyPass()}`` (see
-    :mod:`t2n.passes.spec` and :mod:`t2n.passes.pipeline`); ``check_io`` runs the result in the
-    target's engine and raises if it differs from PyTorch (``None``: the target's
-    ``check_io``, else no; ``tolerance`` ``None``: the target's ``check_io_tolerance``,
-    else ``approximate``; see :func:`t2n.options.resolve_check`); ``verify_ir`` checks the IR
-    after every pass and ``dump_ir`` writes it to a folder after each change.
-
-    ``dynamic_axes={"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol ``S``
-    (tract only; also accepted as ``TractNNEF(dynamic_axes=...)``); every size computed
-    from it stays in the graph. The list form ``{"inp": [1]}`` (as in ONNX export) names
-    the symbol ``inp_dim1`` (``inp_dim_minus1`` for axis -1). Axes are ints: ``{"1": "S"}``
-    is refused, as are unknown input names and axes out of range. ``custom_extensions``
-    adds ``extension`` lines such as ``"tract_assert S + P <= 4096"`` (one line each,
-    without ``;``, ``#`` or line breaks). Sizes baked into the trace that should follow
-    a symbol give a ``t2n.BakedSizeWarning`` naming the op and module path, or a
-    ``DynamicAxesError`` with ``strict_dynamic_axes=True``. Every option is checked, once,
-    before the model is traced, into one :class:`t2n.options.CompileOptions` that the
-    stages share: a typo in ``tolerance`` does not wait for the trace or the engine.
-
-    A ``torch.jit.ScriptModule`` (scripted, or loaded with ``torch.jit.load``) is hardened
-    for the example inputs first (``auto_harden_jit``; see ``t2n.harden_jit_for_export``),
-    with the change counts of each step in ``jit_diagnostics`` if a dict is given.
-
-    ``extractors=[t2n.ModuleExtractor(MyBlock, lower=fn)]`` exports every ``MyBlock``
-    instance as ``fn(ctx, module, *args, **kwargs)`` builds it, without tracing its
-    ``forward`` (see :mod:`t2n.frontend.extractors`). Custom ``torch.autograd.Function``s
-    are exported as the ops their ``forward`` runs, and ``torch.library`` custom ops as
-    one node that a rule in ``registry`` lowers.
-
-    ``fold_batch_norm=False`` keeps batch norms apart from the conv/linear layers before
-    them (by default they are folded into those layers' weights and biases); it is the
-    same as ``-fold-batch-norm`` in a pipeline spec.
-
-    ``weights_from`` (a ``.safetensors`` file, sharded checkpoint, ``.pt``/``.bin`` file,
-    or a mapping name → tensor) supplies parameters by name, read from disk only when
-    the artifact is saved: a model built on the meta device is exported without its
-    weights ever being in memory (it then has no PyTorch reference outputs; check it
-    with ``artifact.check(inputs=..., expected=...)``).
+    Every option is checked, once, before the model is traced, into one
+    :class:`t2n.options.CompileOptions` that the stages share: a typo in ``tolerance``
+    does not wait for the trace or the engine. Inputs and outputs may be tensors nested
+    in tuples, lists and dicts; they are flattened depth-first (dicts in insertion order)
+    and named ``input_0``, ``attention_mask``, ``logits``… unless names are given. The
+    model is traced in eval mode (one in training mode gives a ``TrainingModeWarning``;
+    its flags are restored after). An output that is not a tensor (a string, a number) is
+    left out with a ``NonTensorOutputWarning`` (``None`` silently); an output that
+    returns an input unchanged is written as a ``copy`` under the output's own name.
 
     Where ``forward`` turns a tensor computed from the inputs' data into a Python value
     (``if x.sum() > 0:``, ``.item()``, ``int(t)``, ``t.tolist()``, ``torch.tensor`` of
-    tensors), the trace keeps the value the example inputs gave: the artifact is
-    specialised to them. Each such place gives a ``t2n.SpecializedTraceWarning`` naming
-    its source line and module; ``strict=True`` raises ``SpecializedTraceError`` listing
-    all of them instead. Sizes, constants and parameters are not reported. Weights
-    holding NaN or infinite values (or values beyond f16's range written as f16) give a
-    ``t2n.NonFiniteWeightWarning`` naming each tensor and its counts; ``strict=True``
-    raises ``NonFiniteWeightError`` instead. The model is traced in eval mode (one in
-    training mode gives a ``TrainingModeWarning``; its flags are restored after), and an
-    output that is not a tensor (a string, a number) is left out of the artifact with a
-    ``NonTensorOutputWarning`` (``None`` silently). A forward
-    that writes its own parameters or buffers is exported as PyTorch ran that call (the
-    writes start from the values before it), or refused with ``StateMutationError``.
-    The artifact keeps references to the model's weights: changing them after
-    ``compile`` makes ``save``/``check`` raise ``WeightsChangedError`` (compile again).
+    tensors), the trace keeps the example's value: each such place gives a
+    ``t2n.SpecializedTraceWarning`` naming its source line and module. Weights holding
+    NaN or infinite values (or values beyond f16's range written as f16) give a
+    ``t2n.NonFiniteWeightWarning`` naming each tensor. A forward that writes its own
+    parameters or buffers is exported as PyTorch ran that call (the writes start from the
+    values before it), or refused with ``StateMutationError``. The artifact keeps
+    references to the model's weights: changing them after ``compile`` makes
+    ``save``/``check`` raise ``WeightsChangedError`` (compile again). Custom
+    ``torch.autograd.Function``s are exported as the ops their ``forward`` runs, and
+    ``torch.library`` custom ops as one node that a rule in ``registry`` lowers.
 
-    ``nnef_variable_naming_scheme`` names graph.nnef's tensors: ``"natural_verbose"``
-    (module path and op, ``encoder_0_fc1_matmul``), ``"natural_verbose_camel"``
-    (``encoder0Fc1Matmul``), ``"raw"`` (the trace's names) or ``"numeric"`` (``v0``,
-    ``v1``…); see :mod:`t2n.backends.nnef.naming`. ``check_io_names_qte_match`` refuses
-    ``input_names``/``output_names`` that name something the trace did not keep as a
-    tensor (``None``, an int) with ``IONamesMismatchError``; ``False`` drops such names
-    instead. ``allow_same_io_names=True`` lets an output returning an input unchanged
-    carry that input's name (tract only; see :mod:`t2n.frontend.io_match`).
-    ``debug_bundle_path`` is where a failed check (``check_io`` or a later
-    ``artifact.check()``) writes its debug bundle: a folder, or one archive for a
-    ``.tgz``/``.tar`` path, with the IR after every pass and a ``replay.py``
-    (see :mod:`t2n.check.bundle`); nothing is written when the check passes.
+    Args:
+        model: a ``torch.nn.Module``, a ``torch.jit.ScriptModule`` (scripted, or loaded
+            with ``torch.jit.load``), or with ``frontend="export"`` a
+            ``torch.export.ExportedProgram``.
+        args: the example positional arguments (a tuple; a single tensor is taken as one
+            argument). Arguments that are not tensors are baked in as constants.
+        target: ``t2n.TractNNEF(version)`` (the default: the latest tested tract) or
+            ``t2n.KhronosNNEF("1.0.5")``, or a ``Target`` of your own.
+        kwargs: example keyword arguments of ``forward``; tensors become inputs named by
+            their keyword.
+        input_names: the inputs' names in graph.nnef, in flattened order. Used exactly
+            or refused with an ``InvalidArgumentError``: ASCII letters, digits and ``_``,
+            not starting with a digit, not an NNEF keyword, on tract not starting with
+            ``true``, ``false`` or ``inf``; all names differ from each other and from the
+            ``dynamic_axes`` symbols. Derived names are made valid instead (``my key`` →
+            ``my_key``) with a logged warning.
+        output_names: the outputs' names, in flattened order, under the same rules.
+        passes: ``t2n.Pass`` objects run after the built-in passes (then cleaned up
+            after), or a pipeline spec by name such as ``"default,-fold-batch-norm,
+            +my-pass@after:fold-batch-norm"``, or a list mixing names and ``Pass``
+            objects (see :mod:`t2n.passes.spec`).
+        pass_registry: names for your passes in a spec: ``{"my-pass": MyPass()}``.
+        registry: the lowering rules from aten ops to IR ops (``None``: the built-in
+            ones; ``LoweringRegistry.default().extended(rules)`` to add or replace).
+        op_set: the IR ops rules may create (``OpSet.default().extended(table)``);
+            emitters for new IR ops go to the target (``TractNNEF().with_emitters(...)``).
+        extractors: ``[t2n.ModuleExtractor(MyBlock, lower=fn)]`` exports every
+            ``MyBlock`` as ``fn(ctx, module, *args, **kwargs)`` builds it, without
+            tracing its ``forward`` (see :mod:`t2n.frontend.extractors`).
+        check_io: run the artifact in the target's engine when it is made and raise
+            ``CheckMismatchError`` if it differs from PyTorch (``None``: the target's
+            ``check_io``, else no).
+        tolerance: the comparison's tolerance: tract's levels ``exact``, ``close``,
+            ``approximate``, ``very``, ``super``, ``ultra``, t2n's ``loose``,
+            ``very_loose``, or a ``Tolerance`` (``None``: the target's
+            ``check_io_tolerance``, else ``approximate``).
+        log_level: the ``t2n`` logger's level during the call (a ``logging`` level or
+            its name).
+        verify_ir: verify the IR after every pass (types, shapes, SSA form).
+        dump_ir: a folder where the IR is written after lowering and after every pass
+            that changed it.
+        dynamic_axes: ``{"inp": {1: "S"}}`` makes axis 1 of input ``inp`` the symbol
+            ``S`` (tract only; also ``TractNNEF(dynamic_axes=...)``); every size computed
+            from it stays in the graph. The list form ``{"inp": [1]}`` names the symbol
+            ``inp_dim1``. Unknown names, axes out of range and bad symbols raise
+            ``DynamicAxesError``.
+        custom_extensions: extra ``extension`` lines such as
+            ``"tract_assert S + P <= 4096"`` (one line each, without ``;``, ``#`` or line
+            breaks).
+        strict_dynamic_axes: raise ``DynamicAxesError`` where a size the trace baked in
+            should follow a symbol (by default a ``t2n.BakedSizeWarning`` names the op
+            and module path).
+        auto_harden_jit: specialise a ``ScriptModule``'s graph for the example inputs
+            first (see ``t2n.harden_jit_for_export``).
+        jit_diagnostics: a dict that receives the change counts of each hardening step.
+        fold_batch_norm: fold batch norms into the conv/linear layers before them (exact
+            and safe cases only); ``False`` is the same as ``-fold-batch-norm`` in a
+            pipeline spec.
+        weights_from: a ``.safetensors`` file, sharded checkpoint, ``.pt``/``.bin``
+            file or a mapping name → tensor that supplies parameters by name, read from
+            disk only when the artifact is saved: a model built on the meta device is
+            exported without its weights ever in memory (it then has no PyTorch reference
+            outputs; check it with ``artifact.check(inputs=..., expected=...)``).
+        strict: raise ``SpecializedTraceError`` (listing every place) instead of the
+            ``SpecializedTraceWarning``, and ``NonFiniteWeightError`` instead of the
+            ``NonFiniteWeightWarning``.
+        nnef_variable_naming_scheme: how graph.nnef names its tensors:
+            ``"natural_verbose"`` (module path and op, ``encoder_0_fc1_matmul``),
+            ``"natural_verbose_camel"``, ``"raw"`` (the trace's names) or ``"numeric"``
+            (see :mod:`t2n.backends.nnef.naming`).
+        check_io_names_qte_match: refuse names that name something the trace did not keep
+            as a tensor (``None``, an int) with ``IONamesMismatchError``; ``False`` drops
+            such names.
+        allow_same_io_names: let an output returning an input unchanged carry that
+            input's name (tract only).
+        debug_bundle_path: where a failed check (``check_io`` or a later
+            ``artifact.check()``) writes its debug bundle: a folder, or one archive for a
+            ``.tgz``/``.tar`` path, with the IR after every pass and a ``replay.py``;
+            nothing is written when the check passes.
+        frontend: ``"jit"`` (``torch.jit.trace``, the default), ``"export"``
+            (``torch.export``; what it refuses is an ``ExportFrontendError``), or a
+            :class:`t2n.frontend.base.Frontend` object of your own.
+        dynamic_shapes: with ``frontend="export"``, dynamic sizes in torch.export's form
+            (``torch.export.Dim("S", max=4096)``), instead of ``dynamic_axes``.
 
-    ``frontend="export"`` reads the model with ``torch.export`` instead of
-    ``torch.jit.trace`` (``model`` may then also be a ``torch.export.ExportedProgram``);
-    see :mod:`t2n.frontend.export`. Its dynamic sizes are ``dynamic_axes`` as above, or
-    ``dynamic_shapes`` in torch.export's form (one of the two; see
-    :mod:`t2n.frontend.export.shapes`); what torch.export refuses is an ``ExportFrontendError``.
-    ``frontend`` may also be a :class:`t2n.frontend.base.Frontend` object of your own.
+    Returns:
+        The :class:`t2n.Artifact`: ``save(path)``, ``check()``, ``ir``, ``input_names``,
+        ``output_names``, ``stats``.
+
+    Raises:
+        InvalidArgumentError: an option is malformed (before anything runs).
+        UnsupportedOpsError: ops without a rule, all listed with their module paths and
+            source lines.
+        CheckMismatchError: ``check_io`` found outputs that differ from PyTorch.
     """
     options = compile_options(
         target, kwargs=kwargs, input_names=input_names, output_names=output_names, passes=passes,
@@ -208,6 +230,28 @@ def export(
     anything is compiled or written; see :meth:`Artifact.save`). The naming, IO-name
     and debug-bundle options are those of :func:`compile`; a failed ``check_io`` writes
     the bundle to ``debug_bundle_path``.
+
+    Args:
+        model: as for :func:`compile`.
+        args: as for :func:`compile`.
+        path: a directory, or a ``.tar``/``.tgz`` archive (by suffix).
+        target: as for :func:`compile`.
+        compression_level: 0 to 9; ``None``: by the suffix (a ``.tgz`` is compressed).
+        sync: fsync the artifact before it is renamed into place.
+        progress: a progress bar (``None``: on a terminal only) and INFO log records.
+        overlap: write the parameters while the model compiles (``False``: compile,
+            then write).
+        check_io: as for :func:`compile`, run on the saved artifact.
+        tolerance: as for :func:`compile`.
+        overwrite: replace what is at ``path`` even if t2n did not write it.
+        nnef_variable_naming_scheme: as for :func:`compile`.
+        check_io_names_qte_match: as for :func:`compile`.
+        allow_same_io_names: as for :func:`compile`.
+        debug_bundle_path: as for :func:`compile`.
+        **options: any other keyword of :func:`compile`.
+
+    Returns:
+        The saved :class:`t2n.Artifact`.
     """
     write = write_options(path, compression_level=compression_level, sync=sync, progress=progress,
                           overlap=overlap, overwrite=overwrite)

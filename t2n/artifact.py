@@ -101,6 +101,17 @@ class Artifact:
         untouched, unless ``overwrite=True``. A full disk, a read-only folder or a name
         too long raise ``ArtifactWriteError`` (an ``OSError`` too). SIGTERM while saving
         is handled like Ctrl-C: the temporary files are removed first.
+
+        Args:
+            path: a directory, or a ``.tar``/``.tgz`` archive.
+            compression_level: 0 (a ``.tar``) to 9; ``None``: by the suffix.
+            progress: a progress bar on stderr (``None``: only on a terminal, for large
+                weights).
+            sync: flush the files to the disk before the artifact is renamed into place.
+            overwrite: replace what is at ``path`` even if t2n did not write it.
+
+        Returns:
+            The path written.
         """
         p = Path(path)
         members = list(self.members())
@@ -140,6 +151,20 @@ class Artifact:
         it in the message. A ``debug_dir`` that cannot be written, or that holds something
         t2n did not write (only an empty folder or a previous bundle is replaced), never
         replaces the error: the message says why and where the bundle went instead.
+
+        Args:
+            tolerance: tract's levels ``exact``, ``close``, ``approximate`` (the
+                default), ``very``, ``super``, ``ultra``, t2n's ``loose``, ``very_loose``,
+                or a ``Tolerance``.
+            inputs: other inputs to run, in ``input_names`` order (with ``expected``).
+            expected: PyTorch's outputs for ``inputs``, in ``output_names`` order.
+            symbols: sizes of symbols the inputs' shapes do not give, passed to the engine;
+                every size is checked against the artifact's ``tract_assert`` lines
+                (``SymbolBoundsError`` when one is broken).
+            debug_dir: where a failure writes its debug bundle.
+
+        Returns:
+            The comparison's report (largest differences per output).
         """
         if (inputs is None) != (expected is None):
             raise InvalidArgumentError("check(): give both inputs and expected, or neither")

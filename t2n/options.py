@@ -37,6 +37,7 @@ from t2n.frontend.extractors import ModuleExtractor, check_extractors
 from t2n.frontend.io import check_given_names
 from t2n.frontend.io_match import same_names
 from t2n.frontend.jit.frontend import JitFrontend
+from t2n.frontend.prefix_names import kept_kind
 from t2n.frontend.registry import LoweringRegistry
 from t2n.ir import Graph, OpSet, OpTable, print_graph
 from t2n.passes.dynamic_axes import dynamic_axes_form
@@ -134,7 +135,7 @@ def compile_options(
                    allow_same_io_names=allow_same_io_names)
     if kwargs is not None and (not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)):
         raise InvalidArgumentError(f"kwargs must be a dict of keyword arguments (name → value), got {kwargs!r}")
-    ins, outs = (None if given is None else tuple(check_given_names(given, what, rules=checked.identifier_rules))
+    ins, outs = (None if given is None else kept_kind(given, check_given_names(given, what, rules=checked.identifier_rules))
                  for what, given in (("input", input_names), ("output", output_names)))
     if ins is not None and outs is not None:
         same_names(ins, outs, allow=flags["allow_same_io_names"], target=checked)

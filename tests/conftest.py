@@ -7,6 +7,7 @@ import frontend_parity
 import numpy as np
 import pytest
 import torch
+from slow_cases import SLOW_CASES
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)
@@ -86,6 +87,8 @@ def pytest_collection_modifyitems(config, items):
     ``EXPORT_SLOW`` lists, are marked slow and left out unless ``--t2n-export-all``."""
     kept, left_out = [], []
     for item in items:
+        if item.nodeid.split("[", 1)[0] in SLOW_CASES:
+            item.add_marker(pytest.mark.slow)
         if _frontend_of(item) == "export":
             reason = frontend_parity.match(frontend_parity.EXPORT_XFAIL, item.nodeid)
             if reason is not None:

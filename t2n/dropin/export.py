@@ -11,7 +11,7 @@ archive), the artifact's path as the result, and the engine check on by default
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ from t2n.backends.target import Target
 from t2n.driver.export import export_model
 from t2n.dropin.paths import destination
 from t2n.errors import InvalidArgumentError
+from t2n.frontend.io import flatten
+from t2n.frontend.prefix_names import PrefixNames, expand
 from t2n.options import check_target, compile_options, write_options
 
 
@@ -51,6 +53,10 @@ def export_model_to_nnef(
     ``t2n.Target`` of your own without ``run()``), at its ``check_io_tolerance``; a
     mismatch raises ``CheckMismatchError`` and the artifact stays on disk for study.
     Every argument is checked before the model is traced or anything is written.
+    ``input_names``/``output_names`` name the forward's arguments and top-level outputs as
+    that exporter does: a tensor nested in a tuple, dict or dataclass argument is named
+    ``<name>_<position or key>``, a name given for a non-tensor argument is dropped (see
+    :mod:`t2n.frontend.prefix_names` and docs/migrating.md).
     ``frontend="export"`` reads the model with ``torch.export`` (see ``t2n.compile``).
     """
     target = _checked_target(inference_target)
@@ -66,8 +72,8 @@ def export_model_to_nnef(
         )
     runs = type(target).run is not Target.run
     options = compile_options(
-        target, default_check_io=runs, input_names=None if input_names is None else list(input_names),
-        output_names=None if output_names is None else list(output_names),
+        target, default_check_io=runs, input_names=_flat_input_names(input_names, args),
+        output_names=PrefixNames(_names_list(output_names, "output")),
         log_level=log_level, custom_extensions=tuple(custom_extensions or ()),
         auto_harden_jit=auto_harden_jit, nnef_variable_naming_scheme=nnef_variable_naming_scheme,
         check_io_names_qte_match=check_io_names_qte_match, allow_same_io_names=allow_same_io_names,
@@ -80,6 +86,27 @@ def export_model_to_nnef(
         )
     export_model(model, args, write_options(path, compression_level=level), options)
     return path
+
+
+def _names_list(names: object, what: str) -> list[str]:
+    if names is None:
+        return []
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise InvalidArgumentError(f"{what}_names must be a list of strings, got {type(names).__name__} {names!r}")
+    out = list(names)
+    dup = next((n for n in out if out.count(n) > 1), None)
+    if dup is not None:
+        raise InvalidArgumentError(f"{what} names must be unique, but {dup!r} is given twice in {out}")
+    return out
+
+
+def _flat_input_names(names: Sequence[str] | None, args: tuple[Any, ...]) -> list[str] | None:
+    """One name per input tensor from names given per argument (see
+    :mod:`t2n.frontend.prefix_names`): settled before the trace, so that ``dynamic_axes``
+    can name ``tup_0``."""
+    if names is None:
+        return None
+    return expand(_names_list(names, "input"), flatten((args, {}))[2], "input")
 
 
 def _checked_target(target: object) -> Target:

@@ -12,33 +12,48 @@ from __future__ import annotations
 
 import torch
 
-from t2n.errors import InvalidArgumentError
 from t2n.frontend.unsupported import UnsupportedHere
 from t2n.ir import DType
 from t2n.torch_data import FLOAT8_DTYPES, IR_TO_TORCH, TORCH_TO_IR
 
-# ScalarType codes used by TorchScript constants (c10::ScalarType order).
+# ScalarType codes used by TorchScript constants (c10::ScalarType order), by dtype name:
+# every dtype of this PyTorch, so that a cast names the dtype it asks for.
+_SCALAR_TYPE_NAMES = (
+    "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32",
+    "complex64", "complex128", "bool", "qint8", "quint8", "qint32", "bfloat16", "quint4x2",
+    "quint2x4", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16", "float8_e5m2",
+    "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz", "uint16", "uint32", "uint64",
+    "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "int1", "int2", "int3",
+    "int4", "int5", "int6", "int7", "float8_e8m0fnu", "float4_e2m1fn_x2",
+)
 SCALAR_TYPE_CODES: dict[int, torch.dtype] = {
-    0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64,
-    5: torch.float16, 6: torch.float32, 7: torch.float64, 11: torch.bool, 15: torch.bfloat16,
+    code: getattr(torch, name) for code, name in enumerate(_SCALAR_TYPE_NAMES) if hasattr(torch, name)
 }
-for _code, _name in ((23, "float8_e5m2"), (24, "float8_e4m3fn"), (25, "float8_e5m2fnuz"),
-                     (26, "float8_e4m3fnuz"), (44, "float8_e8m0fnu")):
-    if hasattr(torch, _name):
-        SCALAR_TYPE_CODES[_code] = getattr(torch, _name)
 
 
 def to_ir(dtype: torch.dtype | int) -> DType:
+    """The IR dtype of a PyTorch dtype (or TorchScript scalar type code); a dtype with
+    no NNEF counterpart (complex, quantized, sub-byte, 8-bit floats) is refused, naming it."""
     if isinstance(dtype, int):
         if dtype not in SCALAR_TYPE_CODES:
-            raise InvalidArgumentError(f"unsupported scalar type code {dtype}")
+            raise UnsupportedHere(f"scalar type code {dtype} is not a dtype of PyTorch {torch.__version__}")
         dtype = SCALAR_TYPE_CODES[dtype]
     if dtype in FLOAT8_DTYPES:
         raise UnsupportedHere(f"{_FLOAT8_COMPUTE.format(dtype=str(dtype).removeprefix('torch.'))}")
     try:
         return TORCH_TO_IR[dtype]
     except KeyError:
-        raise InvalidArgumentError(f"dtype {dtype} has no NNEF equivalent") from None
+        raise UnsupportedHere(f"{dtype} has no NNEF counterpart ({_WHY_NOT.get(dtype, _WHY_DEFAULT)})") from None
+
+
+_WHY_DEFAULT = ("NNEF and tract hold bool, 8/16/32/64-bit signed and unsigned integers and "
+                "16/32/64-bit floats; compute in one of those")
+_WHY_NOT: dict[torch.dtype, str] = {
+    **{dt: "t2n exports real tensors only: keep complex values as a real and an imaginary "
+           "part (torch.view_as_real)" for dt in (torch.complex32, torch.complex64, torch.complex128)},
+    **{dt: "quantized tensors are exported from torch.ao.quantization modules, not by a cast"
+       for dt in (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4)},
+}
 
 
 _FLOAT8_COMPUTE = ("{dtype} values cannot be computed in NNEF or tract (they have no 8-bit "

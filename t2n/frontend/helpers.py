@@ -58,3 +58,20 @@ def dim_value(b: Builder, x: Value, axis: int) -> Value:
     """``x.shape[axis]`` as a 0-d i64 value that stays symbolic under dynamic axes."""
     shape = b.op("shape_of", x)
     return b.op("gather", shape, b.const(axis, DType.I64), axis=0)
+
+
+def from_tensor_data(v: Value) -> bool:
+    """Whether ``v`` is computed from the values of a graph input (not only from sizes,
+    which ``shape_of`` reads, nor from constants)."""
+    stack, seen = [v], set()
+    while stack:
+        cur = stack.pop()
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        op = cur.producer
+        if op is None:
+            return True  # a graph input
+        if op.kind != "shape_of":
+            stack.extend(op.inputs)
+    return False

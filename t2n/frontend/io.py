@@ -1,14 +1,16 @@
 """Flattening of model inputs and outputs.
 
-Tensors nested in tuples, lists and dicts (including ``transformers`` ModelOutput,
-which is an ordered dict) are flattened depth-first: sequences in order, dicts in
-insertion order. Anything that is not a tensor stays in the structure as a
+Tensors nested in tuples, lists, dicts (including ``transformers`` ModelOutput,
+which is an ordered dict) and dataclasses are flattened depth-first: sequences in
+order, dicts in insertion order, dataclasses in field order. Anything that is not a tensor stays in the structure as a
 constant. Names follow the path (``logits``, ``past_key_values.0.1``) unless the
 user gives names.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 import re
 import warnings
@@ -56,6 +58,18 @@ def _keywords(cls: type) -> Callable[[dict[str, Any]], Any]:
     return lambda d: cls(**d)
 
 
+def _fields_of(template: Any) -> Callable[[dict[str, Any]], Any]:
+    """A copy of the dataclass ``template`` with its fields set (frozen ones too)."""
+
+    def rebuild(values: dict[str, Any]) -> Any:
+        obj = copy.copy(template)
+        for k, v in values.items():
+            object.__setattr__(obj, k, v)
+        return obj
+
+    return rebuild
+
+
 def flatten(obj: Any) -> tuple[list[torch.Tensor], list[str], Spec]:
     """Tensors of ``obj`` in depth-first order, their path names, and the structure."""
     tensors: list[torch.Tensor] = []
@@ -81,6 +95,10 @@ def flatten(obj: Any) -> tuple[list[torch.Tensor], list[str], Spec]:
             keys = tuple(x.keys())
             kids = tuple(walk(x[k], f"{path}.{k}" if path else str(k)) for k in keys)
             return Spec("dict", kids, keys, rebuild=_keywords(type(x)))
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            keys = tuple(f.name for f in dataclasses.fields(x))
+            kids = tuple(walk(getattr(x, k), f"{path}.{k}" if path else k) for k in keys)
+            return Spec("dict", kids, keys, rebuild=_fields_of(x))
         return Spec("const", value=x)
 
     spec = walk(obj, "")

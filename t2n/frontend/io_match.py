@@ -27,6 +27,7 @@ import attrs
 from t2n.backends.target import Target
 from t2n.errors import IONamesMismatchError, SameIONameError
 from t2n.frontend.io import Spec, io_names
+from t2n.frontend.prefix_names import PrefixNames, describe, expand
 from t2n.ir import Graph, Value
 
 log = logging.getLogger("t2n")
@@ -89,13 +90,14 @@ def matched_names(given: Sequence[str] | None, tensors: int, spec: Spec | None, 
     if given is None or len(given) == tensors:
         return None if given is None else list(given)
     places = positions(spec, what) if spec is not None else []
+    dropin = describe(given, spec, what)
     if len(places) == len(given) and sum(p.tensor for p in places) == tensors:
         dropped = [(n, p) for n, p in zip(given, places) if not p.tensor]
         listed = "; ".join(f"{n!r} names {p.where}, which is {p.held}, not a tensor" for n, p in dropped)
         if check:
             raise IONamesMismatchError(
                 f"{len(given)} {what} names given but the model has {tensors} {what} tensors: "
-                f"{listed}. Only tensors are {what}s of graph.nnef. What to do: remove "
+                f"{listed}{dropin}. Only tensors are {what}s of graph.nnef. What to do: remove "
                 f"{'these names' if len(dropped) > 1 else 'this name'} from {what}_names, or pass "
                 f"check_io_names_qte_match=False to drop {'them' if len(dropped) > 1 else 'it'}"
             )
@@ -107,7 +109,7 @@ def matched_names(given: Sequence[str] | None, tensors: int, spec: Spec | None, 
     if check or len(given) < tensors:
         raise IONamesMismatchError(
             f"{len(given)} {what} names given but the model has {tensors} {what} tensors "
-            f"(in order: {traced}){why}; give exactly one name per {what} tensor"
+            f"(in order: {traced}){why}{dropin}; give exactly one name per {what} tensor"
             + ("" if len(given) < tensors else ", or pass check_io_names_qte_match=False to keep "
                "the first ones")
         )
@@ -179,6 +181,12 @@ def checked_io_names(input_names: Sequence[str] | None, output_names: Sequence[s
     from t2n.frontend.io import flatten
 
     input_spec = flatten((args, dict(kwargs or {})))[2] if traced.input_paths else None
+    if isinstance(input_names, PrefixNames):
+        input_names = (expand(input_names, input_spec, "input") if input_spec is not None
+                       else list(input_names) or None)
+    if isinstance(output_names, PrefixNames):  # names per top-level output (the drop-in's)
+        output_names = (expand(output_names, traced.output_spec, "output") if traced.output_spec is not None
+                        else list(output_names) or None)
     given_ins = matched_names(input_names, len(traced.input_paths), input_spec, "input", check=check)
     given_outs = matched_names(output_names, len(traced.output_paths), traced.output_spec, "output", check=check)
     ins, _ = io_names(given_ins, None, traced.input_paths, [], rules=target.identifier_rules)

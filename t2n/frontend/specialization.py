@@ -102,6 +102,75 @@ class InputDependence:
         value = torch_private.traced_value(t)
         return value is not None and self(value)
 
+    def reaches(self, value: torch._C.Value, index: int) -> bool:
+        """Whether ``value`` is computed (through data or sizes) from model input ``index``."""
+        stack, seen = [value], set()
+        while stack:
+            v = stack.pop()
+            if v.unique() in seen:
+                continue
+            seen.add(v.unique())
+            if v.node().kind() == "prim::Param":
+                if v.offset() == index:
+                    return True
+                continue
+            stack.extend(v.node().inputs())
+        return False
+
+
+_SIZE_QUERIES = frozenset({"aten::size", "aten::sym_size", "prim::shape", "aten::numel", "aten::sym_numel",
+                           "aten::len"})
+"""Ops that read a tensor's sizes (not its rank, dtype or device)."""
+
+
+def _constant_int(v: torch._C.Value) -> int | None:
+    node = v.node()
+    if node.kind() == "prim::Constant" and node.hasAttribute("value"):
+        value = v.toIValue()
+        return value if isinstance(value, int) else None
+    return None
+
+
+class SizeDependence:
+    """Which model inputs' sizes a value of the graph being traced is computed from: a
+    size taken from a tensor that follows an input (``x.shape[1] // 2``, the length of a
+    conv's output). Each is ``(input index, axis)``, the axis ``None`` when not read
+    directly from the input."""
+
+    def __init__(self, n_inputs: int) -> None:
+        self.n_inputs = n_inputs
+
+    def __call__(self, value: torch._C.Value) -> frozenset[tuple[int, int | None]]:
+        found: set[tuple[int, int | None]] = set()
+        stack, seen = [value], set()
+        while stack:
+            v = stack.pop()
+            if v.unique() in seen:
+                continue
+            seen.add(v.unique())
+            node = v.node()
+            if node.kind() in _SIZE_QUERIES:
+                found |= self._read_sizes(node)
+                continue
+            if node.kind() == "prim::Param":
+                continue
+            stack.extend(node.inputs())
+        return frozenset(found)
+
+    def _read_sizes(self, node: torch._C.Node) -> set[tuple[int, int | None]]:
+        inputs = list(node.inputs())
+        tensor = inputs[0]
+        axis = _constant_int(inputs[1]) if node.kind() in ("aten::size", "aten::sym_size") and len(inputs) > 1 \
+            else None
+        if tensor.node().kind() == "prim::Param" and tensor.offset() < self.n_inputs:
+            return {(tensor.offset(), axis)}
+        dependence = InputDependence(self.n_inputs)
+        return {(i, None) for i in range(self.n_inputs) if dependence.reaches(tensor, i)}
+
+    def of_tensor(self, t: object) -> frozenset[tuple[int, int | None]]:
+        value = torch_private.traced_value(t)
+        return self(value) if value is not None else frozenset()
+
 
 def user_frame(frame: FrameType | None) -> FrameType | None:
     """The innermost frame of the model's own code (not torch, t2n, or transformers'
@@ -117,7 +186,8 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
 
 @attrs.frozen
 class Specialization:
-    """One place where the trace baked a value taken from the inputs' data."""
+    """One place where the trace baked a value taken from the inputs' data (or, with
+    ``sizes``, from the inputs' sizes: reported only for the dynamic axes among them)."""
 
     what: str
     """What was turned into a constant, e.g. "a tensor converted to a Python bool"."""
@@ -126,6 +196,8 @@ class Specialization:
     module: str = ""
     value: str = ""
     """The value the example inputs gave, when short (e.g. ``True``)."""
+    sizes: frozenset[tuple[int, int | None]] = frozenset()
+    """For a value computed from sizes: (input index, axis or None) it follows."""
 
     @property
     def where(self) -> str:
@@ -189,6 +261,6 @@ def report(found: Sequence[Specialization], *, strict: bool) -> list[str]:
 
 
 __all__ = [
-    "ADVICE", "InputDependence", "Specialization", "SpecializedTraceWarning",
+    "ADVICE", "InputDependence", "SizeDependence", "Specialization", "SpecializedTraceWarning",
     "grouped", "report", "user_frame",
 ]

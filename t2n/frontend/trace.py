@@ -61,6 +61,9 @@ class TracedModel:
     """Parameter name → IR tensor data read from elsewhere (``compile(weights_from=...)``)."""
     specializations: list[Specialization] = attrs.field(factory=list)
     """Places where the trace took a value from the inputs' data."""
+    size_specializations: list[Specialization] = attrs.field(factory=list)
+    """Places where the trace turned a size of the inputs into a Python value (baked
+    where that axis is dynamic)."""
     start_values: dict[str, torch.Tensor] = attrs.field(factory=dict)
     """Parameters and buffers the traced call wrote: their values before the call, which
     the artifact starts from (the graph replays the writes)."""
@@ -284,6 +287,7 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         tracer_warnings=caught,
         parameter_inputs=state,
         specializations=watch.found,
+        size_specializations=watch.size_found,
         start_values=start,
         state_written=tuple(dict.fromkeys(e.name for e in writes.events)),
         extracted=extracted,

@@ -33,7 +33,7 @@ from torch.overrides import TorchFunctionMode
 
 from t2n.frontend import torch_private
 from t2n.frontend.context import module_path
-from t2n.frontend.specialization import InputDependence, Specialization, user_frame
+from t2n.frontend.specialization import InputDependence, SizeDependence, Specialization, user_frame
 from t2n.frontend.state_guard import StateWrites
 from t2n.frontend.unpool_trace import traced_max_unpool
 
@@ -132,9 +132,12 @@ class TraceWatch(TorchFunctionMode):
     def __init__(self, n_inputs: int, writes: StateWrites, scope_prefix: str) -> None:
         super().__init__()
         self.dependence = InputDependence(n_inputs)
+        self.sizes = SizeDependence(n_inputs)
         self.writes = writes
         self.scope_prefix = scope_prefix
         self.found: list[Specialization] = []
+        self.size_found: list[Specialization] = []
+        """Sizes turned into Python values: specialised only where an axis is dynamic."""
         self._judged = 0
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
@@ -148,11 +151,12 @@ class TraceWatch(TorchFunctionMode):
         what = _CONVERSIONS.get(name)
         if what is not None and args and isinstance(args[0], torch.Tensor):
             from_inputs = self.dependence.of_tensor(args[0])
+            sizes = frozenset() if from_inputs else self.sizes.of_tensor(args[0])
             with self._judging():
                 result = func(*args, **kwargs)
-            if from_inputs:
+            if from_inputs or sizes:
                 value = repr(result) if isinstance(result, (bool, int, float)) else ""
-                self.note(what, value)
+                self.note(what, value, sizes)
             return result
         if name in _FACTORIES and any(self.dependence.of_tensor(t) for t in _tensors_in(args[:1])):
             self.note(f"`torch.{name}(...)` built from tensor values (stored as a constant)")
@@ -183,12 +187,14 @@ class TraceWatch(TorchFunctionMode):
         state = torch_private.tracing_state()
         return module_path(state.current_scope(), self.scope_prefix) if state is not None else ""
 
-    def note(self, what: str, value: str = "") -> None:
+    def note(self, what: str, value: str = "", sizes: frozenset[tuple[int, int | None]] = frozenset()) -> None:
+        """Record a place: from the inputs' data, or (``sizes``) from their sizes."""
         frame = user_frame(sys._getframe(1))
-        self.found.append(Specialization(
+        place = Specialization(
             what, frame.f_code.co_filename if frame else "", frame.f_lineno if frame else 0,
-            self.current_module(), value,
-        ))
+            self.current_module(), value, sizes,
+        )
+        (self.size_found if sizes else self.found).append(place)
 
     def recorder(self, into: list[warnings.WarningMessage], tracer_warning: type[Warning]) -> Any:
         """A ``warnings.showwarning`` that keeps each warning in ``into`` and judges the
@@ -215,9 +221,10 @@ class TraceWatch(TorchFunctionMode):
             return
         last = state.graph().insertPoint().prev()  # the last op recorded, in the current module
         outs = list(last.outputs()) if last.kind() != "prim::Param" else []
-        if outs and self.dependence(outs[0]):
+        sizes = frozenset() if not outs or self.dependence(outs[0]) else self.sizes(outs[0])
+        if outs and (sizes or self.dependence(outs[0])):
             text = text.split(" might ")[0].split(". ")[0]
-            self.note(f"{text[0].lower() + text[1:] if text else 'a value'} (reported by the tracer)")
+            self.note(f"{text[0].lower() + text[1:] if text else 'a value'} (reported by the tracer)", "", sizes)
 
 
 __all__ = ["FAST_PATH_MODULES", "TraceWatch", "fast_paths_unwatched", "unwatched", "written_tensors"]

@@ -53,3 +53,6 @@ class GraphInfo:
     """The TorchScript debug name of the values the trace named (the ``raw`` scheme)."""
     same_io_names: tuple[str, ...] = ()
     """Names that are both an input and an output (the output is that input)."""
+    size_conversions: list[str] = attrs.field(factory=list)
+    """Where the trace turned a dynamic input size into a Python value (``min(x.shape[1],
+    8)``): reported with the baked sizes by the dynamic-axes pass."""

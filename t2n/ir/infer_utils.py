@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from t2n.errors import IRError
-from t2n.ir.dims import Dim, Sym, SymbolicComparisonError, as_dim
+from t2n.ir.dims import Dim, Sym, SymbolicComparisonError, as_dim, decide, sym_max, sym_min
 from t2n.ir.dtypes import DType
 from t2n.ir.schema import InferContext
 from t2n.ir.types import Shape, TensorType
@@ -70,26 +70,31 @@ def slice_dim(dim: Dim, begin: Dim, end: Dim, step: int) -> tuple[Dim, Dim, Dim]
     if step <= 0:
         raise InferError(f"slice step must be positive, got {step}")
 
-    def norm(i: Dim, is_end: bool) -> Dim:
+    def norm(i: Dim) -> Dim:
         if isinstance(i, int):
             if i >= INT64_MAX // 2:
                 return dim
+            # an axis being sliced has at least one element (t2n cannot express empty
+            # tensors): x[:, 1:] and x[:, :-1] need no clamp
             if i < 0:
-                if isinstance(dim, int):
-                    return max(0, i + dim)
-                return dim + i
-            if isinstance(dim, int):
-                return min(i, dim)
+                return dim + i if i == -1 else sym_max(i + dim, 0)
+            return i if i <= 1 else sym_min(i, dim)
+        # a bound computed from sizes: clamped as PyTorch does where its sign is known
+        # (``n // 2``); otherwise, and on a static axis, taken as in range, as traced
+        # (tract refuses to run a slice out of range: never a silent wrong result)
+        if isinstance(dim, int):
             return i
-        return i
+        try:
+            if decide("ge", i, 0):
+                return sym_min(i, dim)
+            return sym_max(i + dim, 0)
+        except SymbolicComparisonError:
+            return i
 
-    b = norm(begin, False)
-    e = norm(end, True)
-    try:
-        if isinstance(b, int) and isinstance(e, int) and e < b:
-            e = b
-    except SymbolicComparisonError:
-        pass
+    b = norm(begin)
+    e = norm(end)
+    # dim - 1 and dim are >= 0 by the same fact, so they need no clamp against a 0 begin
+    e = e if isinstance(b, int) and b == 0 and e in (dim, dim - 1) else sym_max(e, b)
     length = (e - b + (step - 1)) // step
     if isinstance(length, int) and length < 0:
         length = 0

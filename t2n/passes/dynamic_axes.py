@@ -137,7 +137,7 @@ class DynamicAxes(Pass):
         if not retyped_inputs:  # already done (a second run): nothing to change or report
             return PassResult(graph, False, {"symbols": 0, "retyped": 0, "baked": 0})
         changed = graph.reinfer()
-        problems = self.baked_values(graph) + self.inconsistent_ops(graph, traced)
+        problems = list(graph.info.size_conversions) + self.baked_values(graph) + self.inconsistent_ops(graph, traced)
         for p in problems:
             log.warning("%s", p)
         if problems:
@@ -188,6 +188,9 @@ class DynamicAxes(Pass):
             if value.known is not None and has_sym(value.known):
                 out.append(f"{loc}: {what} is computed from a dynamic size but was used as the "
                            f"constant {value.known.tolist()!r} at trace time")
+            elif value.known is None:  # it was known at the traced size: a dynamic size changed that
+                out.append(f"{loc}: {what} was used as a constant at trace time, but under the "
+                           "dynamic axes it is computed in ways that stay unknown until run time")
         return out
 
     def inconsistent_ops(self, graph: Graph, traced: Mapping[str, int]) -> list[str]:

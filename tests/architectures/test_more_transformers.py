@@ -96,8 +96,7 @@ def build(name):
 
 
 # models whose position ids or masks are integer arithmetic, which standard NNEF lacks
-KHRONOS_REFUSES = {"opt": "on i64", "roberta": "gather_elements", "deberta_v2": "on i64", "bart": "on i64",
-                   "bloom": "on i64"}
+KHRONOS_REFUSES = {"roberta": "on i64", "deberta_v2": "on i64", "bloom": "on i64"}
 
 MODELS = ["gemma", "gemma2", "qwen3", "phi3", "olmo", "gpt_neox", "falcon", "bloom", "opt", "roberta",
           "deberta_v2", "bart", "t5", "clip_vision", "convnext", "swin", "segformer", "mobilevit", "mamba"]

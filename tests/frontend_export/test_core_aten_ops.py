@@ -115,10 +115,8 @@ SHARED_RULES = {
 
 # Standard NNEF has no gather/scatter by index tensors and no integer arithmetic: the
 # Khronos export of these is refused, naming the op (tract runs them).
-KHRONOS_REFUSES = {"_to_copy_dtype": "aten::add", "_unsafe_index": "aten::_unsafe_index",
-                   "gather": "aten::gather", "index_put": "aten::index_put",
-                   "index_put_accumulate": "aten::index_put", "index_tensor_two": "aten::index",
-                   "index_tensor_with_none": "aten::index"}
+KHRONOS_REFUSES = {"_to_copy_dtype": "aten::add", "index_put": "aten::index_put",
+                   "index_put_accumulate": "aten::index_put"}
 
 
 @pytest.mark.parametrize("name", sorted(SHARED_RULES))

@@ -129,6 +129,8 @@ def _cases() -> dict[str, Case]:
                        (lambda xs, a, fn=fn: fn(T(xs[0]), list(a["axes"]), a["keepdims"])))
     cases["div_int"] = ((lambda: [i64(3, 4), i64(1, 4, lo=1, hi=4) * np.array([1, -1, 1, -1])]), {},
                         _t(lambda x, y: torch.div(x, y, rounding_mode="trunc")))
+    cases["floor_div"] = ((lambda: [i64(3, 4), i64(1, 4, lo=1, hi=4) * np.array([1, -1, 1, -1])]), {},
+                          _t(lambda x, y: torch.div(x, y, rounding_mode="floor")))
     cases["bitnot"] = ((lambda: [i64(3, 4)]), {}, _t(torch.bitwise_not))
     cases["not"] = ((lambda: [b(3, 4)]), {}, _t(torch.logical_not))
     cases["is_nan"] = ((lambda: [np.array([1.0, np.nan, np.inf], np.float32)]), {}, _t(torch.isnan))

@@ -17,7 +17,6 @@ REFUSALS: Mapping[str, str] = MappingProxyType({
     "cumsum": "standard NNEF has no cumulative sum (and no loop to write one)",
     "cumsum_scan": "standard NNEF has no loop",
     "quantize": _QUANTIZED, "dequantize": _QUANTIZED, "qconv": _QUANTIZED, "qlinear": _QUANTIZED,
-    "gather_elements": "standard NNEF gathers whole slices only, not single elements",
     "scatter_elements": _SCATTER, "scatter_nd": _SCATTER,
     "grid_sample": "standard NNEF has no grid sampling",
     "prod_reduce": "standard NNEF has no product reduction",

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from t2n.backends.khronos.emit.index_real import index_only
 from t2n.backends.nnef.context import EmitContext
 from t2n.backends.nnef.renderer import NNEFRenderer
 from t2n.errors import OpProblem
 from t2n.ir import DType, Graph
 
 KHRONOS_ANY_TYPE = frozenset(
-    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "cast", "select", "reverse"]
+    ["variable", "const", "identity", "reshape", "transpose", "concat", "slice", "squeeze", "unsqueeze", "tile", "expand", "gather", "gather_elements", "cast", "select", "reverse"]
 )
 """IR ops whose standard NNEF form is generic over scalar/integer/logical tensors."""
 
@@ -22,12 +23,16 @@ KHRONOS_LOGICAL = frozenset(["and", "or", "not", "xor", "any_reduce", "all_reduc
 
 def khronos_type_problems(graph: Graph, emittable: Collection[str] | None = None) -> list[OpProblem]:
     """Standard NNEF computes only on ``scalar`` (real) tensors: integer arithmetic,
-    comparisons of integers and the like have no standard form. Ops outside
-    ``emittable`` (no Khronos form at all) are left out: they are reported once, as such."""
+    comparisons of integers and the like have no standard form, except on values that
+    only serve as gather indices (written on reals). Ops outside ``emittable`` (no
+    Khronos form at all) are left out: they are reported once, as such."""
     problems = []
+    memo: dict[int, bool] = {}
     for op in graph.ops():
         if op.kind in KHRONOS_ANY_TYPE or (emittable is not None and op.kind not in emittable):
             continue
+        if op.kind not in KHRONOS_LOGICAL and all(index_only(graph, o, memo) for o in op.outputs):
+            continue  # index arithmetic: written on reals (emit/index_real.py)
         operands = op.inputs[1:] if op.kind == "gather" else op.inputs
         if op.kind in KHRONOS_LOGICAL:
             bad = [v for v in operands if v.type.dtype is not DType.BOOL]

@@ -30,6 +30,7 @@ from t2n.backends.nnef.context import (
 from t2n.backends.nnef.emit.quant import graph_quant_text
 from t2n.errors import EmissionError, NotExpressibleError, OpProblem
 from t2n.ir import DType, Graph, Op, Value
+from t2n.ir.dims import is_data_symbol
 
 
 @attrs.frozen
@@ -76,8 +77,10 @@ class NNEFRenderer:
         return list(ctx.fragments.values())
 
     def symbols(self, graph: Graph) -> list[str]:
-        """Every symbol in the graph's shapes and known values."""
-        return sorted(frozenset().union(*(v.symbols() for v in graph.values())))
+        """Every symbol in the graph's shapes and known values (but the lengths computed
+        from tensor data, which the engine names itself: :func:`t2n.ir.dims.data_dim`)."""
+        found = frozenset().union(*(v.symbols() for v in graph.values()))
+        return sorted(s for s in found if not is_data_symbol(s))
 
     def written_dtype(self, dtype: DType) -> DType:
         return self.target.bf16_as if dtype is DType.BF16 else dtype

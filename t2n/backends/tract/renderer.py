@@ -11,6 +11,7 @@ import numpy as np
 
 from t2n.backends.nnef.context import EmitContext, Raw, RenderTarget, literal
 from t2n.backends.nnef.renderer import NNEFRenderer, RenderedModel
+from t2n.backends.tract.data_sizes import data_size_problems
 from t2n.backends.tract.versions import TRACT_ASSERT, symbol_use_problems, target_has, tract_has
 from t2n.errors import NotExpressibleError
 from t2n.ir import DType, Graph, Value
@@ -70,6 +71,7 @@ class TractRenderer(NNEFRenderer):
     def render(self, graph: Graph) -> RenderedModel:
         rendered = super().render(graph)
         problems = symbol_use_problems(self.target, rendered.graph_nnef, self.symbols(graph))
+        problems += data_size_problems(graph, rendered.graph_nnef)
         if problems:
             raise NotExpressibleError(problems, str(self.target))
         return rendered

@@ -17,6 +17,7 @@ from torch.utils._sympy import functions as F
 
 from t2n.errors import ExportFrontendError
 from t2n.ir import Dim, Sym
+from t2n.ir.dims import sym_max, sym_min
 
 SymbolNames = Mapping[str, str]
 """Each symbol of the program by its name (``s27``) → the IR symbol name (``S``)."""
@@ -59,7 +60,7 @@ SIZE_ALIASES: dict[str, str] = {
 def dim_of(size: Any, names: SymbolNames) -> Dim:
     """A size of the program (an int, a ``torch.SymInt`` or its sympy expression) as the
     IR's ``Dim`` arithmetic, each program symbol renamed through ``names``: ``+``, ``*``,
-    natural powers, and floor division and modulo by constants. Anything else, and a
+    natural powers, min, max, and floor division and modulo by constants. Anything else, and a
     symbol ``names`` lacks (a size torch.export made from tensor data), is an
     ``ExportFrontendError`` naming the size."""
     if isinstance(size, torch.SymInt):
@@ -94,9 +95,13 @@ def _combined(expr: Any, parts: list[Dim]) -> Dim:
         return parts[0] // parts[1]
     if isinstance(expr, (F.Mod, F.PythonMod)) and isinstance(parts[1], int):
         return parts[0] % parts[1]
+    if isinstance(expr, sympy.Min):  # PyTorch's clamped slice bounds
+        return sym_min(*parts)
+    if isinstance(expr, sympy.Max):
+        return sym_max(*parts)
     raise ExportFrontendError(
-        f"the size expression {expr} has no form in tract's symbolic sizes (only +, *, and "
-        "// or % by constants); export with frontend=\"jit\", or make that size static",
+        f"the size expression {expr} has no form in tract's symbolic sizes (only +, *, min, "
+        "max, and // or % by constants); export with frontend=\"jit\", or make that size static",
         construct=f"size expression {type(expr).__name__}")
 
 

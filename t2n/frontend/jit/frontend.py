@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import torch
 
 from t2n.errors import InvalidArgumentError
+from t2n.frontend.baked_sizes import size_conversion_lines
 from t2n.frontend.base import Frontend, FrontendOptions, ReadModel, TracedProgram
 from t2n.frontend.export.program import is_exported_program
 from t2n.frontend.extractors import ExtractedCalls
@@ -54,9 +55,13 @@ class JitFrontend(Frontend):
 
     def lower(self, read: ReadModel, options: FrontendOptions) -> Graph:
         assert isinstance(read.traced, TracedModel)
-        return lower(read.traced, options.registry, read.input_names, read.output_names,
-                     static_sizes=not read.axes, op_set=options.op_set,
-                     native_ops=options.target.native_ops())
+        graph = lower(read.traced, options.registry, read.input_names, read.output_names,
+                      static_sizes=not read.axes, op_set=options.op_set,
+                      native_ops=options.target.native_ops())
+        graph.info.size_conversions = size_conversion_lines(
+            read.traced.size_specializations, read.input_names,
+            [t.dim() for t in read.traced.example_inputs], read.axes)
+        return graph
 
 
 def trace_module_with_weights(

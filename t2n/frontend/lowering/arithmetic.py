@@ -70,11 +70,9 @@ def divide(ctx: LoweringContext, a: Any, b: Any, mode: str | None) -> Value:
         raise ctx.unsupported(f"rounding_mode={mode!r}")
     if dt.is_float:
         return ctx.b.op("floor", q)
-    # Integer division truncates: step down where it is inexact and the signs differ.
-    zero = const(ctx.b, 0, dt)
-    inexact = ctx.b.op("ne", ctx.b.op("mul", q, y), x)
-    signs = ctx.b.op("xor", ctx.b.op("lt", x, zero), ctx.b.op("lt", y, zero))
-    return ctx.b.op("sub", q, ctx.b.cast(ctx.b.op("and", inexact, signs), dt))
+    # one op (not truncation and a fix-up): sizes such as `x.size(1) // 2` stay known
+    # expressions under dynamic axes
+    return ctx.b.op("floor_div", x, y)
 
 
 @RULES.rule("aten::div", "aten::div_", "aten::true_divide", "aten::true_divide_",
@@ -92,21 +90,16 @@ def floor_divide(ctx: LoweringContext) -> Value:
 @RULES.rule("aten::remainder", "aten::remainder_", "aten::fmod", "aten::fmod_")
 def remainder(ctx: LoweringContext) -> Value:
     """fmod: a - trunc(a / b) * b, the sign of a (C). remainder: the sign of b (Python):
-    a - floor(a / b) * b on floats; on integers the C remainder plus b where the signs
-    differ."""
+    a - floor(a / b) * b."""
     a, b = ctx.raw(0), ctx.raw(1)
     dt = ctx.promote(a, b)
     x, y = ctx.promoted(a, b, dtype=dt)
+    if dt.is_int and "fmod" not in ctx.kind:  # x - floor(x / y) * y: sizes stay known (S % 4)
+        return keep_self_dtype(ctx, ctx.b.op("sub", x, ctx.b.op("mul", ctx.b.op("floor_div", x, y), y)))
     q = ctx.b.op("div", x, y)
     if dt.is_float:
         q = ctx.b.op("trunc" if "fmod" in ctx.kind else "floor", q)
-    r = ctx.b.op("sub", x, ctx.b.op("mul", q, y))
-    if dt.is_float or "fmod" in ctx.kind:
-        return keep_self_dtype(ctx, r)
-    zero = const(ctx.b, 0, dt)
-    fix = ctx.b.op("and", ctx.b.op("ne", r, zero),
-                   ctx.b.op("xor", ctx.b.op("lt", r, zero), ctx.b.op("lt", y, zero)))
-    return keep_self_dtype(ctx, ctx.b.op("select", fix, ctx.b.op("add", r, y), r))
+    return keep_self_dtype(ctx, ctx.b.op("sub", x, ctx.b.op("mul", q, y)))
 
 
 @RULES.rule("aten::pow", "aten::pow_")

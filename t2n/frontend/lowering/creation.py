@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from t2n.frontend.context import LoweringContext
-from t2n.frontend.helpers import scalar
+from t2n.frontend.helpers import from_tensor_data, scalar
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, Dim, DType, Value
 
@@ -40,11 +40,90 @@ def number_dtype(*xs: Any) -> DType:
 
 
 def fill(ctx: LoweringContext, shape: Value, value: Any, dtype: DType) -> Value:
-    """A tensor of ``shape`` (1-D i64 value) holding ``value`` (a number or a 0-d tensor)."""
+    """A tensor of ``shape`` (1-D i64 value) holding ``value`` (a number or a 0-d tensor).
+    Sizes computed from tensor data (``zeros(n)`` with ``n`` an input) are the lengths of
+    ranges: see :func:`data_sized`."""
     v = ctx.as_value(value, dtype)
     if v.rank != 0:
         v = ctx.b.op("reshape", v, ctx.b.ints([]))
+    if shape.known is None and from_tensor_data(shape):
+        return data_sized(ctx, shape, v)
     return ctx.b.op("expand", v, shape)
+
+
+def data_sized(ctx: LoweringContext, shape: Value, v: Value) -> Value:
+    """``v`` (0-d) broadcast to ``shape``, whose entries may come from tensor data. Each
+    such axis is ``r - r`` for a ``range`` ``r`` of that length (the engine's range takes
+    a run-time end), static axes are zero constants, and the axes meet by broadcasting
+    in an ``add``: every op reads a tensor of the full shape, because tract can neither
+    broadcast a constant to a length it names at run time nor keep that shape through
+    an op it folds to one operand (``select`` of two constants, ``x or true``, ``x * 0``)."""
+    b = ctx.b
+    rank = shape.type.shape[0]
+    if not isinstance(rank, int):
+        raise ctx.unsupported("a shape whose length is computed at run time")
+    zero = i64_const(b, 0)
+    grid: Value | None = None
+    for axis, n in enumerate(_entries(ctx, shape, rank)):
+        if n.known is not None:
+            line = b.const(np.zeros(int(np.asarray(n.known).item()), dtype=np.int64), DType.I64)
+        else:
+            r = data_range(b, zero, n, i64_const(b, 1))
+            line = b.op("sub", r, r)
+        others = tuple(a for a in range(rank) if a != axis)
+        line = b.op("unsqueeze", line, axes=others) if others else line
+        grid = line if grid is None else b.op("add", grid, line)
+    if grid is None:
+        return v
+    if v.type.dtype is DType.BOOL:  # `grid or v` would be folded to `v` by tract, losing the shape
+        return b.op("ne", b.op("add", grid, b.cast(v, DType.I64)), zero)
+    return b.op("add", b.cast(grid, v.type.dtype), v)
+
+
+def _entries(ctx: LoweringContext, shape: Value, rank: int) -> list[Value]:
+    """Each size of a shape value as a 0-d i64 value: the pieces it was concatenated
+    from when it is a ``concat`` (so a known size stays known beside a data one)."""
+    b = ctx.b
+    op = shape.producer
+    if op is not None and op.kind == "concat" and all(p.rank == 1 for p in op.inputs):
+        out = []
+        for piece in op.inputs:
+            size = piece.type.shape[0]
+            if not isinstance(size, int):
+                break
+            src = piece.producer
+            if src is not None and src.kind == "reshape" and src.inputs[0].rank == 0:
+                out.append(src.inputs[0])  # a size given as a 0-d value: that value itself
+                continue
+            out += [b.op("gather", piece, i64_const(b, i), axis=0) for i in range(size)]
+        else:
+            if len(out) == rank:
+                return out
+    return [b.op("gather", shape, i64_const(b, i), axis=0) for i in range(rank)]
+
+
+def data_range(b: Builder, start: Value, end: Value, step: Value) -> Value:
+    """``range(start, end, step)`` whose bounds come from tensor data: its length is a
+    data dimension (the engine names it at run time). One range serves every use of the
+    same bounds: tract gives each range op its own length, and could not tell that two
+    ranges to the same end agree."""
+    bounds = (start, end, step)
+    for op in b.graph.users(end):
+        if op.kind == "range" and op.attrs.get("data_dim") and all(
+                _same_bound(x, y) for x, y in zip(op.inputs, bounds)):
+            return op.output
+    return b.op("range", start, end, step, data_dim=b.graph.unique_name("range_len"))
+
+
+def _same_bound(a: Value, c: Value) -> bool:
+    if a is c:
+        return True
+    return (a.known is not None and c.known is not None and a.type == c.type
+            and bool(np.array_equal(a.known, c.known)))
+
+
+def i64_const(b: Builder, value: int) -> Value:
+    return scalar(b, value, DType.I64)
 
 
 _FILL = {"zeros": 0, "ones": 1, "empty": 0}
@@ -119,20 +198,15 @@ def arange(ctx: LoweringContext) -> Value:
         raise ctx.unsupported("arange with floating-point bounds computed in the model")
     vals3 = [ctx.as_value(v, DType.I64) for v in bounds]
     vals3 = [v if v.rank == 0 else ctx.b.op("reshape", v, ctx.b.ints([])) for v in vals3]
-    _sizes_only(ctx, vals3)
+    if any(v.known is None for v in vals3):  # bounds from tensor data (an input `n`)
+        return ctx.b.cast(data_range(ctx.b, *vals3), dt)
     return ctx.b.cast(ctx.b.op("range", *vals3), dt)
 
 
-def _sizes_only(ctx: LoweringContext, values: list[Value]) -> None:
-    """A range's length must follow from sizes (known, maybe symbolic), not from data."""
-    if any(v.known is None for v in values):
-        raise ctx.unsupported(f"{ctx.kind} with a length computed from tensor data (output size "
-                              "depends on the data)")
-
-
 def index_range(b: Builder, n: Value) -> Value:
-    """0, 1, …, n-1 (i64) for a 0-d i64 ``n``."""
-    return b.op("range", scalar(b, 0, DType.I64), n, scalar(b, 1, DType.I64))
+    """0, 1, …, n-1 (i64) for a 0-d i64 ``n`` (a size, or a value from tensor data)."""
+    zero, one = scalar(b, 0, DType.I64), scalar(b, 1, DType.I64)
+    return b.op("range", zero, n, one) if n.known is not None else data_range(b, zero, n, one)
 
 
 @RULES.rule("aten::eye")
@@ -144,7 +218,6 @@ def eye(ctx: LoweringContext) -> Value:
         return ctx.b.const(np.eye(n, m, dtype=dt.numpy), dt)
     b = ctx.b
     sizes = [b.cast(ctx.as_value(v), DType.I64) for v in (n, m)]
-    _sizes_only(ctx, sizes)
     rows, cols = (index_range(b, v) for v in sizes)
     return b.cast(b.op("eq", b.op("unsqueeze", rows, axes=(1,)), cols), dt)
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from t2n.frontend.context import LoweringContext, norm_axis
+from t2n.frontend.helpers import from_tensor_data
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, DType, Value
 from t2n.ir.infer_utils import INT64_MAX
@@ -56,9 +57,28 @@ def view(ctx: LoweringContext) -> Value:
     dynamic axes the baked-size check then reports it."""
     target = ctx.shape_tensor(1)
     traced = ctx.traced_shape(0)
+    if target.known is None:
+        target = _data_sized_target(ctx, target)
     if target.known is None and traced is not None:
         target = ctx.b.ints(traced)
     return ctx.b.op("reshape", ctx.tensor(0), target)
+
+
+def _data_sized_target(ctx: LoweringContext, target: Value) -> Value:
+    """A target with one size computed from tensor data (``view(n, 3)`` with ``n`` an
+    input) is written with ``-1`` there; more than one such size is refused (no
+    traced size may stand for them: they change with the data)."""
+    items = ctx.raw(1)
+    if not isinstance(items, (list, tuple)):
+        return target
+    data = [i for i, v in enumerate(items) if isinstance(v, Value) and v.known is None and from_tensor_data(v)]
+    if not data:
+        return target
+    rest = [v for i, v in enumerate(items) if i not in data]
+    if len(data) > 1 or any(not isinstance(v, int) or v == -1 for v in rest):
+        raise ctx.unsupported("a reshape to several sizes computed from tensor data (each changes "
+                              "with the data, and only one can be inferred)")
+    return ctx.b.ints([-1 if i in data else int(v) for i, v in enumerate(items)])
 
 
 @RULES.rule("aten::view_as", "aten::reshape_as")

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.dims import Dim, Sym, SymbolicComparisonError, as_dim, decide, sym_max, sym_min
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import InferError, broadcast_shapes, same_dtype, tensor
 from t2n.ir.schema import InferContext, OpSchema, OpTable, Trait
@@ -107,22 +108,66 @@ def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray(np.where((a < 0) != (b < 0), -q, q))
 
 
+def _sym_trunc_div(a: Dim, b: Dim) -> Dim:
+    """Truncating division of sizes: the floor division where the numerator is provably
+    non-negative and the divisor positive (else the sign is unknown: undecidable)."""
+    if not isinstance(a, Sym) and not isinstance(b, Sym):
+        q = abs(int(a)) // abs(int(b))
+        return -q if (int(a) < 0) != (int(b) < 0) else q
+    if decide("ge", a, 0) and decide("gt", b, 0):
+        return a // b
+    raise SymbolicComparisonError(f"the sign of {a} / {b} is not known")
+
+
+def _on_dims(fn: Callable[[Dim, Dim], Dim]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``fn`` element by element over arrays of sizes (object arrays holding symbols)."""
+
+    def apply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.broadcast_arrays(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
+        out = np.empty(a.shape, dtype=object)
+        for i in np.ndindex(a.shape):
+            out[i] = fn(as_dim(a[i]), as_dim(b[i]))
+        return out
+
+    return apply
+
+
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype == object or b.dtype == object:
-        return np.asarray(a // b)
+        return _on_dims(_sym_trunc_div)(a, b)
     if np.issubdtype(a.dtype, np.integer):
         return _int_div(a, b)
     return np.asarray(a / b)
 
 
+def _floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype == object or b.dtype == object:
+        return _on_dims(lambda x, y: x // y)(a, b)
+    if np.issubdtype(a.dtype, np.integer):
+        return np.asarray(np.floor_divide(a, b))
+    return np.asarray(np.floor(a / b))
+
+
+def _extreme(fn: Callable[..., np.ndarray], sym: Callable[..., Dim]) -> Callable[..., np.ndarray]:
+    def apply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if a.dtype == object or b.dtype == object:
+            return _on_dims(sym)(a, b)
+        return np.asarray(fn(a, b))
+
+    return apply
+
+
 BINARY: dict[str, tuple[Callable[..., np.ndarray], frozenset[Trait]]] = {
     "add": (np.add, _EW_COMM), "sub": (np.subtract, _EW), "mul": (np.multiply, _EW_COMM),
-    "div": (_div, _EW), "pow": (np.power, _EW), "atan2": (np.arctan2, _EW),
-    "min": (np.minimum, _EW_COMM), "max": (np.maximum, _EW_COMM),
+    "div": (_div, _EW), "floor_div": (_floor_div, _EW), "pow": (np.power, _EW),
+    "atan2": (np.arctan2, _EW),
+    "min": (_extreme(np.minimum, sym_min), _EW_COMM), "max": (_extreme(np.maximum, sym_max), _EW_COMM),
     "and": (np.logical_and, _EW_COMM), "or": (np.logical_or, _EW_COMM),
     "xor": (np.logical_xor, _EW_COMM),
 }
-"""Binary ops; ``div`` on integers truncates toward zero; ``atan2(y, x)``."""
+"""Binary ops; ``div`` on integers truncates toward zero, ``floor_div`` rounds toward
+-inf (PyTorch's ``//`` and ``rounding_mode='floor'``); ``atan2(y, x)``. On sizes
+(symbolic known values) they follow :mod:`t2n.ir.dims`."""
 
 COMPARE: dict[str, Callable[..., np.ndarray]] = {
     "lt": np.less, "gt": np.greater, "le": np.less_equal, "ge": np.greater_equal,
@@ -133,12 +178,20 @@ for _name, (_fn, _traits) in BINARY.items():
     TABLE.add(OpSchema(_name, _binary, _keep(_fn), _traits))
 
 
-def _compare_eval(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapping[str, Any]], list[np.ndarray]]:
-    return lambda xs, a: [np.asarray(fn(*xs))]
+def _compare_eval(name: str, fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapping[str, Any]], list[np.ndarray]]:
+    """Comparisons of sizes are settled for every size the symbols may take, or raise
+    (the value is then unknown): ``Sym`` equality is structural, not numeric."""
+
+    def ev(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray]:
+        if any(x.dtype == object for x in xs):
+            return [_on_dims(lambda p, q: decide(name, p, q))(*xs).astype(bool)]
+        return [np.asarray(fn(*xs))]
+
+    return ev
 
 
 for _name, _fn in COMPARE.items():
-    TABLE.add(OpSchema(_name, _bool_out, _compare_eval(_fn), _EW))
+    TABLE.add(OpSchema(_name, _bool_out, _compare_eval(_name, _fn), _EW))
 
 
 def _bits(ctx: InferContext) -> list[TensorType]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from t2n.ir.dims import Dim, Sym, as_dim
+from t2n.ir.dims import Dim, Sym, as_dim, data_dim
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import (
     InferError,
@@ -152,8 +152,12 @@ def _expand_shape(in_shape: Sequence[Dim], target: Sequence[Dim]) -> list[Dim]:
         src = in_shape[i - lead] if i >= lead else 1
         if isinstance(t, int) and t == -1:
             out.append(src)
-        else:
+        elif isinstance(src, int) and isinstance(t, int):
             out.append(broadcast_dims(src, t))
+        else:
+            # the target size is the output size whenever the expand is valid (the
+            # source is 1 or already that size): never the source's size instead
+            out.append(t)
     return out
 
 
@@ -235,7 +239,9 @@ def _eval_range(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarr
 
 @TABLE.op("range", evaluate=_eval_range)
 def _range(ctx: InferContext) -> list[TensorType]:
-    """1-D arange(start, end, step) from three 0-d operands of one dtype."""
+    """1-D arange(start, end, step) from three 0-d operands of one dtype. Bounds computed
+    from tensor data need attr ``data_dim`` (a tag unique in the graph): the length is
+    then the data dimension of that tag (:func:`t2n.ir.dims.data_dim`)."""
     dtype = same_dtype(ctx, "range")
     ks = [ctx.known_or_none(i) for i in range(3)]
     if all(k is not None for k in ks):
@@ -245,6 +251,8 @@ def _range(ctx: InferContext) -> list[TensorType]:
         else:
             length = int(max(0, -(-(float(end) - float(start)) // float(step))))  # type: ignore[arg-type]
         return [tensor(dtype, [length])]
+    if ctx.attrs.get("data_dim"):
+        return [tensor(dtype, [data_dim(ctx.attrs["data_dim"])])]
     raise InferError("range: bounds must be known when the graph is built")
 
 

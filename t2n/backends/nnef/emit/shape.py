@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
-from t2n.ir import DType, Op
+from t2n.ir import DType, Op, Sym
+from t2n.ir.dims import Dim, is_data_symbol
 from t2n.ir.infer_utils import slice_dim
 
 COMMON = EmitterTable("shape")
@@ -20,7 +21,22 @@ def reshape(ctx: EmitContext, op: Op) -> None:
         else:
             ctx.emit(op.output, "squeeze", x, axes=list(range(x.rank)))
         return
-    ctx.emit(op.output, "reshape", x, shape=list(op.output.type.shape))
+    shape = list(op.output.type.shape)
+    data = [i for i, d in enumerate(shape) if _is_data_dim(d)]
+    if data:
+        # tract names a length computed from tensor data at run time only: it can keep
+        # such an axis whole (written -1) but cannot split or merge it
+        if len(data) > 1 or shape[data[0]] not in list(x.type.shape):
+            ctx.unsupported("a reshape that splits or merges an axis whose length is computed "
+                            "from tensor data (tract can only keep such an axis whole)")
+            return
+        shape[data[0]] = -1
+    ctx.emit(op.output, "reshape", x, shape=shape)
+
+
+def _is_data_dim(d: Dim) -> bool:
+    """A length computed from tensor data (:func:`t2n.ir.dims.data_dim`)."""
+    return isinstance(d, Sym) and any(is_data_symbol(s) for s in d.symbols())
 
 
 @COMMON.emitter("transpose")

@@ -18,7 +18,7 @@ from t2n.backends.nnef.emit.elementwise import (
     typed_literal,
 )
 from t2n.backends.tract.versions import F64_ABS, INT_DIV_BY_CONSTANT, INT_SIGN, tract_has
-from t2n.ir import DType, Op
+from t2n.ir import DType, Op, Value
 
 TRACT = EmitterTable("elementwise/tract")
 
@@ -149,13 +149,33 @@ def div_tract(ctx: EmitContext, op: Op) -> None:
     numerators (its rewrite into a multiply and shift), not towards zero: divide the
     magnitude, then restore the sign."""
     a, b = operands(ctx, op)
+    _truncated_div(ctx, op, op.output, a, b)
+
+
+def _truncated_div(ctx: EmitContext, op: Op, out: Value | str, a: Raw, b: Raw) -> str:
     dt = op.output.type.dtype
     if not dt.is_int or ctx.const_data(op.inputs[1]) is None or tract_has(ctx, INT_DIV_BY_CONSTANT):
-        ctx.emit(op.output, "div", a, b)
-        return
+        return ctx.emit(out, "div", a, b)
     negative = Raw(ctx.emit("idiv_neg", "lt", a, _int_literal(ctx, 0, dt)))
     magnitude = Raw(ctx.emit("idiv_mag", "div", Raw(ctx.call("neg", a)), b))
-    ctx.emit(op.output, "select", negative, Raw(ctx.call("neg", magnitude)), Raw(ctx.call("div", a, b)))
+    return ctx.emit(out, "select", negative, Raw(ctx.call("neg", magnitude)), Raw(ctx.call("div", a, b)))
+
+
+@TRACT.emitter("floor_div")
+def floor_div_tract(ctx: EmitContext, op: Op) -> None:
+    """Rounded toward -inf: floats floor the quotient; integers step the truncated
+    quotient down where it is inexact and the signs differ."""
+    a, b = operands(ctx, op)
+    dt = op.output.type.dtype
+    if not dt.is_int:
+        ctx.emit(op.output, "floor", Raw(ctx.emit("fdiv_q", "div", a, b)))
+        return
+    q = Raw(_truncated_div(ctx, op, "fdiv_q", a, b))
+    zero = _int_literal(ctx, 0, dt)
+    inexact = Raw(ctx.emit("fdiv_inexact", "ne", Raw(ctx.call("mul", q, b)), a))
+    signs = Raw(ctx.emit("fdiv_signs", "tract_core_xor", Raw(ctx.call("lt", a, zero)), Raw(ctx.call("lt", b, zero))))
+    step = Raw(ctx.emit("fdiv_step", "tract_core_cast", Raw(ctx.call("and", inexact, signs)), to=dt.value))
+    ctx.emit(op.output, "sub", q, step)
 
 
 @TRACT.emitter("abs")
