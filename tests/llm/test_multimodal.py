@@ -28,6 +28,7 @@ def _features(case: Case, pixels: tuple[torch.Tensor, ...]) -> np.ndarray:
     return case.features(pixels).numpy()
 
 
+@pytest.mark.slow  # about 5 s a family
 @pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "qwen3_vl", "voxtral"])
 def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) -> None:
     case = CASES[family]()
@@ -101,6 +102,7 @@ def test_a_multimodal_folder_without_weights_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_f16_generates_identically(tmp_path: Path) -> None:
     """An f16 export (its encoder takes f32 pixel values, as the processor gives them)
     generates what the f16 model generates in transformers."""

@@ -7,9 +7,12 @@ import json
 import runpy
 from pathlib import Path
 
+import pytest
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "multimodal_llm.py"
 
 
+@pytest.mark.slow
 def test_example_runs(tmp_path: Path) -> None:
     main = runpy.run_path(str(EXAMPLE))["main"]
     tokens = main(str(tmp_path / "out"))
