@@ -177,7 +177,9 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                overwrite: bool = False, merge_peft: str | os.PathLike[str] | None = None,
                force_inputs_dtype: str | None = None,
                sample_generation_total_size: int | None = None, window_kv_cache: bool = False) -> Path:
-    """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``.
+    """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``
+    (of ``multimodal.json`` for a vision- or audio-language model: see
+    :mod:`t2n.llm.multimodal`).
 
     ``model_or_dir``: a ``transformers`` ``*ForCausalLM`` model or a local checkpoint
     folder (``config.json`` + ``*.safetensors``; read with local files only, remote code
@@ -215,6 +217,23 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     check_total_size(sample_generation_total_size)
     check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm,
                     window_kv_cache=window_kv_cache)
+    from t2n.llm.multimodal.entry import export_multimodal_llm, is_multimodal
+    from t2n.llm.multimodal.export import TextLayout
+
+    if is_multimodal(model_or_dir):  # encoders, decoder and multimodal.json
+        return export_multimodal_llm(
+            model_or_dir, out, dtype=DTYPES[dtype] if dtype else None, verify=verify, naming=naming_scheme,
+            target=_target(tract_version, {"force_attention_inner_in_f32": force_f32_attention,
+                                           "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
+                                           "force_norm_in_f32": force_f32_normalization,
+                                           "reify_sdpa_operator": reify_sdpa_operator}, tract_check_io_tolerance),
+            text=TextLayout(write_modes, extension_lines), trust_remote_code=trust_remote_code, kv_cache=kv_cache,
+            options={"compression": compression, "merge_peft": merge_peft, "num_logits_to_keep": num_logits_to_keep,
+                     "force_inputs_dtype": force_inputs_dtype,
+                     "sample_generation_total_size": sample_generation_total_size,
+                     "reify_rope": reify_rope or None, "reify_rms_norm": reify_rms_norm or None,
+                     "window_kv_cache": window_kv_cache or None,
+                     "dump_with_tokenizer_and_conf": dump_with_tokenizer_and_conf or None})
     model, folder, shards = _resolve_model(model_or_dir, dtype, trust_remote_code, stream=merge_peft is None)
     if merge_peft is not None:
         from t2n.llm.peft import merge_adapter

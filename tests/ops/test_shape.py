@@ -154,3 +154,10 @@ def test_reverse_evaluator_is_torch_flip():
     x = np.arange(24).reshape(2, 3, 4)
     out = OpSet.default().get("reverse").evaluate([x], {"axes": (0, 2)})[0]
     assert np.array_equal(out, torch.flip(torch.from_numpy(x), (0, 2)).numpy())
+
+
+def test_slicing_the_one_piece_of_an_unbind():
+    """Iterating a tensor of one item gives one piece; slicing it (Pixtral's
+    ``[e[..., :h, :w] for e in patch_embeds]``) slices the tensor, not a list."""
+    check_export(Lambda(lambda x: [e[..., :2, 1:] for e in x][0].flatten(1)), (r(1, 3, 4, 4),),
+                 targets=("tract",))

@@ -53,14 +53,18 @@ def unpack(ctx: LoweringContext) -> Any:
     seq = ctx.raw(0)
     if isinstance(seq, Value):
         n = ctx.n_outputs
-        return tuple(
+        items = tuple(
             ctx.b.op("squeeze", ctx.b.op("slice", seq, ctx.b.ints([i]), ctx.b.ints([i + 1]),
                                          axes=(0,), steps=(1,)), axes=(0,))
             for i in range(n)
         )
-    if len(seq) != ctx.n_outputs:
+    elif len(seq) != ctx.n_outputs:
         raise ctx.unsupported(f"unpacking {len(seq)} items into {ctx.n_outputs}")
-    return tuple(seq)
+    else:
+        items = tuple(seq)
+    # one output holds the item itself, not a 1-tuple (a rule reading it as a list,
+    # e.g. slicing, would take the tuple for a list of sizes)
+    return items[0] if len(items) == 1 else items
 
 
 @RULES.rule("prim::TupleIndex", "aten::__getitem__", "prim::ListIndex")

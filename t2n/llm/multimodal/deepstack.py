@@ -1,0 +1,39 @@
+"""Qwen3-VL's DeepStack: beside the embeddings written at the placeholder tokens, the
+encoder returns one more stream of rows per DeepStack layer of its tower; the ``i``-th is
+added at the placeholder tokens to the output of decoder layer ``i``. The model adds them
+with boolean-mask indexing (a data-dependent shape); here they are written with the
+placeholder scatter onto zeros and added, the same sums."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from t2n.llm.multimodal.mrope import interleaved_frequencies
+from t2n.llm.multimodal.scatter import scatter_at_placeholders
+
+
+def forward_with_deepstack(model: Any, embeds: torch.Tensor, is_placeholder: torch.Tensor,
+                           streams: list[torch.Tensor], **kwargs: Any) -> Any:
+    """The model's decoder and head on ``embeds`` with ``streams`` added after its first
+    layers; an output with ``logits`` and ``past_key_values``."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    language = model.model.language_model
+
+    def add_rows(hidden: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        return hidden + scatter_at_placeholders(torch.zeros_like(hidden), mask, rows)
+
+    rotary = language.rotary_emb
+    # this call only (the instances' own methods after): the DeepStack sums, and the
+    # interleaved rotary frequencies written as a selection (see mrope)
+    language._deepstack_process = add_rows
+    rotary.recomposition_frequencies = interleaved_frequencies(list(rotary.mrope_section))
+    try:
+        out = language(inputs_embeds=embeds, visual_pos_masks=is_placeholder, deepstack_visual_embeds=streams,
+                       **kwargs)
+    finally:
+        del language._deepstack_process
+        del rotary.recomposition_frequencies
+    return CausalLMOutputWithPast(logits=model.lm_head(out.last_hidden_state), past_key_values=out.past_key_values)

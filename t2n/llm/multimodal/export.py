@@ -1,0 +1,189 @@
+"""``export_multimodal``: a vision-language (or audio-language) model of ``transformers``
+to a set of tract artifacts tied by a manifest:
+
+- ``OUT/<modality>/model.nnef.tgz``: the encoder (raw input → one embedding row per
+  placeholder token), checked in tract against the model's own features;
+- ``OUT/decoder/``: the LLM layout (``model/model.nnef.tgz``, ``modes.json``) of a graph
+  that takes ``in_<modality>_embeddings`` beside ``input_ids`` and the KV cache and writes
+  them at the placeholder tokens;
+- ``OUT/multimodal.json``: the decoder's path, and per encoder its modality, path,
+  placeholder token id and outputs (name, the decoder input each feeds, symbolic shape,
+  dtype)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import torch
+
+from t2n.errors import InvalidArgumentError
+from t2n.llm.multimodal.families import Family, family_of
+from t2n.llm.multimodal.wrappers import EmbeddingsDecoder, EncoderWrapper
+
+LOG = logging.getLogger(__name__)
+
+MANIFEST = "multimodal.json"
+SYMBOLS = {"image": "IMG", "audio": "AUD"}
+"""The symbol of the number of embedding rows, per modality."""
+
+
+@attrs.frozen
+class TextLayout:
+    """What the decoder shares with the text export's layout, handed over by
+    ``t2n.llm.export`` (which dispatches here): its ``modes.json`` writer and its
+    ``tract_assert`` lines."""
+
+    write_modes: Callable[..., None]
+    extension_lines: Callable[..., list[str]]
+
+
+def embeddings_names(modality: str) -> tuple[str, str]:
+    """(encoder output, decoder input) names of a modality's embeddings."""
+    return f"out_{modality}_embeddings", f"in_{modality}_embeddings"
+
+
+def deepstack_names(model: torch.nn.Module, family: Family) -> list[tuple[str, str]]:
+    """(encoder output, decoder input) names of the DeepStack streams, in layer order."""
+    count = family.deepstack(model) if family.deepstack is not None else 0
+    return [(f"out_{family.modality}_deepstack_{i}", f"in_{family.modality}_deepstack_{i}") for i in range(count)]
+
+
+def _config(model: torch.nn.Module) -> Any:
+    return model.config
+
+
+def placeholder_of(model: torch.nn.Module, family: Family) -> int:
+    config: Any = model.config
+    value = getattr(config, family.placeholder_attr, None)
+    if not isinstance(value, int):
+        raise InvalidArgumentError(
+            f"{type(model).__name__}'s config has no integer {family.placeholder_attr!r}: the decoder "
+            "cannot place the encoder's embeddings without the placeholder token id; set it in config.json")
+    return value
+
+
+def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: Any, *, verify: bool,
+                   naming: str) -> Path:
+    """``OUT/<modality>/model.nnef.tgz``, checked in tract on the example input (``verify``)."""
+    from t2n.driver.export import export_model
+    from t2n.options import compile_options, write_options
+
+    wrapper = EncoderWrapper(model, family).eval()
+    example = family.example(model)
+    path = out / family.modality / "model.nnef.tgz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    LOG.info("exporting the %s encoder of %s to %s", family.modality, type(model).__name__, path)
+    options = compile_options(target, input_names=list(family.input_names),
+                              output_names=[embeddings_names(family.modality)[0],
+                                            *(o for o, _ in deepstack_names(model, family))],
+                              dynamic_axes=family.dynamic_axes, nnef_variable_naming_scheme=naming,
+                              check_io=verify)
+    with torch.no_grad():
+        export_model(wrapper, example, write_options(path), options)
+    return path
+
+
+def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: Any, text: TextLayout, *,
+                   verify: bool, naming: str) -> Path:
+    """``OUT/decoder/``: the LLM layout with the embeddings as the last input."""
+    from t2n.driver.export import export_model
+    from t2n.llm.wrapper import cache_layout
+    from t2n.options import compile_options, write_options
+
+    placeholder = placeholder_of(model, family)
+    layout = cache_layout(model)
+    text_config: Any = _config(model).get_text_config()
+    hidden = int(text_config.hidden_size)
+    embeddings = model.get_input_embeddings()  # type: ignore[operator]
+    vocab = int(embeddings.weight.shape[0])
+    wrapper = EmbeddingsDecoder(model, family, placeholder).eval()
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, min(vocab, placeholder), (1, 5), generator=generator)
+    ids[0, 1:3] = placeholder  # two placeholder tokens among text
+    rows = torch.randn((2, hidden), generator=generator, dtype=layout.dtype)
+    name_in = embeddings_names(family.modality)[1]
+    delta_in: list[str] = []
+    delta_out: list[str] = []
+    delta: tuple[torch.Tensor, ...] = ()
+    if family.grid is not None:
+        from t2n.llm.multimodal.mrope import DELTA_IN, DELTA_OUT
+
+        rows_per_image = family.grid(model)[0] * family.grid(model)[1]
+        ids = torch.cat([ids[:, :1], torch.full((1, rows_per_image), placeholder), ids[:, 3:]], dim=1)
+        rows = torch.randn((rows_per_image, hidden), generator=generator, dtype=layout.dtype)
+        delta_in, delta_out, delta = [DELTA_IN], [DELTA_OUT], (torch.tensor([-3]),)
+    deep_in = [i for _, i in deepstack_names(model, family)]
+    deep = tuple(torch.randn(rows.shape, generator=generator, dtype=layout.dtype) for _ in deep_in)
+    example = (ids, *layout.empty_cache(2, random=True), *delta, rows, *deep)
+    axes = {**layout.dynamic_axes(), **{n: {0: SYMBOLS[family.modality]} for n in (name_in, *deep_in)}}
+    decoder = out / "decoder"
+    (decoder / "model").mkdir(parents=True, exist_ok=True)
+    path = decoder / "model" / "model.nnef.tgz"
+    LOG.info("exporting the decoder of %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
+    options = compile_options(
+        target, input_names=[*layout.input_names(), *delta_in, name_in, *deep_in],
+        output_names=[*layout.output_names(), *delta_out],
+        dynamic_axes=axes, custom_extensions=text.extension_lines(text_config, layout.has_past()),
+        nnef_variable_naming_scheme=naming, check_io=verify)
+    with torch.no_grad():
+        export_model(wrapper, example, write_options(path), options)
+    text.write_modes(layout, text_config, decoder, samples=False)
+    modes = json.loads((decoder / "modes.json").read_text())
+    modes["inputs"] += [*delta_in, name_in, *deep_in]
+    modes["outputs"] += delta_out
+    if delta_in:
+        modes["rope_delta"] = {"input": delta_in[0], "output": delta_out[0], "shape": [1], "dtype": "int64",
+                               "description": "the shift of the 3-D rotary positions by the images so far: "
+                                              "[0] for a new sequence, then fed back like the cache"}
+    modes["embeddings"] = {"input": name_in, "placeholder_token_id": placeholder,
+                           "shape": [SYMBOLS[family.modality], hidden],
+                           **({"deepstack": {name: layer for layer, name in enumerate(deep_in)}} if deep_in else {})}
+    (decoder / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
+    return path
+
+
+def write_manifest(model: torch.nn.Module, families: list[Family], out: Path) -> Path:
+    """``OUT/multimodal.json`` (see the module)."""
+    text_config: Any = _config(model).get_text_config()
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")  # bf16 is exported as f16
+    hidden = int(text_config.hidden_size)
+    encoders = []
+    for family in families:
+        name_out, name_in = embeddings_names(family.modality)
+        entry: dict[str, Any] = {
+            "modality": family.modality, "path": f"{family.modality}/model.nnef.tgz",
+            "placeholder_token_id": placeholder_of(model, family),
+            "inputs": list(family.input_names),
+            "outputs": [{"name": name_out, "feeds": name_in,
+                         "shape": [SYMBOLS[family.modality], hidden], "dtype": dtype}]}
+        deep = deepstack_names(model, family)
+        if deep:  # added at the placeholder tokens to the output of decoder layer i
+            entry["deepstack"] = [{"layer": i, "name": o, "feeds": n, "shape": [SYMBOLS[family.modality], hidden],
+                                   "dtype": dtype} for i, (o, n) in enumerate(deep)]
+        if family.fixed:
+            entry["fixed_at_export"] = family.fixed
+        encoders.append(entry)
+    manifest = {"format": "t2n-multimodal/1",
+                "decoder": {"path": "decoder/model/model.nnef.tgz", "modes": "decoder/modes.json"},
+                "encoders": encoders}
+    path = out / MANIFEST
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    return path
+
+
+def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: TextLayout, *, verify: bool = True,
+                      naming: str = "natural_verbose") -> Path:
+    """Export ``model`` (a multimodal family of :mod:`t2n.llm.multimodal.families`) into
+    ``out``; returns the manifest's path."""
+    family = family_of(model)
+    if family is None:
+        raise InvalidArgumentError(f"{type(model).__name__} is not a multimodal family t2n exports")
+    model = model.eval()
+    export_encoder(model, family, out, target, verify=verify, naming=naming)
+    export_decoder(model, family, out, target, text, verify=verify, naming=naming)
+    return write_manifest(model, [family], out)

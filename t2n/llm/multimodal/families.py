@@ -1,0 +1,195 @@
+"""What differs between multimodal families: how the encoder is called on its raw input
+(pixel values, audio features), which config field names the placeholder token, what
+the decoder needs beside the embeddings (Gemma 3's bidirectional image spans), and the
+sizes of the example input the encoder is traced on.
+
+A family is found by the model's class name; its encoder is the model's own
+``get_image_features`` (vision tower and projector), so the encoder artifact computes
+exactly what the model feeds its decoder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import torch
+
+
+def _pooled(features: Any) -> torch.Tensor:
+    """The projected features of a ``get_*_features`` call (an output object or a tensor)."""
+    out = getattr(features, "pooler_output", features)
+    if isinstance(out, (list, tuple)):
+        return torch.cat(list(out), dim=0)
+    assert isinstance(out, torch.Tensor)
+    return out
+
+
+@attrs.frozen
+class Family:
+    """One multimodal family: ``modality`` (``image``, ``audio``), the config field of the
+    placeholder token, the encoder's input names and example inputs (from the model),
+    the encoder call, the dynamic axes of those inputs, and whether image tokens attend
+    each other both ways (passed to the decoder as ``token_type_ids``)."""
+
+    name: str
+    modality: str
+    placeholder_attr: str
+    input_names: tuple[str, ...]
+    example: Callable[[torch.nn.Module], tuple[torch.Tensor, ...]]
+    encode: Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]
+    dynamic_axes: dict[str, dict[int, str]] = attrs.field(factory=dict)
+    token_types: bool = False
+    fixed: str = ""
+    """What the encoder's artifact fixes at export (said in the manifest), if anything."""
+    deepstack: Callable[[torch.nn.Module], int] | None = None
+    """How many DeepStack streams the encoder also returns (Qwen3-VL): the ``i``-th is
+    added at the placeholder tokens to the output of decoder layer ``i``."""
+    grid: Callable[[torch.nn.Module], tuple[int, int]] | None = None
+    """The merged patch grid (rows, columns) of an image, fixed at export, for a decoder
+    with 3-D rotary positions (Qwen2.5-VL): see :mod:`t2n.llm.multimodal.mrope`."""
+
+
+def _image_size(model: torch.nn.Module) -> int:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    return int(vision.image_size)
+
+
+def _gemma3_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    size = _image_size(model)
+    return (torch.randn((1, 3, size, size), generator=torch.Generator().manual_seed(0)),)
+
+
+def _gemma3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    return _pooled(model.get_image_features(pixel_values, return_dict=True))
+
+
+GEMMA3 = Family("gemma3", "image", "image_token_id", ("pixel_values",), _gemma3_example, _gemma3_encode,
+                dynamic_axes={"pixel_values": {0: "IMAGES"}}, token_types=True)
+
+def _idefics3_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    size = _image_size(model)
+    return (torch.randn((1, 3, size, size), generator=torch.Generator().manual_seed(0)),)
+
+
+def _idefics3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    """The vision model and connector on real (not padding) images of full size: the
+    model's own ``get_image_features`` drops all-zero padding images and builds the patch
+    mask from ``pixel_attention_mask`` in Python, which a graph cannot do."""
+    inner = model.model
+    hidden = inner.vision_model(pixel_values=pixel_values.to(inner.dtype), return_dict=True).last_hidden_state
+    return _pooled(inner.connector(hidden))
+
+
+IDEFICS3 = Family("idefics3", "image", "image_token_id", ("pixel_values",), _idefics3_example, _idefics3_encode,
+                  dynamic_axes={"pixel_values": {0: "IMAGES"}},
+                  fixed="pixel_values are the real images (tiles) of full size, [IMAGES, 3, H, W]: drop the "
+                        "all-zero padding images of the processor's [1, IMAGES, 3, H, W] and its "
+                        "pixel_attention_mask (every pixel is taken as real)")
+
+def _mistral3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    """Pixtral's tower (2-D rotary over the patch grid) and the patch merger, for one image
+    of the traced size: ``image_sizes`` sets the grid in Python, so it is fixed."""
+    sizes = [(int(pixel_values.shape[-2]), int(pixel_values.shape[-1]))]
+    return _pooled(model.get_image_features(pixel_values, image_sizes=sizes,
+                                            vision_feature_layer=model.config.vision_feature_layer,
+                                            return_dict=True))
+
+
+MISTRAL3 = Family("mistral3", "image", "image_token_id", ("pixel_values",), _gemma3_example, _mistral3_encode,
+                  fixed="one image of image_size x image_size pixels, [1, 3, H, W] (the processor's "
+                        "image_sizes): Pixtral's patch grid is fixed at export")
+
+def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
+    """The patch grid (rows, columns) an image is exported at: two attention windows a
+    side (224 x 224 pixels for Qwen2.5-VL's 14 px patches and 112 px windows); for
+    Qwen3-VL (no windows) the grid of its learned position embeddings (48 x 48 patches)."""
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    learned = getattr(vision, "num_position_embeddings", None)
+    if getattr(vision, "window_size", None) is None and isinstance(learned, int):
+        side = int(round(learned ** 0.5))
+        return side, side
+    side = 2 * max(1, int(getattr(vision, "window_size", 0) or 0) // int(vision.patch_size))
+    side = max(side, 2 * int(vision.spatial_merge_size))
+    return side, side
+
+
+def _qwen_merged_grid(model: torch.nn.Module) -> tuple[int, int]:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    rows, columns = qwen_patch_grid(model)
+    return rows // int(vision.spatial_merge_size), columns // int(vision.spatial_merge_size)
+
+
+def _qwen_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    rows, columns = qwen_patch_grid(model)
+    width = int(vision.in_channels) * int(vision.temporal_patch_size) * int(vision.patch_size) ** 2
+    return (torch.randn((rows * columns, width), generator=torch.Generator().manual_seed(0)),)
+
+
+def _qwen_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    """The vision tower (window attention, 2-D rotary) and merger on one image of the grid
+    fixed at export: ``image_grid_thw`` sets the windows and positions in Python."""
+    rows, columns = qwen_patch_grid(model)
+    grid = torch.tensor([[1, rows, columns]])
+    return _pooled(model.get_image_features(pixel_values, image_grid_thw=grid, return_dict=True))
+
+
+QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), _qwen_example, _qwen_encode,
+                    fixed="one image of the patch grid fixed at export (image_grid_thw [1, H, W] of "
+                          "qwen_patch_grid: two attention windows a side), pixel_values [H * W, C * T * P * P]: "
+                          "the windows, 2-D positions and merge order are computed from the grid in Python",
+                    grid=_qwen_merged_grid)
+
+def _voxtral_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    audio: Any = model.config.audio_config  # type: ignore[union-attr]
+    shape = (1, int(audio.num_mel_bins), 2 * int(audio.max_source_positions))
+    return (torch.randn(shape, generator=torch.Generator().manual_seed(0)),)
+
+
+def _voxtral_encode(model: Any, input_features: torch.Tensor) -> torch.Tensor:
+    return _pooled(model.get_audio_features(input_features, return_dict=True))
+
+
+VOXTRAL = Family("voxtral", "audio", "audio_token_id", ("input_features",), _voxtral_example, _voxtral_encode,
+                 dynamic_axes={"input_features": {0: "CLIPS"}},
+                 fixed="clips of the Whisper encoder's fixed length: input_features [CLIPS, mel bins, "
+                       "2 * max_source_positions] (30 s each, as the processor pads them)")
+
+def _qwen3_vl_encode(model: Any, pixel_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The tower and merger (the embeddings), and the DeepStack mergers' features of
+    the layers ``deepstack_visual_indexes`` names, at the grid fixed at export."""
+    rows, columns = qwen_patch_grid(model)
+    out = model.get_image_features(pixel_values, image_grid_thw=torch.tensor([[1, rows, columns]]), return_dict=True)
+    deep = [torch.cat(list(f), dim=0) if isinstance(f, (list, tuple)) else f for f in out.deepstack_features]
+    return (_pooled(out), *deep)
+
+
+def _qwen3_vl_streams(model: torch.nn.Module) -> int:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    return len(vision.deepstack_visual_indexes)
+
+
+QWEN3_VL = Family("qwen3_vl", "image", "image_token_id", ("pixel_values",), _qwen_example, _qwen3_vl_encode,
+                  fixed="one image of the patch grid fixed at export (image_grid_thw [1, H, W] of "
+                        "qwen_patch_grid: the grid of the learned position embeddings), pixel_values "
+                        "[H * W, C * T * P * P]", grid=_qwen_merged_grid, deepstack=_qwen3_vl_streams)
+
+FAMILIES: dict[str, Family] = {
+    "Qwen3VLForConditionalGeneration": QWEN3_VL,
+    "VoxtralForConditionalGeneration": VOXTRAL,
+    "Qwen2_5_VLForConditionalGeneration": QWEN2_5_VL,
+    "Mistral3ForConditionalGeneration": MISTRAL3,
+    "Gemma3ForConditionalGeneration": GEMMA3,
+    "Idefics3ForConditionalGeneration": IDEFICS3,
+    "SmolVLMForConditionalGeneration": IDEFICS3,
+}
+"""The proven families, by the model class of ``transformers``."""
+
+
+def family_of(model: torch.nn.Module) -> Family | None:
+    return FAMILIES.get(type(model).__name__)
+
+
+def is_multimodal_class(name: str) -> bool:
+    return name in FAMILIES

@@ -1,0 +1,86 @@
+"""The modules traced for a multimodal export: the encoder (raw input in, one embedding
+row per placeholder token out) and the decoder (tokens, the explicit KV cache and the
+embeddings of this call's placeholder tokens in; logits and the grown cache out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from t2n.llm.multimodal.families import Family
+from t2n.llm.multimodal.scatter import placeholder_mask, scatter_at_placeholders, text_ids
+
+
+class EncoderWrapper(torch.nn.Module):
+    """``forward(*raw)`` → ``[N, hidden]``: the model's own features for the decoder,
+    the rows of every image (or audio clip) one after the other."""
+
+    def __init__(self, model: torch.nn.Module, family: Family) -> None:
+        super().__init__()
+        self.model = model
+        self.family = family
+
+    def forward(self, *raw: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        features = self.family.encode(self.model, *raw)
+        if isinstance(features, tuple):  # the embeddings, then the DeepStack streams
+            return tuple(f.reshape(-1, f.shape[-1]) for f in features)
+        return features.reshape(-1, features.shape[-1])
+
+
+class EmbeddingsDecoder(torch.nn.Module):
+    """``forward(input_ids, k_0, v_0, ..., [rope_delta,] embeddings, [deepstack_0, ...])`` →
+    ``(logits, k_0', v_0', ...
+    [, rope_delta'])`` (the shift of 3-D rotary positions: see :mod:`t2n.llm.multimodal.mrope`):
+    the model's decoder on the token embeddings with ``embeddings`` written at the
+    placeholder tokens (see :mod:`t2n.llm.multimodal.scatter`)."""
+
+    def __init__(self, model: torch.nn.Module, family: Family, placeholder: int) -> None:
+        super().__init__()
+        self.model = model
+        self.family = family
+        self.placeholder = placeholder
+
+    def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache
+
+        streams = self.family.deepstack(self.model) if self.family.deepstack is not None else 0
+        deep = list(rest[len(rest) - streams:])
+        rest = rest[:len(rest) - streams]
+        delta = None
+        if self.family.grid is not None:
+            *past, delta, rows = rest
+        else:
+            *past, rows = rest
+        model: Any = self.model
+        table = model.get_input_embeddings()
+        embeds = table(text_ids(input_ids, self.placeholder, int(table.weight.shape[0])))
+        is_placeholder = placeholder_mask(input_ids, self.placeholder, rows)
+        embeds = scatter_at_placeholders(embeds, is_placeholder, rows)
+        cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)])
+        past_length = past[0].shape[2]
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0) + past_length
+        grown_delta: tuple[torch.Tensor, ...] = ()
+        if delta is not None and self.family.grid is not None:  # 3-D rotary positions
+            from t2n.llm.multimodal.mrope import mrope_positions
+
+            positions, new_delta = mrope_positions(is_placeholder, past_length, delta, self.family.grid(self.model))
+            grown_delta = (new_delta,)
+        extra: dict[str, Any] = {}
+        if self.family.token_types:  # the image tokens of this call attend each other both ways
+            from t2n.llm.multimodal.masks import mask_mapping
+
+            extra["attention_mask"] = mask_mapping(is_placeholder, past_length, model.config.get_text_config(),
+                                                   embeds.dtype)
+        if deep:
+            from t2n.llm.multimodal.deepstack import forward_with_deepstack
+
+            out = forward_with_deepstack(model, embeds, is_placeholder, deep, past_key_values=cache,
+                                         position_ids=positions, use_cache=True)
+        else:
+            out = model(inputs_embeds=embeds, past_key_values=cache, position_ids=positions, use_cache=True,
+                        **extra)
+        grown: list[torch.Tensor] = []
+        for layer in out.past_key_values.layers:
+            grown += [layer.keys, layer.values]
+        return (out.logits, *grown, *grown_delta)

@@ -1,0 +1,119 @@
+"""Vision-language models exported as encoder + decoder + ``multimodal.json``: each
+encoder computes in tract the model's own image features, and the decoder generates in
+tract, with an image and without, the tokens of transformers' ``generate(do_sample=False)``
+given the same pixel values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from t2n.llm import export_llm
+from t2n.llm.multimodal.generate import (
+    tract_encode,
+    tract_multimodal_generate,
+    tract_prefill_logits,
+)
+
+from .tiny_multimodal import CASES, Case
+
+NEW_TOKENS = 8
+
+
+def _features(case: Case, pixels: tuple[torch.Tensor, ...]) -> np.ndarray:
+    return case.features(pixels).numpy()
+
+
+@pytest.mark.slow  # about 5 s a family
+@pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "qwen3_vl", "voxtral"])
+def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) -> None:
+    case = CASES[family]()
+    out = tmp_path / "out"
+    manifest_path = export_llm(case.model, out)
+    assert manifest_path == out / "multimodal.json"
+    manifest = json.loads(manifest_path.read_text())
+    (encoder,) = manifest["encoders"]
+    modality = case.modality
+    placeholder = int(getattr(case.model.config, f"{modality}_token_id"))
+    assert encoder["modality"] == modality and encoder["placeholder_token_id"] == placeholder
+    assert encoder["outputs"][0]["feeds"] == f"in_{modality}_embeddings"
+    assert (out / encoder["path"]).is_file() and (out / manifest["decoder"]["path"]).is_file()
+    modes = json.loads((out / manifest["decoder"]["modes"]).read_text())
+    assert modes["inputs"][0] == "input_ids" and modes["embeddings"]["input"] == f"in_{modality}_embeddings"
+    deepstack = [d["feeds"] for d in encoder.get("deepstack", [])]
+    assert modes["inputs"][-1 - len(deepstack):] == [f"in_{modality}_embeddings", *deepstack]
+
+    # the encoder on other pixel values than it was traced on: the model's own features
+    other = tuple(p + 0.5 * torch.randn(p.shape, generator=torch.Generator().manual_seed(9)) for p in case.pixels)
+    np.testing.assert_allclose(tract_encode(out, *(p.numpy() for p in other), modality=modality), _features(case, other),
+                               rtol=1e-4, atol=1e-4)
+    assert int((case.image_prompt == placeholder).sum()) == _features(case, case.pixels).shape[0]
+
+    # the prefill's logits with the image (bidirectional image spans included)
+    logits = tract_prefill_logits(out, case.image_prompt, *(p.numpy() for p in case.pixels), modality=modality)
+    np.testing.assert_allclose(logits, case.reference_logits(case.image_prompt).numpy(), rtol=1e-3, atol=1e-3)
+
+    with_image = tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *(p.numpy() for p in case.pixels),
+                                           modality=modality)
+    assert with_image == case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+    text_only = tract_multimodal_generate(out, case.text_prompt, NEW_TOKENS)
+    assert text_only == case.reference_tokens(case.text_prompt, NEW_TOKENS, with_image=False)
+
+
+def test_options_it_does_not_take_are_refused_by_name(tmp_path: Path) -> None:
+    from t2n.errors import InvalidArgumentError
+
+    model = CASES["gemma3"]().model
+    for options, named in (({"kv_cache": "stateful"}, "kv_cache='stateful'"),
+                           ({"compression": "min_max_q4_0"}, "compression")):
+        with pytest.raises(InvalidArgumentError, match=named):
+            export_llm(model, tmp_path / "out", **options)  # type: ignore[arg-type]
+        assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_cli_exports_a_multimodal_folder(tmp_path: Path) -> None:
+    """``t2n llm --local-dir`` on an Idefics3 checkpoint folder writes the manifest, and
+    the artifacts generate what the saved model generates."""
+    from cli.cli_support import make_runner
+
+    case = CASES["idefics3"]()
+    case.model.save_pretrained(tmp_path / "checkpoint")
+    out = tmp_path / "out"
+    done = make_runner()("llm", "--local-dir", str(tmp_path / "checkpoint"), "--export-dirpath", str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {out / 'multimodal.json'}" in done.stdout
+    pixels = [p.numpy() for p in case.pixels]
+    assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
+        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+
+
+def test_a_multimodal_folder_without_weights_is_refused(tmp_path: Path) -> None:
+    from t2n.errors import CheckpointFolderError
+
+    case = CASES["idefics3"]()
+    case.model.config.save_pretrained(tmp_path / "checkpoint")
+    with pytest.raises(CheckpointFolderError, match="safetensors"):
+        export_llm(tmp_path / "checkpoint", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_f16_generates_identically(tmp_path: Path) -> None:
+    """An f16 export (its encoder takes f32 pixel values, as the processor gives them)
+    generates what the f16 model generates in transformers."""
+    case = CASES["idefics3"]()
+    case.model.to(torch.float16)
+    out = tmp_path / "out"
+    export_llm(case.model, out, dtype="f16", tract_check_io_tolerance="very")
+    modes = json.loads((out / "decoder" / "modes.json").read_text())
+    assert modes["cache"]["dtype"] == "float16"
+    pixels = [p.numpy() for p in case.pixels]
+    half = Case(case.model, case.image_prompt, case.text_prompt, case.pixels,
+                {"pixel_values": case.pixels[0][None].half()})
+    assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
+        half.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)

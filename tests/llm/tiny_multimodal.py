@@ -1,0 +1,190 @@
+"""Tiny random-init vision-language models (1-2 layers, hidden 32-64, images of 28 px),
+with the prompts and pixel values the tests feed them, and transformers' greedy tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import torch
+
+TEXT = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, max_position_embeddings=128, initializer_range=0.2)
+
+
+@attrs.frozen
+class Case:
+    """A tiny model, its image prompt (placeholders for one image), its text prompt, the
+    pixel values of one image, and the extra keywords its ``generate`` takes."""
+
+    model: Any
+    image_prompt: torch.Tensor
+    text_prompt: torch.Tensor
+    pixels: tuple[torch.Tensor, ...]
+    generate_kwargs: dict[str, Any]
+    model_pixels: Any = None
+    """The model's ``pixel_values`` from the encoder's (None: the same)."""
+    feature_kwargs: dict[str, Any] = attrs.field(factory=dict)
+    modality: str = "image"
+
+    def features(self, pixels: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """The model's own ``get_image_features`` for the encoder's inputs, one row per token."""
+        given = pixels[0] if self.model_pixels is None else self.model_pixels(pixels[0])
+        with torch.no_grad():
+            features = getattr(self.model, f"get_{self.modality}_features")
+            out = _pooled(features(given, return_dict=True, **self.feature_kwargs))
+        return out.reshape(-1, out.shape[-1])
+
+    def reference_tokens(self, prompt: torch.Tensor, count: int, with_image: bool) -> list[int]:
+        extra = {**self.generate_kwargs_for(prompt)} if with_image else {}
+        from transformers import GenerationConfig
+
+        # no end-of-sequence token: greedy choices all along, as tract's generation makes them
+        self.model.generation_config.eos_token_id = None
+        config = GenerationConfig(max_new_tokens=count, do_sample=False, pad_token_id=0)
+        with torch.no_grad():
+            out = self.model.generate(prompt, generation_config=config, attention_mask=torch.ones_like(prompt),
+                                      **extra)
+        assert out.shape[1] == prompt.shape[1] + count
+        return [int(t) for t in out[0, prompt.shape[1]:]]
+
+    def generate_kwargs_for(self, prompt: torch.Tensor) -> dict[str, Any]:
+        return {k: (v(prompt) if callable(v) else v) for k, v in self.generate_kwargs.items()}
+
+    def reference_logits(self, prompt: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.model(input_ids=prompt, **self.generate_kwargs_for(prompt)).logits
+
+
+def _pooled(features: Any) -> torch.Tensor:
+    out = features.pooler_output
+    return torch.cat(list(out)) if isinstance(out, (list, tuple)) else out
+
+
+def _pixels(shape: tuple[int, ...], seed: int) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+def gemma3(seed: int = 3, image_seed: int = 5) -> Case:
+    """Gemma 3: a SigLIP tower (28 px, 7 px patches: 16 patches) pooled to 4 image tokens,
+    a sliding and a full attention layer; the image token (95) inside the vocabulary."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    config = tf.Gemma3Config(
+        # a smaller initialisation than the others: Gemma's scaled embeddings saturate at 0.2
+        text_config={**TEXT, "initializer_range": 0.05, "sliding_window": 4,
+                     "layer_types": ["sliding_attention", "full_attention"]},
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                           image_size=28, patch_size=7),
+        mm_tokens_per_image=4, image_token_id=90, boi_token_id=91, eoi_token_id=92)
+    model = tf.Gemma3ForConditionalGeneration(config).eval()
+    with torch.no_grad():  # initialised to zeros: random, so that the image matters
+        model.model.multi_modal_projector.mm_input_projection_weight.normal_(0, 0.2)
+    image_prompt = torch.tensor([[2, 5, 91, 90, 90, 90, 90, 92, 7, 8]])
+    return Case(model, image_prompt, torch.tensor([[2, 5, 7, 8, 11]]), (_pixels((1, 3, 28, 28), image_seed),),
+                {"pixel_values": (_pixels((1, 3, 28, 28), image_seed)),
+                 "token_type_ids": lambda p: (p == 90).long()})
+
+
+def _vision(**extra: Any) -> dict[str, Any]:
+    return dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=28,
+                patch_size=7, **extra)
+
+
+def idefics3(seed: int = 0, image_seed: int = 5, smolvlm: bool = False) -> Case:
+    """Idefics3 (SmolVLM): a 28 px image, 16 patches shuffled by 2 into 4 image tokens, a
+    Llama decoder. Its pixel values are ``[1, images, 3, H, W]``; the encoder takes
+    ``[images, 3, H, W]``."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    config_cls, model_cls = ((tf.SmolVLMConfig, tf.SmolVLMForConditionalGeneration) if smolvlm
+                             else (tf.Idefics3Config, tf.Idefics3ForConditionalGeneration))
+    config = config_cls(text_config={**text, "model_type": "llama"}, vision_config=_vision(), scale_factor=2,
+                        image_token_id=90)
+    model = model_cls(config).eval()
+    pixels = _pixels((1, 3, 28, 28), image_seed)
+    return Case(model, torch.tensor([[2, 5, 90, 90, 90, 90, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels[None]}, model_pixels=lambda p: p[None])
+
+
+def mistral3(seed: int = 0, image_seed: int = 5) -> Case:
+    """Mistral 3: a Pixtral tower (28 px, 16 patches, 2-D rotary) merged by 2 into 4 image
+    tokens, a Mistral decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    config = tf.Mistral3Config(text_config={**TEXT, "model_type": "mistral"},
+                               vision_config=_vision(model_type="pixtral", head_dim=16), spatial_merge_size=2,
+                               image_token_id=90)
+    model = tf.Mistral3ForConditionalGeneration(config).eval()
+    pixels = _pixels((1, 3, 28, 28), image_seed)
+    sizes = torch.tensor([[28, 28]])
+    return Case(model, torch.tensor([[2, 5, 90, 90, 90, 90, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels, "image_sizes": sizes},
+                feature_kwargs={"image_sizes": sizes})
+
+
+def qwen2_5_vl(seed: int = 0, image_seed: int = 5) -> Case:
+    """Qwen2.5-VL: an image of 8 x 8 patches of 7 px (two 28 px attention windows a side,
+    a windowed and a full attention block), merged by 2 into 16 image tokens; 3-D rotary
+    positions in the decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    config = tf.Qwen2_5_VLConfig(
+        text_config={**text, "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3],
+                                                 "rope_theta": 10000.0}},
+        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                           patch_size=7, spatial_merge_size=2, temporal_patch_size=2, window_size=28,
+                           fullatt_block_indexes=[1]),
+        image_token_id=90, vision_start_token_id=91, vision_end_token_id=92)
+    model = tf.Qwen2_5_VLForConditionalGeneration(config).eval()
+    pixels = _pixels((64, 3 * 2 * 7 * 7), image_seed)
+    grid = torch.tensor([[1, 8, 8]])
+    return Case(model, torch.tensor([[2, 5, 91, *[90] * 16, 92, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels, "image_grid_thw": grid, "mm_token_type_ids": lambda p: (p == 90).int()},
+                feature_kwargs={"image_grid_thw": grid})
+
+
+def voxtral(seed: int = 0, clip_seed: int = 5) -> Case:
+    """Voxtral: a Whisper-like audio encoder (16 mel bins, 32 frames, strided to 16) whose
+    frames are stacked by 4 into 4 audio tokens, a Llama decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    audio = dict(hidden_size=32, intermediate_size=128, num_hidden_layers=1, num_attention_heads=2, num_mel_bins=16,
+                 max_source_positions=16)
+    config = tf.VoxtralConfig(text_config={**TEXT, "model_type": "llama"}, audio_config=audio, audio_token_id=90)
+    model = tf.VoxtralForConditionalGeneration(config).eval()
+    clip = _pixels((1, 16, 32), clip_seed)
+    return Case(model, torch.tensor([[2, 5, 90, 90, 90, 90, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (clip,),
+                {"input_features": clip}, modality="audio")
+
+
+def qwen3_vl(seed: int = 0, image_seed: int = 5) -> Case:
+    """Qwen3-VL: an image of 8 x 8 patches of 7 px (the grid of its 64 learned position
+    embeddings), merged by 2 into 16 image tokens, two DeepStack streams added after the
+    two decoder layers; interleaved 3-D rotary positions in the decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    config = tf.Qwen3VLConfig(
+        text_config={**TEXT, "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3],
+                                                 "mrope_interleaved": True, "rope_theta": 10000.0}},
+        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                           patch_size=7, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
+                           deepstack_visual_indexes=[0, 1]),
+        image_token_id=90, vision_start_token_id=91, vision_end_token_id=92)
+    model = tf.Qwen3VLForConditionalGeneration(config).eval()
+    pixels = _pixels((64, 3 * 2 * 7 * 7), image_seed)
+    grid = torch.tensor([[1, 8, 8]])
+    return Case(model, torch.tensor([[2, 5, 91, *[90] * 16, 92, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels, "image_grid_thw": grid, "mm_token_type_ids": lambda p: (p == 90).int()},
+                feature_kwargs={"image_grid_thw": grid})
+
+
+CASES = {"qwen3_vl": qwen3_vl, "voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}
