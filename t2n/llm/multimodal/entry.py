@@ -4,6 +4,7 @@ as encoders, decoder and manifest (see :mod:`t2n.llm.multimodal.export`)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -18,7 +19,10 @@ from t2n.llm.multimodal.families import FAMILIES, family_of
 UNSUPPORTED_OPTIONS = ("compression", "merge_peft", "num_logits_to_keep", "force_inputs_dtype",
                        "sample_generation_total_size", "reify_rope", "reify_rms_norm", "window_kv_cache",
                        "dump_with_tokenizer_and_conf")
-"""``export_llm`` options the multimodal export does not take yet (refused by name)."""
+"""``export_llm`` options the multimodal export does not take yet (refused by name;
+``num_logits_to_keep`` only above 1: its decoder returns every position's logits)."""
+
+LOG = logging.getLogger(__name__)
 
 
 MODEL_TYPES = {"gemma3": "Gemma3ForConditionalGeneration", "idefics3": "Idefics3ForConditionalGeneration",
@@ -69,7 +73,11 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
     What this call creates is removed if the export fails."""
     from t2n.llm.multimodal.export import export_multimodal
 
-    given = [name for name in UNSUPPORTED_OPTIONS if options.get(name) is not None]
+    given = [name for name in UNSUPPORTED_OPTIONS if options.get(name) is not None
+             and not (name == "num_logits_to_keep" and options[name] in (0, 1))]
+    if options.get("num_logits_to_keep") == 1:
+        LOG.info("the multimodal decoder returns the logits of every position (num_logits_to_keep=1, "
+                 "the text models' default, is not applied to it yet)")
     if kv_cache != "explicit":
         given.append(f"kv_cache={kv_cache!r}")
     if given:

@@ -57,10 +57,11 @@ def _scan(a: Args) -> list[TensorVal]:
     return out
 
 
-@TRACT.op("tract_core_gru_seq", "x, r = 0.0, b = 0.0, initial_h = 0.0, hidden = 0, chunk = 1, has_bias = 0, "
+@TRACT.op("tract_core_gru_seq", "x, w = 0.0, r = 0.0, b = 0.0, initial_h = 0.0, hidden = 0, chunk = 1, has_bias = 0, "
                               "reset_every_turn = 0, emit_y = 1, projected = 0")
 def _gru_seq(a: Args) -> list[TensorVal]:
-    """x is [batch, time, 3·hidden]; y is [batch, time, hidden], the last h [batch, 1, hidden]."""
+    """x is [batch, time, 3·hidden] (or [batch, time, input] with ``w`` when tract projects
+    it); y is [batch, time, hidden], the last h [batch, 1, hidden]."""
     x, h = a.tensor("x"), a.integer("hidden")
     return [tensor(x.dtype, [x.shape[0], x.shape[1], h]), tensor(x.dtype, [x.shape[0], 1, h])]
 
