@@ -42,7 +42,8 @@ def test_an_llm_with_an_explicit_cache_keeps_its_cache_symbol(tmp_path: Path) ->
 
     from t2n.llm.export import export_llm
 
-    path = export_llm(tiny_model("llama"), tmp_path / "out", kv_cache="explicit", verify=False)
+    path = export_llm(tiny_model("llama"), tmp_path / "out", kv_cache="explicit", verify=False,
+                      num_logits_to_keep=0)  # every position: the logits follow the token symbol
     original = t2n.read(path)
     model = t2n.read(path).remodel({"renamed_symbols": {"tokens": ["S"], "past": ["P"]},
                                     "outputs_keep": ["outputs"]}, verify=True)
