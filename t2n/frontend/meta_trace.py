@@ -35,6 +35,7 @@ from t2n.frontend.io import flatten
 from t2n.frontend.specialization import data_inputs, user_frame
 from t2n.frontend.trace import TracedModel, trace_module
 from t2n.frontend.trace_watch import _CONVERSIONS, _FACTORIES
+from t2n.frontend.value_walk import ValueWalk
 
 
 def _stand_in(t: torch.Tensor) -> torch.Tensor:
@@ -121,16 +122,12 @@ def _tensors_of(data: Any) -> list[torch.Tensor]:
 
 def _stand_in_source(value: torch._C.Value, params: dict[int, str]) -> str | None:
     """Walk the traced graph back from ``value``: the stand-in it reads data from."""
-    stack, seen = [value], set()
-    while stack:
-        v = stack.pop()
-        if v.unique() in seen:
-            continue
-        seen.add(v.unique())
+    walk = ValueWalk(value)
+    for v in walk:
         if v.unique() in params:
             return params[v.unique()]
         if v.node().kind() != "prim::Param":
-            stack.extend(data_inputs(v))
+            walk.push(data_inputs(v))
     return None
 
 

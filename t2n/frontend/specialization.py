@@ -27,6 +27,7 @@ import torch
 
 from t2n.errors import SpecializedTraceError
 from t2n.frontend import torch_private
+from t2n.frontend.value_walk import ValueWalk
 
 
 class SpecializedTraceWarning(UserWarning):
@@ -104,17 +105,13 @@ class InputDependence:
 
     def reaches(self, value: torch._C.Value, index: int) -> bool:
         """Whether ``value`` is computed (through data or sizes) from model input ``index``."""
-        stack, seen = [value], set()
-        while stack:
-            v = stack.pop()
-            if v.unique() in seen:
-                continue
-            seen.add(v.unique())
+        walk = ValueWalk(value)
+        for v in walk:
             if v.node().kind() == "prim::Param":
                 if v.offset() == index:
                     return True
                 continue
-            stack.extend(v.node().inputs())
+            walk.push(v.node().inputs())
         return False
 
 
@@ -142,19 +139,15 @@ class SizeDependence:
 
     def __call__(self, value: torch._C.Value) -> frozenset[tuple[int, int | None]]:
         found: set[tuple[int, int | None]] = set()
-        stack, seen = [value], set()
-        while stack:
-            v = stack.pop()
-            if v.unique() in seen:
-                continue
-            seen.add(v.unique())
+        walk = ValueWalk(value)
+        for v in walk:
             node = v.node()
             if node.kind() in _SIZE_QUERIES:
                 found |= self._read_sizes(node)
                 continue
             if node.kind() == "prim::Param":
                 continue
-            stack.extend(node.inputs())
+            walk.push(node.inputs())
         return frozenset(found)
 
     def _read_sizes(self, node: torch._C.Node) -> set[tuple[int, int | None]]:

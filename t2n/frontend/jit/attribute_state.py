@@ -38,6 +38,7 @@ import torch
 from t2n.errors import AttributeStateError
 from t2n.frontend.context import source_of
 from t2n.frontend.jit.graph_edit import all_nodes
+from t2n.frontend.value_walk import ValueWalk
 
 log = logging.getLogger("t2n.frontend")
 
@@ -149,18 +150,14 @@ def _alias_effects(node: torch._C.Node) -> tuple[set[int], set[int]]:
 
 def _written_in_place(start: torch._C.Value) -> bool:
     """Whether an op writes ``start`` (or a view of it) in place."""
-    todo, seen = [start], set()
-    while todo:
-        v = todo.pop()
-        if v.unique() in seen:
-            continue
-        seen.add(v.unique())
+    walk = ValueWalk(start)
+    for v in walk:
         for use in v.uses():
             writes, views = _alias_effects(use.user)
             if use.offset in writes:
                 return True
             if use.offset in views:
-                todo.extend(o for o in use.user.outputs() if o.type().kind() == "TensorType")
+                walk.push(o for o in use.user.outputs() if o.type().kind() == "TensorType")
     return False
 
 
@@ -315,12 +312,8 @@ def _declared_types(graph: torch._C.Graph, attributes: list[StateAttribute]) -> 
 def _influences(start: torch._C.Value, own_slot: int, final: torch._C.Node) -> bool:
     """Whether ``start`` (a scalar attribute's value before the call) reaches anything but
     its own final value: an output, another attribute, a branch or loop condition."""
-    todo, seen = [start], set()
-    while todo:
-        v = todo.pop()
-        if v.unique() in seen:
-            continue
-        seen.add(v.unique())
+    walk = ValueWalk(start)
+    for v in walk:
         for use in v.uses():
             user = use.user
             if user.kind() == "prim::TupleConstruct" and user.output().unique() == final.output().unique():
@@ -333,9 +326,9 @@ def _influences(start: torch._C.Value, own_slot: int, final: torch._C.Node) -> b
                 owner = user.owningBlock().owningNode()
                 if owner is None:
                     return True
-                todo.extend(owner.outputs())
+                walk.push(owner.outputs())
                 continue
-            todo.extend(user.outputs())
+            walk.push(user.outputs())
     return False
 
 

@@ -18,10 +18,9 @@ import numpy as np
 from t2n.frontend.complex_tensors import Complex, conjugate, constant, from_parts, of_real, part
 from t2n.frontend.context import LoweringContext, norm_axis
 from t2n.frontend.helpers import dim_value
-from t2n.frontend.lowering.shape import bound, concat_shape, shape_part, slice_axis
+from t2n.frontend.lowering.shape import concat_shape, shape_part, slice_arguments, slice_axis
 from t2n.frontend.registry import RuleInfo, RuleSet
 from t2n.ir import Builder, DType, Value
-from t2n.ir.infer_utils import INT64_MAX
 
 COMPLEX = RuleSet("complex")
 
@@ -254,16 +253,11 @@ def flatten(ctx: LoweringContext) -> Complex:
 @COMPLEX.rule("aten::slice")
 def slice_(ctx: LoweringContext) -> Complex:
     z = _z(ctx, 0)
-    axis = norm_axis(ctx.int(1), z.rank) if not ctx.is_none(1) else 0
-    step = ctx.int(4) if ctx.n_inputs > 4 and not ctx.is_none(4) else 1
-    start = ctx.optional(2) if ctx.n_inputs > 2 else None
-    end = ctx.optional(3) if ctx.n_inputs > 3 else None
-    if isinstance(end, int) and end >= INT64_MAX // 2:
-        end = None
-    if start in (None, 0) and end is None and step == 1:
+    sliced = slice_arguments(ctx, z.rank)
+    if sliced is None:
         return z
-    return Complex(ctx.b.op("slice", z.pair, bound(ctx, start, 0), bound(ctx, end, INT64_MAX),
-                            axes=(axis,), steps=(step,)))
+    axis, start, end, step = sliced
+    return Complex(ctx.b.op("slice", z.pair, start, end, axes=(axis,), steps=(step,)))
 
 
 @COMPLEX.rule("aten::select")

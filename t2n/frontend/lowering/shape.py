@@ -177,16 +177,25 @@ def slice_(ctx: LoweringContext) -> Any:
         start, end, step = (ctx.optional(i) if ctx.n_inputs > i else None for i in (1, 2, 3))
         return list(items)[start:end:step]
     x = ctx.tensor(0)
-    axis = ctx.axis(1, x.rank) if not ctx.is_none(1) else 0
+    sliced = slice_arguments(ctx, x.rank)
+    if sliced is None:
+        return x
+    axis, start, end, step = sliced
+    return ctx.b.op("slice", x, start, end, axes=(axis,), steps=(step,))
+
+
+def slice_arguments(ctx: LoweringContext, rank: int) -> tuple[int, Value, Value, int] | None:
+    """``aten::slice``'s axis, start and end bounds and step over a tensor of ``rank``
+    (PyTorch's "to the end" sentinel as no end), or ``None`` when it keeps everything."""
+    axis = ctx.axis(1, rank) if not ctx.is_none(1) else 0
     step = ctx.int(4) if ctx.n_inputs > 4 and not ctx.is_none(4) else 1
     start = ctx.optional(2) if ctx.n_inputs > 2 else None
     end = ctx.optional(3) if ctx.n_inputs > 3 else None
     if isinstance(end, int) and end >= INT64_MAX // 2:
         end = None
     if start in (None, 0) and end is None and step == 1:
-        return x
-    return ctx.b.op("slice", x, bound(ctx, start, 0), bound(ctx, end, INT64_MAX),
-                    axes=(axis,), steps=(step,))
+        return None
+    return axis, bound(ctx, start, 0), bound(ctx, end, INT64_MAX), step
 
 
 @RULES.rule("aten::select")
