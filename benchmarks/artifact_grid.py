@@ -53,8 +53,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks import artifact_speed as speed
-from benchmarks import peer
+from benchmarks import peer, speed_engines
 from benchmarks.grid_models import build, parse
 
 CAP = 4_000_000
@@ -214,12 +213,12 @@ class Store:
                 np.savez(d / "io.npz", reference=ref, **{f"input{i}": a.numpy() for i, a in enumerate(args)})
                 torch.save({"model": cell, "state": model.state_dict(), "args": args}, d / "case.pt")
                 (d / "cell.txt").write_text(cell)
-            if speed.onnx_missing() is None and not (d / "model.onnx").exists() and not (d / "onnx_error.txt").exists():
+            if speed_engines.onnx_missing() is None and not (d / "model.onnx").exists() and not (d / "onnx_error.txt").exists():
                 model, args = build(cell)
-                made = speed._export_onnx(model, args, d / "model.onnx")
+                made = speed_engines.export_onnx(model, args, d / "model.onnx")
                 if isinstance(made, str):
                     (d / "onnx_error.txt").write_text(made)
-            if speed.peer_missing(self.venv) is None and not (d / "peer" / "peer_outcome.txt").exists():
+            if speed_engines.peer_missing(self.venv) is None and not (d / "peer" / "peer_outcome.txt").exists():
                 (d / "peer").mkdir(exist_ok=True)
                 todo.append([str(d / "case.pt"), str(d / "peer")])
         if todo:
@@ -262,7 +261,7 @@ def export_t2n(cell: str, path: Path) -> tuple[Path, list[str]] | str:
             warnings.simplefilter("ignore")
             art = t2n.export(model, args, path, target=t2n.TractNNEF.latest())
     except Exception as exc:  # the table names the cells t2n could not export
-        return f"{type(exc).__name__}: {speed._first_line(exc)}"
+        return f"{type(exc).__name__}: {speed_engines.first_line(exc)}"
     return path, list(art.rendered.registries)
 
 
@@ -280,11 +279,11 @@ def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str,
     if isinstance(t2n_art, str):
         sources["t2n"] = t2n_art
     else:
-        sources["t2n"] = (speed._nnef_loader(tract, t2n_art[1]), t2n_art[0])
+        sources["t2n"] = (speed_engines.nnef_loader(tract, t2n_art[1]), t2n_art[0])
     onnx_path, peer_path = store.onnx(cell), store.peer(cell)
     sources["onnx"] = (tract.onnx(), onnx_path) if isinstance(onnx_path, Path) else onnx_path
     if isinstance(peer_path, Path):
-        sources["peer"] = (speed._nnef_loader(tract, speed._registries(peer_path)), peer_path)
+        sources["peer"] = (speed_engines.nnef_loader(tract, speed_engines.registries(peer_path)), peer_path)
     else:
         sources["peer"] = peer_path
     for side, src in sources.items():
@@ -296,7 +295,7 @@ def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str,
         try:
             runnables[side], load = _quickest_load(*src)
         except Exception as exc:  # tract refused the file: recorded
-            out[side] = {"error": f"tract could not load it: {speed._first_line(exc)}"}
+            out[side] = {"error": f"tract could not load it: {speed_engines.first_line(exc)}"}
             continue
         out[side] = {"load": load}
     if runnables:
@@ -304,11 +303,11 @@ def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str,
             medians, first = time_interleaved(runnables, inputs, runs, min_seconds)
         except Exception as exc:  # a runnable failed at run time: recorded for every side
             for side in runnables:
-                out[side] = {"error": f"tract could not run it: {speed._first_line(exc)}"}
+                out[side] = {"error": f"tract could not run it: {speed_engines.first_line(exc)}"}
             return out
         for side in runnables:
             out[side]["run"] = medians[side]
-            wrong = speed._mismatch(first[side], reference)
+            wrong = speed_engines.mismatch(first[side], reference)
             if wrong:
                 out[side]["mismatch"] = wrong
     return out
@@ -503,8 +502,8 @@ def write_doc(doc: Path, text: str) -> None:
     block = f"{GRID_BEGIN}\n{text}{GRID_END}"
     if GRID_BEGIN in old and GRID_END in old:
         new = old[:old.index(GRID_BEGIN)] + block + old[old.index(GRID_END) + len(GRID_END):]
-    elif speed.KEEP in old:
-        at = old.index(speed.KEEP) + len(speed.KEEP)
+    elif speed_engines.KEEP in old:
+        at = old.index(speed_engines.KEEP) + len(speed_engines.KEEP)
         new = old[:at] + "\n\n" + block + "\n" + old[at:]
     else:
         new = old + "\n" + block + "\n"
@@ -528,7 +527,7 @@ def main(argv: Sequence[str]) -> str:
     parser.add_argument("--json", type=Path, help="write every measurement there")
     parser.add_argument("--baseline", type=Path, help="a --json file of an earlier run: its worst ratios as 'before'")
     parser.add_argument("--list", action="store_true", help="print the cells and stop")
-    parser.add_argument("--write", action="store_true", help=f"write the table in {speed.DOC.name}")
+    parser.add_argument("--write", action="store_true", help=f"write the table in {speed_engines.DOC.name}")
     ns = parser.parse_args(argv)
     if ns.quick:
         ns.points, ns.repeat, ns.extra, ns.min_seconds, ns.runs = 1, 1, 0, 0.05, 3
@@ -548,11 +547,11 @@ def main(argv: Sequence[str]) -> str:
     if ns.baseline:
         saved = json.loads(ns.baseline.read_text())
         before = summarize([tuple(c) for c in saved["cells"]], saved["results"])  # type: ignore[misc]
-    notes = [n for n in (speed.onnx_missing(), speed.peer_missing(ns.peer_venv)) if n]
+    notes = [n for n in (speed_engines.onnx_missing(), speed_engines.peer_missing(ns.peer_venv)) if n]
     text = header(argv, results, seconds) + table(summary, before) + "".join(f"\n{n}\n" for n in notes)
     print(text)
     if ns.json:
         ns.json.write_text(json.dumps({"argv": list(argv), "cells": cells, "results": results}, indent=1))
     if ns.write:
-        write_doc(speed.DOC, text)
+        write_doc(speed_engines.DOC, text)
     return text

@@ -34,11 +34,8 @@ layer whose form t2n chooses, and reports the worst ratio per case
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import re
 import statistics
-import tarfile
 import tempfile
 import time
 import warnings
@@ -51,10 +48,19 @@ import torch
 
 import t2n
 from benchmarks import peer
+from benchmarks.speed_engines import (
+    DOC,
+    KEEP,
+    export_onnx,
+    first_line,
+    mismatch,
+    nnef_loader,
+    onnx_missing,
+    peer_missing,
+    registries,
+)
 from benchmarks.speed_models import MODELS, build
 
-DOC = Path(__file__).with_name("RESULTS_ARTIFACT_SPEED.md")
-KEEP = "<!-- --write replaces everything above this line and keeps what follows -->"
 PEER = "torch_to_nnef"
 SIDES = ("t2n", "onnx", "peer")
 
@@ -71,38 +77,11 @@ ALTERNATIVES: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
 """Row name → (model, ``TractNNEF`` options, passes by name)."""
 
 
-def onnx_missing() -> str | None:
-    """Why the ONNX columns cannot be filled, or None when they can."""
-    try:
-        importlib.import_module("onnx")
-    except ImportError:
-        return "the `onnx` package is not installed (pip install 't2n[bench]'): ONNX columns skipped"
-    return None
-
-
 def _passes(names: Sequence[str]) -> list[Any]:
     from t2n.passes.reify_transformers import ReifyRmsNorm, ReifyRope
 
     known = {"reify-rope": ReifyRope, "reify-rms-norm": ReifyRmsNorm}
     return [known[n]() for n in names]
-
-
-def _registries(path: Path) -> list[str]:
-    """The tract registries an NNEF archive's ``graph.nnef`` declares (``extension tract_registry X``)."""
-    with tarfile.open(path) as tar:
-        member = next(m for m in tar.getmembers() if m.name.endswith("graph.nnef"))
-        handle = tar.extractfile(member)
-        text = handle.read().decode() if handle else ""
-    return re.findall(r"extension\s+tract_registry\s+(\w+)", text)
-
-
-def _nnef_loader(tract: Any, registries: Sequence[str]) -> Any:
-    loader = tract.nnef()
-    for reg in registries:
-        method = {"tract_transformers": "with_tract_transformers", "tract_extra": "with_tract_extra"}.get(reg)
-        if method is not None:
-            loader = getattr(loader, method)()
-    return loader
 
 
 def _load(loader: Any, path: Path) -> tuple[Any, float]:
@@ -141,28 +120,6 @@ def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], r
     return {k: statistics.median(v) for k, v in times.items()}, first
 
 
-def _export_onnx(model: torch.nn.Module, args: tuple[torch.Tensor, ...], path: Path) -> Path | str:
-    """The ONNX file, or why torch.onnx refused the model (one line)."""
-    try:
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17)
-    except Exception as exc:  # the table says which model torch.onnx refused, and why
-        return f"{type(exc).__name__}: {_first_line(exc)}"
-    return path
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:200] if lines else ""
-
-
-def peer_missing(venv: Path) -> str | None:
-    """Why the peer columns cannot be filled, or None when they can."""
-    found = peer.program(venv, "python")
-    return f"{PEER} columns n/a: {found}" if isinstance(found, str) else None
-
-
 def _export_peer(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], folder: Path,
                  venv: Path) -> Path | str:
     """The peer's artifact of the same model (its weights and inputs handed over in a
@@ -193,19 +150,11 @@ class Peers:
             with torch.no_grad():
                 made: dict[str, Any] = {"reference": model(*args).numpy()}
             if onnx_missing() is None:
-                made["onnx"] = _export_onnx(model, args, sub / "model.onnx")
+                made["onnx"] = export_onnx(model, args, sub / "model.onnx")
             if peer_missing(self.venv) is None:
                 made["peer"] = _export_peer(name, model, args, sub / "peer", self.venv)
             self.made[name] = made
         return self.made[name]
-
-
-def _mismatch(got: np.ndarray, want: np.ndarray) -> str | None:
-    """Why an artifact's output is not PyTorch's (shape, or an error beyond f32 rounding), or None."""
-    if got.shape != want.shape:
-        return f"output shape {list(got.shape)}, PyTorch's {list(want.shape)}"
-    err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
-    return f"max abs error {err:.2g} against PyTorch" if err > 1e-3 * max(1.0, float(np.max(np.abs(want)))) else None
 
 
 def _load_peers(tract: Any, made: dict[str, Any], row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
@@ -217,11 +166,11 @@ def _load_peers(tract: Any, made: dict[str, Any], row: dict[str, Any]) -> tuple[
         if isinstance(path, str):
             row[f"{side}_error"] = path
         elif path is not None:
-            loader = tract.onnx() if side == "onnx" else _nnef_loader(tract, _registries(path))
+            loader = tract.onnx() if side == "onnx" else nnef_loader(tract, registries(path))
             try:
                 runnables[side], loads[side] = _load(loader, path)
             except Exception as exc:  # tract refused the file: the table says so
-                row[f"{side}_error"] = f"tract could not load it: {_first_line(exc)}"
+                row[f"{side}_error"] = f"tract could not load it: {first_line(exc)}"
     return runnables, loads
 
 
@@ -238,12 +187,12 @@ def measure(name: str, runs: int, tmp: Path, peers: Peers, min_seconds: float = 
                          passes=_passes(passes))
     made = peers.get(model_name, model, args)
     runnables, loads = _load_peers(tract, made, row)
-    runnables["t2n"], loads["t2n"] = _load(_nnef_loader(tract, art.rendered.registries), tmp / "model.nnef.tar")
+    runnables["t2n"], loads["t2n"] = _load(nnef_loader(tract, art.rendered.registries), tmp / "model.nnef.tar")
     order = {k: runnables[k] for k in SIDES if k in runnables}
     medians, first = _time_interleaved(order, inputs, runs, min_seconds)
     for k in order:
         row[k] = {"load": loads[k], "run": medians[k]}
-        wrong = _mismatch(first[k], made["reference"])
+        wrong = mismatch(first[k], made["reference"])
         if wrong:
             row.setdefault("mismatch", []).append(f"{k}: {wrong}")
     return row

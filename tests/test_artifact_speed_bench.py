@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import artifact_speed, peer
+from benchmarks import artifact_speed, peer, speed_engines
 
 
 def _row(text: str, start: str) -> list[str]:
@@ -90,20 +90,20 @@ def test_best_peer_is_the_faster_of_onnx_and_the_nnef_exporter():
 
 def test_an_output_unlike_pytorch_is_caught():
     want = np.ones((2, 3), np.float32)
-    assert artifact_speed._mismatch(want + 1e-6, want) is None
-    assert "max abs error 0.1" in (artifact_speed._mismatch(want + 0.1, want) or "")
-    assert "output shape [3, 2]" in (artifact_speed._mismatch(want.T, want) or "")
+    assert speed_engines.mismatch(want + 1e-6, want) is None
+    assert "max abs error 0.1" in (speed_engines.mismatch(want + 0.1, want) or "")
+    assert "output shape [3, 2]" in (speed_engines.mismatch(want.T, want) or "")
 
 
 def test_write_replaces_the_table_and_keeps_the_notes_after_the_keep_line(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "onnx", None)
     doc = tmp_path / "speed.md"
-    doc.write_text(f"# old table\n| stale | row |\n\n{artifact_speed.KEEP}\n\n## Before\n\nhand-written\n")
+    doc.write_text(f"# old table\n| stale | row |\n\n{speed_engines.KEEP}\n\n## Before\n\nhand-written\n")
     monkeypatch.setattr(artifact_speed, "DOC", doc)
     text = artifact_speed.main(["--only", "cumsum", "--runs", "1", "--min-seconds", "0", "--peer-venv", str(tmp_path / "none"), "--write"])
     written = doc.read_text()
     assert "stale" not in written and text in written
-    assert written.endswith(f"{artifact_speed.KEEP}\n\n## Before\n\nhand-written\n")
+    assert written.endswith(f"{speed_engines.KEEP}\n\n## Before\n\nhand-written\n")
 
 
 def test_results_md_section_shows_each_ratio_and_links_the_full_file(tmp_path):
@@ -112,7 +112,7 @@ def test_results_md_section_shows_each_ratio_and_links_the_full_file(tmp_path):
     rows = [{"model": "gru", "t2n": {"load": 0.007, "run": 0.0017}, "onnx": {"load": 0.011, "run": 0.0016},
              "peer": {"load": 0.011, "run": 0.0020}}]
     doc.write_text(artifact_speed.table(rows) + "| lstm | 1 | 2 | 3 | 4 | 0.98 |\n"
-                   f"\n{artifact_speed.KEEP}\n| old | 1 | 2 | 3 | 4 | 9.99 |\n")
+                   f"\n{speed_engines.KEEP}\n| old | 1 | 2 | 3 | 4 | 9.99 |\n")
     section = "\n".join(artifact_speed.results_section(doc))
     assert "| gru | 1.06 | 1.06 |" in section and "| lstm | 0.98 | n/a |" in section and "9.99" not in section
     assert "[RESULTS_ARTIFACT_SPEED.md](RESULTS_ARTIFACT_SPEED.md)" in section

@@ -1,0 +1,81 @@
+"""What the artifact-speed benchmarks share: where results are written, making the ONNX
+and peer artifacts, loading NNEF with the registries it declares, and checking outputs.
+Used by :mod:`benchmarks.artifact_speed` (the model rows) and :mod:`benchmarks.artifact_grid`
+(the grids of shapes)."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import tarfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchmarks import peer
+
+DOC = Path(__file__).with_name("RESULTS_ARTIFACT_SPEED.md")
+
+
+KEEP = "<!-- --write replaces everything above this line and keeps what follows -->"
+
+
+def onnx_missing() -> str | None:
+    """Why the ONNX columns cannot be filled, or None when they can."""
+    try:
+        importlib.import_module("onnx")
+    except ImportError:
+        return "the `onnx` package is not installed (pip install 't2n[bench]'): ONNX columns skipped"
+    return None
+
+
+def registries(path: Path) -> list[str]:
+    """The tract registries an NNEF archive's ``graph.nnef`` declares (``extension tract_registry X``)."""
+    with tarfile.open(path) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("graph.nnef"))
+        handle = tar.extractfile(member)
+        text = handle.read().decode() if handle else ""
+    return re.findall(r"extension\s+tract_registry\s+(\w+)", text)
+
+
+def nnef_loader(tract: Any, registries: Sequence[str]) -> Any:
+    loader = tract.nnef()
+    for reg in registries:
+        method = {"tract_transformers": "with_tract_transformers", "tract_extra": "with_tract_extra"}.get(reg)
+        if method is not None:
+            loader = getattr(loader, method)()
+    return loader
+
+
+def export_onnx(model: torch.nn.Module, args: tuple[torch.Tensor, ...], path: Path) -> Path | str:
+    """The ONNX file, or why torch.onnx refused the model (one line)."""
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17)
+    except Exception as exc:  # the table says which model torch.onnx refused, and why
+        return f"{type(exc).__name__}: {first_line(exc)}"
+    return path
+
+
+def first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:200] if lines else ""
+
+
+def peer_missing(venv: Path) -> str | None:
+    """Why the peer columns cannot be filled, or None when they can."""
+    found = peer.program(venv, "python")
+    return f"torch_to_nnef columns n/a: {found}" if isinstance(found, str) else None
+
+
+def mismatch(got: np.ndarray, want: np.ndarray) -> str | None:
+    """Why an artifact's output is not PyTorch's (shape, or an error beyond f32 rounding), or None."""
+    if got.shape != want.shape:
+        return f"output shape {list(got.shape)}, PyTorch's {list(want.shape)}"
+    err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+    return f"max abs error {err:.2g} against PyTorch" if err > 1e-3 * max(1.0, float(np.max(np.abs(want)))) else None
