@@ -8,10 +8,9 @@ from collections.abc import Mapping
 
 import attrs
 
-from t2n.errors import RemodelPlanError
 from t2n.ir import Graph
 from t2n.passes.base import Pass, PassResult
-from t2n.passes.remodel.symbols import graph_symbols, substitute_symbols
+from t2n.passes.remodel.symbols import require_symbols, substitute_symbols
 
 
 def _as_dict(m: Mapping[str, int]) -> dict[str, int]:
@@ -25,11 +24,7 @@ class EvalSymbols(Pass):
     name = "eval-symbols"
 
     def run(self, graph: Graph) -> PassResult:
-        present = graph_symbols(graph)
-        for s in self.sizes:
-            if s not in present:
-                raise RemodelPlanError(self.key, f"the graph has no symbol {s} (it has "
-                                                 f"{', '.join(sorted(present)) or 'none'})")
+        require_symbols(graph, self.sizes, self.key)
         before = graph.edits
         rewritten = substitute_symbols(graph, self.sizes)
         return PassResult(graph, graph.edits != before, {"symbols_fixed": len(self.sizes), "rewritten": rewritten})

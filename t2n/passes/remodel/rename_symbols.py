@@ -12,7 +12,7 @@ from t2n.errors import RemodelPlanError
 from t2n.ir import Graph, Sym
 from t2n.passes.base import Pass, PassResult
 from t2n.passes.remodel.common import input_names, output_names
-from t2n.passes.remodel.symbols import graph_symbols, substitute_symbols
+from t2n.passes.remodel.symbols import require_symbols, substitute_symbols
 
 
 def _as_dict(m: Mapping[str, str]) -> dict[str, str]:
@@ -28,11 +28,7 @@ class RenameSymbols(Pass):
     name = "renamed-symbols"
 
     def run(self, graph: Graph) -> PassResult:
-        present = graph_symbols(graph)
-        missing = sorted(set(self.renames) - present)
-        if missing:
-            raise RemodelPlanError(self.key, f"the graph has no symbol {', '.join(missing)} (it has "
-                                             f"{', '.join(sorted(present)) or 'none'})")
+        require_symbols(graph, self.renames, self.key)
         tensors = set(input_names(graph)) | set(output_names(graph))
         clash = sorted(set(self.renames.values()) & tensors)
         if clash:

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from t2n.errors import RemodelPlanError
 from t2n.ir import ArrayData, Graph, Shape, Sym, TensorData
 from t2n.ir.dims import Dim, DimParseError, parse_dim
 
@@ -142,6 +143,15 @@ def _rewrite(scenario: str | None, body: str, bindings: Mapping[str, Dim]) -> st
 def graph_symbols(graph: Graph) -> frozenset[str]:
     """The symbols of the graph's types and known sizes (those the renderer declares)."""
     return frozenset().union(*(v.symbols() for v in graph.values()))
+
+
+def require_symbols(graph: Graph, names: Iterable[str], key: str) -> None:
+    """Refuse, as a plan error under ``key``, symbol names the graph does not have."""
+    present = graph_symbols(graph)
+    missing = sorted(set(names) - present)
+    if missing:
+        raise RemodelPlanError(key, f"the graph has no symbol {', '.join(missing)} (it has "
+                                    f"{', '.join(sorted(present)) or 'none'})")
 
 
 def prune_assertions(graph: Graph) -> int:
