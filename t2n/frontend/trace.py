@@ -315,12 +315,9 @@ def _run_scripted(module: Any, args: tuple[Any, ...]) -> Any:
     try:
         return module(*args)
     except (RuntimeError, TypeError, ValueError, IndexError) as exc:
-        given = ", ".join(f"{list(a.shape)} {str(a.dtype).removeprefix('torch.')}" if isinstance(a, torch.Tensor)
-                          else type(a).__name__ for a in args)
-        first = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), type(exc).__name__)
-        raise TraceError(
-            f"the TorchScript model fails on the example inputs ({len(args)} given: {given}): {first}. "
-            "What to do: give inputs of the shapes, number and dtypes its forward takes") from exc
+        from t2n.frontend.jit.harden import scripted_call_failed
+
+        raise scripted_call_failed(exc, args) from exc
 
 
 def with_state_outputs(out: tuple[Any, ...], state: Sequence[Any]) -> tuple[list[torch.Tensor], list[str], Spec]:

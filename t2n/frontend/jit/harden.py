@@ -226,6 +226,18 @@ def harden_jit_for_export(
     return hardened
 
 
+def scripted_call_failed(exc: BaseException, args: Sequence[Any]) -> TraceError:
+    """The error for a ScriptModule failing on the example inputs (their wrong shape,
+    number or dtype, most often), naming the inputs given and the model's own message."""
+    given = ", ".join(f"{list(a.shape)} {str(a.dtype).removeprefix('torch.')}" if isinstance(a, torch.Tensor)
+                      else type(a).__name__ for a in args)
+    first = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), "")
+    return TraceError(
+        f"the TorchScript model fails on the example inputs ({len(args)} given: {given}): "
+        f"{type(exc).__name__}: {first}. What to do: give inputs of the shapes, number and dtypes "
+        "its forward takes")
+
+
 def _reference_call(module: torch.jit.ScriptModule, args: Sequence[Any],
                     attributes: Sequence[StateAttribute]) -> tuple[Any, dict[str, Any]]:
     """What the scripted model returns on ``args`` (followed by its written tensor
@@ -238,13 +250,7 @@ def _reference_call(module: torch.jit.ScriptModule, args: Sequence[Any],
             out = module(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
         after = snapshot(module, paths)
     except Exception as exc:
-        given = ", ".join(f"{list(a.shape)} {str(a.dtype).removeprefix('torch.')}" if isinstance(a, torch.Tensor)
-                          else type(a).__name__ for a in args)
-        first = next((line.strip() for line in reversed(str(exc).splitlines()) if line.strip()), "")
-        raise TraceError(
-            f"the TorchScript model fails on the example inputs ({len(args)} given: {given}): "
-            f"{type(exc).__name__}: {first}. What to do: give inputs of the shapes, number and dtypes "
-            "its forward takes") from exc
+        raise scripted_call_failed(exc, args) from exc
     finally:
         restore(module, before)
     tensors = [a.path for a in attributes if a.tensor]
