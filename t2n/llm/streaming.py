@@ -22,7 +22,7 @@ import logging
 import math
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,17 +103,30 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
                ) -> tuple[torch.nn.Module, StreamedCheckpoint]:
     """The folder's causal LM with its weights on the meta device (buffers the shards do
     not hold are computed for real), and its shards, checked against each other."""
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM
 
-    from t2n.llm.checkpoint import (
-        _settle_device_constructors,
-        check_folder,
-        config_error,
-        config_errors,
-    )
-    from t2n.llm.conversion import converted_tensors
+    from t2n.llm.checkpoint import check_folder
 
     check_folder(folder)
+
+    def build(config: Any, chosen: torch.dtype) -> Any:
+        return AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
+            config, dtype=chosen, trust_remote_code=trust_remote_code)
+
+    return meta_model_of(folder, build, dtype=dtype, trust_remote_code=trust_remote_code)
+
+
+def meta_model_of(folder: Path, build: Callable[[Any, torch.dtype], Any], *, dtype: torch.dtype | None,
+                  trust_remote_code: bool) -> tuple[torch.nn.Module, StreamedCheckpoint]:
+    """The model ``build(config, dtype)`` makes on the meta device from the folder's
+    ``config.json`` (of the checked folder), and its shards converted as
+    ``from_pretrained`` converts them, checked against the model, with the buffers they
+    do not hold computed."""
+    from transformers import AutoConfig
+
+    from t2n.llm.checkpoint import _settle_device_constructors, config_error, config_errors
+    from t2n.llm.conversion import converted_tensors
+
     tensors = open_shards(folder)
     try:
         config = AutoConfig.from_pretrained(str(folder), local_files_only=True,
@@ -127,8 +140,7 @@ def meta_model(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bo
     _settle_device_constructors()
     try:
         with torch.device("meta"):
-            model: Any = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
-                config, dtype=chosen, trust_remote_code=trust_remote_code)
+            model: Any = build(config, chosen)
     except (ValueError, KeyError, AttributeError, RuntimeError) as exc:
         raise config_error(folder, exc) from exc
     except config_errors() as exc:
@@ -260,15 +272,30 @@ def _owners_then_ancestors(model: Any, modules: list[torch.nn.Module]) -> list[t
     return [by_path[p] for p in order]
 
 
+def _init_weights_of(model: Any, path: str) -> Any:
+    """The ``_init_weights`` ``from_pretrained`` runs on the module at ``path``: that of the innermost
+    pretrained model holding it (a composite model's vision tower is one, with its own:
+    SigLIP's ``position_ids`` in Gemma 3), else the model's."""
+    from transformers import PreTrainedModel
+
+    parts = path.split(".") if path else []
+    for i in range(len(parts), 0, -1):
+        holder = model.get_submodule(".".join(parts[:i]))
+        if isinstance(holder, PreTrainedModel):
+            return getattr(holder, "_init_weights", None)
+    return getattr(model, "_init_weights", None)
+
+
 def _computed(model: Any, owners: list[tuple[torch.nn.Module, str, str]], fill: int) -> list[torch.Tensor]:
     """Each buffer after ``_init_weights`` ran on its module, starting from ``fill``."""
     for module, name, _ in owners:
         b = module._buffers[name]
         assert b is not None
         module._buffers[name] = torch.full(b.shape, fill, dtype=b.dtype)
-    init = getattr(model, "_init_weights", None)
+    paths = {id(m): p for p, m in model.named_modules()}
     with torch.no_grad():
         for module in _owners_then_ancestors(model, [m for m, _, _ in owners]):
+            init = _init_weights_of(model, paths.get(id(module), ""))
             if callable(init):
                 init(module)
     out = []

@@ -15,9 +15,11 @@ from t2n.llm.multimodal.scatter import scatter_at_placeholders
 
 
 def forward_with_deepstack(model: Any, embeds: torch.Tensor, is_placeholder: torch.Tensor,
-                           streams: list[torch.Tensor], **kwargs: Any) -> Any:
+                           streams: list[torch.Tensor], num_logits_to_keep: int | None = None,
+                           **kwargs: Any) -> Any:
     """The model's decoder and head on ``embeds`` with ``streams`` added after its first
-    layers; an output with ``logits`` and ``past_key_values``."""
+    layers; an output with ``logits`` (of the last ``num_logits_to_keep`` positions, None:
+    all) and ``past_key_values``."""
     from transformers.modeling_outputs import CausalLMOutputWithPast
 
     language = model.model.language_model
@@ -36,4 +38,7 @@ def forward_with_deepstack(model: Any, embeds: torch.Tensor, is_placeholder: tor
     finally:
         del language._deepstack_process
         del rotary.recomposition_frequencies
-    return CausalLMOutputWithPast(logits=model.lm_head(out.last_hidden_state), past_key_values=out.past_key_values)
+    hidden = out.last_hidden_state
+    if num_logits_to_keep is not None:
+        hidden = hidden[:, -num_logits_to_keep:]
+    return CausalLMOutputWithPast(logits=model.lm_head(hidden), past_key_values=out.past_key_values)

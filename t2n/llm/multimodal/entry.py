@@ -16,11 +16,10 @@ from t2n.errors import CheckpointFolderError, InvalidArgumentError
 from t2n.llm.multimodal.export import TextLayout
 from t2n.llm.multimodal.families import FAMILIES, family_of
 
-UNSUPPORTED_OPTIONS = ("compression", "merge_peft", "num_logits_to_keep", "force_inputs_dtype",
+UNSUPPORTED_OPTIONS = ("compression", "merge_peft", "force_inputs_dtype",
                        "sample_generation_total_size", "reify_rope", "reify_rms_norm", "window_kv_cache",
                        "dump_with_tokenizer_and_conf")
-"""``export_llm`` options the multimodal export does not take yet (refused by name;
-``num_logits_to_keep`` only above 1: its decoder returns every position's logits)."""
+"""``export_llm`` options the multimodal export does not take yet (refused by name)."""
 
 LOG = logging.getLogger(__name__)
 
@@ -52,48 +51,97 @@ def is_multimodal(model_or_dir: Any) -> bool:
     return isinstance(model_or_dir, torch.nn.Module) and family_of(model_or_dir) is not None
 
 
-def _load(folder: Path, trust_remote_code: bool) -> torch.nn.Module:
-    import transformers
+def _check_weights(folder: Path) -> None:
+    from t2n.llm.checkpoint import _check_shards_inside
 
-    architecture = _folder_architecture(folder)
     if not sorted(folder.glob("*.safetensors")):
         raise CheckpointFolderError(
             f"{folder} has no *.safetensors weights beside its config.json; save the model with "
             "model.save_pretrained(folder) (safetensors is its default)")
-    model_class = getattr(transformers, str(architecture))
+    _check_shards_inside(folder)
+
+
+def _load(folder: Path, trust_remote_code: bool, dtype: torch.dtype | None) -> torch.nn.Module:
+    """The folder's model loaded whole (the reference a streamed export is checked against)."""
+    import transformers
+
+    model_class = getattr(transformers, str(_folder_architecture(folder)))
     model: torch.nn.Module = model_class.from_pretrained(folder, local_files_only=True,
-                                                         trust_remote_code=trust_remote_code)
+                                                         trust_remote_code=trust_remote_code,
+                                                         dtype=dtype if dtype is not None else "auto")
+    return _computed_dtype(model.eval())
+
+
+def _computed_dtype(model: torch.nn.Module) -> torch.nn.Module:
+    if next(model.parameters()).dtype == torch.bfloat16:  # tract computes bf16 as f16
+        return model.to(torch.float16)
     return model
+
+
+def meta_multimodal(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bool
+                    ) -> tuple[torch.nn.Module, Any]:
+    """The folder's multimodal model on the meta device and its shards (renamed and
+    converted as ``from_pretrained`` does: ``save_pretrained`` writes the legacy names of
+    Gemma 3, Mistral 3, Qwen2.5-VL, Voxtral), checked against each other: every weight
+    streams from the shards into the encoder and decoder artifacts."""
+    import transformers
+
+    from t2n.llm.streaming import meta_model_of
+
+    _check_weights(folder)
+    model_class = getattr(transformers, str(_folder_architecture(folder)))
+
+    def build(config: Any, chosen: torch.dtype) -> Any:
+        return model_class._from_config(config, dtype=chosen)
+
+    return meta_model_of(folder, build, dtype=dtype, trust_remote_code=trust_remote_code)
+
+
+def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remote_code: bool
+               ) -> torch.nn.Module | None:
+    """The folder's model loaded whole to check the streamed artifacts, when it fits the
+    memory budget (else None, with a warning saying they are not checked)."""
+    from t2n.llm.streaming import REFERENCE_MEMORY_FRACTION, fits_in_memory
+
+    if not fits_in_memory(shards):
+        LOG.warning("the weights of %s take %.1f GB, more than %d%% of the memory available: the model "
+                    "is not loaded in PyTorch, so the artifacts are not verified against it (run them "
+                    "with tract_multimodal_generate on a machine with more memory to check them)",
+                    folder, shards.nbytes / 1e9, round(100 * REFERENCE_MEMORY_FRACTION))
+        return None
+    return _load(folder, trust_remote_code, dtype)
 
 
 def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | None, verify: bool, target: Any,
                           text: TextLayout, naming: str, trust_remote_code: bool, kv_cache: str,
                           options: dict[str, Any]) -> Path:
-    """``export_llm`` for a multimodal model: returns the path of ``multimodal.json``.
-    What this call creates is removed if the export fails."""
+    """``export_llm`` for a multimodal model: returns the path of ``multimodal.json``. A
+    checkpoint folder is streamed: the model is built on the meta device and every weight
+    is read from the shards as the artifacts are written (loaded whole only to verify
+    them, when it fits in memory). What this call creates is removed if the export fails."""
     from t2n.llm.multimodal.export import export_multimodal
 
-    given = [name for name in UNSUPPORTED_OPTIONS if options.get(name) is not None
-             and not (name == "num_logits_to_keep" and options[name] in (0, 1))]
-    if options.get("num_logits_to_keep") == 1:
-        LOG.info("the multimodal decoder returns the logits of every position (num_logits_to_keep=1, "
-                 "the text models' default, is not applied to it yet)")
+    given = [name for name in UNSUPPORTED_OPTIONS if options.get(name) is not None]
     if kv_cache != "explicit":
         given.append(f"kv_cache={kv_cache!r}")
     if given:
         raise InvalidArgumentError(
             f"the multimodal export takes the explicit cache and no {', '.join(given)} yet; "
             "export without them")
+    shards = None
+    if isinstance(model_or_dir, (str, os.PathLike)):
+        folder = Path(model_or_dir)
+        model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
+    else:
+        model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
+    model = _computed_dtype(model)
     created = not out.exists()
-    model = _load(Path(model_or_dir), trust_remote_code) if isinstance(model_or_dir, (str, os.PathLike)) \
-        else model_or_dir
-    if dtype is not None:
-        model = model.to(dtype)
-    if next(model.parameters()).dtype == torch.bfloat16:  # tract computes bf16 as f16
-        model = model.to(torch.float16)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        return export_multimodal(model, out, target, text, verify=verify, naming=naming)
+        return export_multimodal(
+            model, out, target, text, verify=verify, naming=naming,
+            num_logits_to_keep=options.get("num_logits_to_keep") or None, shards=shards,
+            reference=None if shards is None else lambda: _reference(folder, shards, dtype, trust_remote_code))
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)

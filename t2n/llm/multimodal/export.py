@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import torch
@@ -24,6 +24,9 @@ import torch
 from t2n.errors import InvalidArgumentError
 from t2n.llm.multimodal.families import Family, family_of
 from t2n.llm.multimodal.wrappers import EmbeddingsDecoder, EncoderWrapper
+
+if TYPE_CHECKING:
+    from t2n.llm.streaming import StreamedCheckpoint
 
 LOG = logging.getLogger(__name__)
 
@@ -40,6 +43,27 @@ class TextLayout:
 
     write_modes: Callable[..., None]
     extension_lines: Callable[..., list[str]]
+
+
+@attrs.frozen
+class Written:
+    """One artifact written: its path, the compiled artifact, the example it was traced
+    on, and how the traced module wraps a model (to check a streamed artifact against the
+    loaded model)."""
+
+    path: Path
+    artifact: Any
+    example: tuple[torch.Tensor, ...]
+    wrap: Callable[[torch.nn.Module], torch.nn.Module]
+
+
+def _streamed_weights(wrapper: torch.nn.Module, model: torch.nn.Module,
+                      shards: StreamedCheckpoint | None) -> Any:
+    """The weights of ``model`` inside ``wrapper`` read from the shards (None: the model's own)."""
+    if shards is None:
+        return None
+    prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
+    return shards.weights_for(model, prefix)
 
 
 def embeddings_names(modality: str) -> tuple[str, str]:
@@ -68,8 +92,9 @@ def placeholder_of(model: torch.nn.Module, family: Family) -> int:
 
 
 def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: Any, *, verify: bool,
-                   naming: str) -> Path:
-    """``OUT/<modality>/model.nnef.tgz``, checked in tract on the example input (``verify``)."""
+                   naming: str, shards: StreamedCheckpoint | None = None) -> Written:
+    """``OUT/<modality>/model.nnef.tgz``, checked in tract on the example input (``verify``;
+    a model streamed from ``shards`` is checked afterwards, against the loaded one)."""
     from t2n.driver.export import export_model
     from t2n.options import compile_options, write_options
 
@@ -82,26 +107,31 @@ def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: An
                               output_names=[embeddings_names(family.modality)[0],
                                             *(o for o, _ in deepstack_names(model, family))],
                               dynamic_axes=family.dynamic_axes, nnef_variable_naming_scheme=naming,
-                              check_io=verify)
+                              weights_from=_streamed_weights(wrapper, model, shards),
+                              check_io=verify and shards is None)
     with torch.no_grad():
-        export_model(wrapper, example, write_options(path), options)
-    return path
+        artifact = export_model(wrapper, example, write_options(path), options)
+    return Written(path, artifact, example, lambda m: EncoderWrapper(m, family).eval())
 
 
 def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: Any, text: TextLayout, *,
-                   verify: bool, naming: str) -> Path:
-    """``OUT/decoder/``: the LLM layout with the embeddings as the last input."""
+                   verify: bool, naming: str, shards: StreamedCheckpoint | None = None,
+                   num_logits_to_keep: int | None = 1) -> Written:
+    """``OUT/decoder/``: the LLM layout with the embeddings as the last input; the logits
+    of the last ``num_logits_to_keep`` positions (None: every position's)."""
     from t2n.driver.export import export_model
+    from t2n.frontend.meta_trace import stand_ins
     from t2n.llm.wrapper import cache_layout
     from t2n.options import compile_options, write_options
 
     placeholder = placeholder_of(model, family)
-    layout = cache_layout(model)
+    with stand_ins(model):  # one step on zeros for a model on the meta device (no memory)
+        layout = cache_layout(model)
     text_config: Any = _config(model).get_text_config()
     hidden = int(text_config.hidden_size)
     embeddings = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])
-    wrapper = EmbeddingsDecoder(model, family, placeholder).eval()
+    wrapper = EmbeddingsDecoder(model, family, placeholder, num_logits_to_keep).eval()
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(0, min(vocab, placeholder), (1, 5), generator=generator)
     ids[0, 1:3] = placeholder  # two placeholder tokens among text
@@ -129,9 +159,10 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
         target, input_names=[*layout.input_names(), *delta_in, name_in, *deep_in],
         output_names=[*layout.output_names(), *delta_out],
         dynamic_axes=axes, custom_extensions=text.extension_lines(text_config, layout.has_past()),
-        nnef_variable_naming_scheme=naming, check_io=verify)
+        nnef_variable_naming_scheme=naming, weights_from=_streamed_weights(wrapper, model, shards),
+        check_io=verify and shards is None)
     with torch.no_grad():
-        export_model(wrapper, example, write_options(path), options)
+        artifact = export_model(wrapper, example, write_options(path), options)
     text.write_modes(layout, text_config, decoder, samples=False)
     modes = json.loads((decoder / "modes.json").read_text())
     modes["inputs"] += [*delta_in, name_in, *deep_in]
@@ -143,8 +174,11 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
     modes["embeddings"] = {"input": name_in, "placeholder_token_id": placeholder,
                            "shape": [SYMBOLS[family.modality], hidden],
                            **({"deepstack": {name: layer for layer, name in enumerate(deep_in)}} if deep_in else {})}
+    modes["logits"] = {"positions": "last" if num_logits_to_keep == 1 else
+                       "all" if num_logits_to_keep is None else f"last {num_logits_to_keep}"}
     (decoder / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
-    return path
+    return Written(path, artifact, example,
+                   lambda m: EmbeddingsDecoder(m, family, placeholder, num_logits_to_keep).eval())
 
 
 def write_manifest(model: torch.nn.Module, families: list[Family], out: Path) -> Path:
@@ -177,13 +211,36 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path) ->
 
 
 def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: TextLayout, *, verify: bool = True,
-                      naming: str = "natural_verbose") -> Path:
+                      naming: str = "natural_verbose", num_logits_to_keep: int | None = 1,
+                      shards: StreamedCheckpoint | None = None,
+                      reference: Callable[[], torch.nn.Module | None] | None = None) -> Path:
     """Export ``model`` (a multimodal family of :mod:`t2n.llm.multimodal.families`) into
-    ``out``; returns the manifest's path."""
+    ``out``; returns the manifest's path. A model on the meta device takes its weights
+    from ``shards`` (streamed into each artifact); with ``verify`` each artifact is then
+    checked in tract against ``reference()``, the loaded model (None: too big to load)."""
     family = family_of(model)
     if family is None:
         raise InvalidArgumentError(f"{type(model).__name__} is not a multimodal family t2n exports")
     model = model.eval()
-    export_encoder(model, family, out, target, verify=verify, naming=naming)
-    export_decoder(model, family, out, target, text, verify=verify, naming=naming)
+    written = [export_encoder(model, family, out, target, verify=verify, naming=naming, shards=shards),
+               export_decoder(model, family, out, target, text, verify=verify, naming=naming, shards=shards,
+                              num_logits_to_keep=num_logits_to_keep)]
+    if shards is not None and verify and reference is not None:
+        check_against(reference(), written, target)
     return write_manifest(model, [family], out)
+
+
+def check_against(loaded: torch.nn.Module | None, written: list[Written], target: Any) -> None:
+    """Each streamed artifact run in tract on its example against ``loaded`` (skipped, as
+    the warning that made it None says, when the model was too big to load)."""
+    from t2n.llm.samples import to_numpy
+
+    if loaded is None:
+        return
+    for item in written:
+        with torch.no_grad():
+            expected = item.wrap(loaded)(*item.example)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        LOG.info("checking %s in tract against the loaded model", item.path)
+        item.artifact.check(target.check_io_tolerance, inputs=[to_numpy(t) for t in item.example],
+                            expected=[to_numpy(t) for t in expected])

@@ -67,7 +67,8 @@ class _Decoder:
 
 
 def tract_prefill_logits(export_dir: str | Path, prompt_ids: Any, *raw: Any, modality: str = "image") -> np.ndarray:
-    """The decoder's logits ``[1, S, vocab]`` for ``prompt_ids`` with the encoder's rows of
+    """The decoder's logits (``[1, 1, vocab]``, ``[1, S, vocab]`` from an export with
+    ``num_logits_to_keep=0``) for ``prompt_ids`` with the encoder's rows of
     ``raw`` (none: a text-only prompt), run in tract."""
     decoder = _Decoder(export_dir)
     rows = tract_encode_all(export_dir, *raw, modality=modality) if raw else None

@@ -33,13 +33,16 @@ class EmbeddingsDecoder(torch.nn.Module):
     ``(logits, k_0', v_0', ...
     [, rope_delta'])`` (the shift of 3-D rotary positions: see :mod:`t2n.llm.multimodal.mrope`):
     the model's decoder on the token embeddings with ``embeddings`` written at the
-    placeholder tokens (see :mod:`t2n.llm.multimodal.scatter`)."""
+    placeholder tokens (see :mod:`t2n.llm.multimodal.scatter`); the logits of the last
+    ``num_logits_to_keep`` positions (None: every position's)."""
 
-    def __init__(self, model: torch.nn.Module, family: Family, placeholder: int) -> None:
+    def __init__(self, model: torch.nn.Module, family: Family, placeholder: int,
+                 num_logits_to_keep: int | None = None) -> None:
         super().__init__()
         self.model = model
         self.family = family
         self.placeholder = placeholder
+        self.num_logits_to_keep = num_logits_to_keep
 
     def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache
@@ -67,6 +70,8 @@ class EmbeddingsDecoder(torch.nn.Module):
             positions, new_delta = mrope_positions(is_placeholder, past_length, delta, self.family.grid(self.model))
             grown_delta = (new_delta,)
         extra: dict[str, Any] = {}
+        if self.num_logits_to_keep is not None:
+            extra["logits_to_keep"] = self.num_logits_to_keep
         if self.family.token_types:  # the image tokens of this call attend each other both ways
             from t2n.llm.multimodal.masks import mask_mapping
 
@@ -75,8 +80,8 @@ class EmbeddingsDecoder(torch.nn.Module):
         if deep:
             from t2n.llm.multimodal.deepstack import forward_with_deepstack
 
-            out = forward_with_deepstack(model, embeds, is_placeholder, deep, past_key_values=cache,
-                                         position_ids=positions, use_cache=True)
+            out = forward_with_deepstack(model, embeds, is_placeholder, deep, self.num_logits_to_keep,
+                                         past_key_values=cache, position_ids=positions, use_cache=True)
         else:
             out = model(inputs_embeds=embeds, past_key_values=cache, position_ids=positions, use_cache=True,
                         **extra)

@@ -1,0 +1,132 @@
+"""Multimodal checkpoint folders exported without loading them: the model is built on the
+meta device, the folder's tensors are renamed as ``from_pretrained`` renames them (the
+legacy names ``save_pretrained`` writes for Gemma 3, Mistral 3, Qwen2.5-VL, Voxtral) and
+every weight streams from the shards into the encoder and the decoder. What tract
+computes from those artifacts must be what the model computes in transformers."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import t2n.llm.streaming as streaming
+from t2n.llm import export_llm
+from t2n.llm.multimodal.generate import tract_multimodal_generate, tract_prefill_logits
+from t2n.serialize.dat import read_dat
+
+from .tiny_multimodal import CASES
+
+NEW_TOKENS = 8
+
+
+@pytest.fixture
+def never_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkpoint counts as bigger than memory, and loading any model fails the test."""
+    import transformers
+
+    def refuse(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"{cls.__name__}.from_pretrained loaded the checkpoint whole")
+
+    monkeypatch.setattr(streaming, "REFERENCE_MEMORY_FRACTION", 0.0)
+    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(refuse))
+
+
+def _weights(archive: Path) -> dict[str, np.ndarray]:
+    """The ``.dat`` tensors of an archive by name (``model.`` + the model's tensor name)."""
+    with tarfile.open(archive) as tgz:
+        return {m.name.removesuffix(".dat"): read_dat(tgz.extractfile(m).read())  # type: ignore[union-attr]
+                for m in tgz.getmembers() if m.name.endswith(".dat")}
+
+
+def _assert_weights_are_the_models(out: Path, model: Any) -> None:
+    """Every weight of each artifact read from the shards holds the bytes of the model's
+    own tensor (its name in the model, ``model.`` before it)."""
+    manifest = json.loads((out / "multimodal.json").read_text())
+    state = {f"model.{k}": v for k, v in model.state_dict().items()}
+    for path in [*(e["path"] for e in manifest["encoders"]), manifest["decoder"]["path"]]:
+        written = {k: v for k, v in _weights(out / path).items() if k in state}
+        assert len(written) >= 5, (path, sorted(_weights(out / path)))
+        for name, value in written.items():
+            expected = state[name].detach().numpy()
+            assert value.dtype == expected.dtype and value.shape == expected.shape, name
+            assert value.tobytes() == expected.tobytes(), name
+
+
+@pytest.mark.parametrize("family", ["gemma3", "voxtral", "qwen2_5_vl", "idefics3", "mistral3", "smolvlm",
+                                    "qwen3_vl"])
+def test_folder_streams_into_encoder_and_decoder(family: str, never_loaded: None, tmp_path: Path) -> None:
+    case = CASES[family]()
+    case.model.save_pretrained(tmp_path / "checkpoint")
+    out = tmp_path / "out"
+    export_llm(tmp_path / "checkpoint", out)
+    _assert_weights_are_the_models(out, case.model)
+    raw = [p.numpy() for p in case.pixels]
+    with_image = tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *raw, modality=case.modality)
+    assert with_image == case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+    text_only = tract_multimodal_generate(out, case.text_prompt, NEW_TOKENS)
+    assert text_only == case.reference_tokens(case.text_prompt, NEW_TOKENS, with_image=False)
+
+
+def test_streamed_artifacts_are_checked_against_the_loaded_model(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """When the model fits in memory it is loaded to check the streamed artifacts: a
+    reference that differs from the shards is caught, and nothing is left behind."""
+    import t2n.llm.multimodal.entry as entry
+    from t2n.errors import CheckMismatchError
+
+    case = CASES["idefics3"]()
+    case.model.save_pretrained(tmp_path / "checkpoint")
+    load = entry._load
+
+    def tampered(*args: Any) -> Any:
+        model = load(*args)
+        with torch.no_grad():
+            model.model.connector.modality_projection.proj.weight.mul_(2)
+            model.lm_head.weight.mul_(2)
+        return model
+
+    monkeypatch.setattr(entry, "_load", tampered)
+    with pytest.raises(CheckMismatchError):
+        export_llm(tmp_path / "checkpoint", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(entry, "_load", load)
+    export_llm(tmp_path / "checkpoint", tmp_path / "out")  # the faithful reference agrees
+
+
+def test_shards_that_disagree_with_the_config_are_named(never_loaded: None, tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    from t2n.errors import CheckpointFolderError
+
+    case = CASES["gemma3"]()
+    folder = tmp_path / "checkpoint"
+    case.model.save_pretrained(folder)
+    tensors = load_file(folder / "model.safetensors")
+    del tensors["vision_tower.encoder.layers.0.mlp.fc1.weight"]  # the legacy name save_pretrained writes
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(CheckpointFolderError, match=r"1 tensor\(s\) missing from the shards: "
+                                                    r"model\.vision_tower\.[a-z_.]*layers\.0\.mlp\.fc1\.weight;"):
+        export_llm(folder, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("family", ["gemma3", "qwen3_vl"])
+def test_last_position_logits_by_default_every_position_on_request(family: str, tmp_path: Path) -> None:
+    case = CASES[family]()
+    expected = case.reference_logits(case.image_prompt).numpy()
+    raw = [p.numpy() for p in case.pixels]
+    export_llm(case.model, tmp_path / "last")
+    last = tract_prefill_logits(tmp_path / "last", case.image_prompt, *raw, modality=case.modality)
+    assert last.shape == (1, 1, expected.shape[-1])
+    np.testing.assert_allclose(last, expected[:, -1:], rtol=1e-3, atol=1e-3)
+    assert json.loads((tmp_path / "last" / "decoder" / "modes.json").read_text())["logits"] == {"positions": "last"}
+    export_llm(case.model, tmp_path / "all", num_logits_to_keep=0)
+    every = tract_prefill_logits(tmp_path / "all", case.image_prompt, *raw, modality=case.modality)
+    np.testing.assert_allclose(every, expected, rtol=1e-3, atol=1e-3)
+    assert json.loads((tmp_path / "all" / "decoder" / "modes.json").read_text())["logits"] == {"positions": "all"}
