@@ -130,3 +130,37 @@ def test_last_position_logits_by_default_every_position_on_request(family: str, 
     every = tract_prefill_logits(tmp_path / "all", case.image_prompt, *raw, modality=case.modality)
     np.testing.assert_allclose(every, expected, rtol=1e-3, atol=1e-3)
     assert json.loads((tmp_path / "all" / "decoder" / "modes.json").read_text())["logits"] == {"positions": "all"}
+
+
+@pytest.mark.parametrize("family", ["gemma3", "qwen3_vl"])
+def test_samples_replay_in_tract(family: str, tmp_path: Path) -> None:
+    """The encoder's and the decoder's ``tests/*.npz`` (a prefill with the encoder's rows
+    at the placeholders, then decode steps; Qwen3-VL: rotary shift and DeepStack streams
+    too) replay in tract, and are PyTorch's outputs."""
+    from t2n.cli.check import replay_io_npz
+
+    case = CASES[family]()
+    out = tmp_path / "out"
+    export_llm(case.model, out)
+    manifest = json.loads((out / "multimodal.json").read_text())
+    (encoder,) = manifest["encoders"]
+    assert encoder["tests"] == [f"{case.modality}/tests/io.npz"]
+    assert [s for s, _ in replay_io_npz(out / encoder["path"], out / encoder["tests"][0])] == ["encode"]
+    modes = json.loads((out / "decoder" / "modes.json").read_text())
+    assert modes["tests"] == ["tests/prefill.npz", "tests/decode.npz", "tests/io.npz"]
+    steps = replay_io_npz(out / manifest["decoder"]["path"], out / "decoder" / "tests" / "io.npz")
+    assert [s for s, _ in steps] == ["prefill", "decode"]
+    prefill = np.load(out / "decoder" / "tests" / "prefill.npz")
+    rows = prefill[f"in_{case.modality}_embeddings"]
+    assert rows.shape[0] == int((prefill["input_ids"] == encoder["placeholder_token_id"]).sum()) > 0
+    samples = np.load(out / case.modality / "tests" / "io.npz")
+    np.testing.assert_array_equal(samples[f"encode/outputs/out_{case.modality}_embeddings"], rows)
+    assert np.load(out / "decoder" / "tests" / "decode.npz")[f"in_{case.modality}_embeddings"].shape[0] == 0
+
+
+def test_streamed_folder_without_reference_writes_no_samples(never_loaded: None, tmp_path: Path) -> None:
+    CASES["voxtral"]().model.save_pretrained(tmp_path / "checkpoint")
+    export_llm(tmp_path / "checkpoint", tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "decoder" / "modes.json").read_text())["tests"] == []
+    assert json.loads((tmp_path / "out" / "multimodal.json").read_text())["encoders"][0]["tests"] == []
+    assert not (tmp_path / "out" / "decoder" / "tests").exists()

@@ -55,6 +55,10 @@ class Written:
     artifact: Any
     example: tuple[torch.Tensor, ...]
     wrap: Callable[[torch.nn.Module], torch.nn.Module]
+    input_names: list[str]
+    output_names: list[str]
+    start: tuple[torch.Tensor, ...] = ()
+    """The decoder's state inputs of a new sequence (empty cache, zero rotary shift)."""
 
 
 def _streamed_weights(wrapper: torch.nn.Module, model: torch.nn.Module,
@@ -111,7 +115,8 @@ def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: An
                               check_io=verify and shards is None)
     with torch.no_grad():
         artifact = export_model(wrapper, example, write_options(path), options)
-    return Written(path, artifact, example, lambda m: EncoderWrapper(m, family).eval())
+    return Written(path, artifact, example, lambda m: EncoderWrapper(m, family).eval(),
+                   list(options.input_names or ()), list(options.output_names or ()))
 
 
 def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: Any, text: TextLayout, *,
@@ -158,7 +163,9 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
     options = compile_options(
         target, input_names=[*layout.input_names(), *delta_in, name_in, *deep_in],
         output_names=[*layout.output_names(), *delta_out],
-        dynamic_axes=axes, custom_extensions=text.extension_lines(text_config, layout.has_past()),
+        dynamic_axes=axes, custom_extensions=[*text.extension_lines(text_config, layout.has_past()),
+                                             # a call without placeholders gives no rows
+                                             f"tract_assert {SYMBOLS[family.modality]} >= 0"],
         nnef_variable_naming_scheme=naming, weights_from=_streamed_weights(wrapper, model, shards),
         check_io=verify and shards is None)
     with torch.no_grad():
@@ -178,11 +185,14 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
                        "all" if num_logits_to_keep is None else f"last {num_logits_to_keep}"}
     (decoder / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
     return Written(path, artifact, example,
-                   lambda m: EmbeddingsDecoder(m, family, placeholder, num_logits_to_keep).eval())
+                   lambda m: EmbeddingsDecoder(m, family, placeholder, num_logits_to_keep).eval(),
+                   modes["inputs"], modes["outputs"],
+                   (*layout.empty_cache(0), *(torch.zeros(1, dtype=torch.int64) for _ in delta_in)))
 
 
-def write_manifest(model: torch.nn.Module, families: list[Family], out: Path) -> Path:
-    """``OUT/multimodal.json`` (see the module)."""
+def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, samples: bool = False) -> Path:
+    """``OUT/multimodal.json`` (see the module); ``samples``: the encoders' ``tests/io.npz``
+    were written."""
     text_config: Any = _config(model).get_text_config()
     dtype = str(next(model.parameters()).dtype).removeprefix("torch.")  # bf16 is exported as f16
     hidden = int(text_config.hidden_size)
@@ -201,6 +211,7 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path) ->
                                    "dtype": dtype} for i, (o, n) in enumerate(deep)]
         if family.fixed:
             entry["fixed_at_export"] = family.fixed
+        entry["tests"] = [f"{family.modality}/tests/io.npz"] if samples else []
         encoders.append(entry)
     manifest = {"format": "t2n-multimodal/1",
                 "decoder": {"path": "decoder/model/model.nnef.tgz", "modes": "decoder/modes.json"},
@@ -225,14 +236,33 @@ def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: Text
     written = [export_encoder(model, family, out, target, verify=verify, naming=naming, shards=shards),
                export_decoder(model, family, out, target, text, verify=verify, naming=naming, shards=shards,
                               num_logits_to_keep=num_logits_to_keep)]
-    if shards is not None and verify and reference is not None:
-        check_against(reference(), written, target)
-    return write_manifest(model, [family], out)
+    loaded = model if shards is None else reference() if verify and reference is not None else None
+    if shards is not None:
+        check_against(loaded, written, target)
+    if loaded is not None:
+        _write_samples(loaded, family, out, written)
+    return write_manifest(model, [family], out, samples=loaded is not None)
+
+
+def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: list[Written]) -> None:
+    """The encoder's and the decoder's ``tests/*.npz`` (see :mod:`t2n.llm.multimodal.samples`),
+    computed by ``loaded`` (the model exported, or the streamed folder's loaded whole)."""
+    from t2n.llm.multimodal.samples import write_decoder_samples, write_encoder_samples
+
+    encoder, decoder = written
+    rows = write_encoder_samples(encoder.wrap(loaded), encoder.example, encoder.input_names,
+                                 encoder.output_names, out / family.modality)
+    vocab = int(loaded.get_input_embeddings().weight.shape[0])  # type: ignore[operator]
+    files = write_decoder_samples(decoder.wrap(loaded), placeholder_of(loaded, family), vocab, list(decoder.start),
+                                  rows, decoder.input_names, decoder.output_names, out / "decoder")
+    modes = json.loads((out / "decoder" / "modes.json").read_text())
+    modes["tests"] = files
+    (out / "decoder" / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
 
 
 def check_against(loaded: torch.nn.Module | None, written: list[Written], target: Any) -> None:
     """Each streamed artifact run in tract on its example against ``loaded`` (skipped, as
-    the warning that made it None says, when the model was too big to load)."""
+    the warning that made it None says, when the model was too big or not verified)."""
     from t2n.llm.samples import to_numpy
 
     if loaded is None:
