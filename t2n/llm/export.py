@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +177,8 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                kv_cache: str = "explicit", reify_rope: bool = False, reify_rms_norm: bool = False,
                overwrite: bool = False, merge_peft: str | os.PathLike[str] | None = None,
                force_inputs_dtype: str | None = None,
-               sample_generation_total_size: int | None = None, window_kv_cache: bool = False) -> Path:
+               sample_generation_total_size: int | None = None, window_kv_cache: bool = False,
+               image_sizes: Sequence[tuple[int, int]] | None = None) -> Path:
     """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``
     (of ``multimodal.json`` for a vision- or audio-language model: see
     :mod:`t2n.llm.multimodal`).
@@ -207,6 +209,9 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     ``reify_rope`` / ``reify_rms_norm``: rotary embeddings as ``tract_transformers_apply_rope``
     (0.22+), RMS normalizations as ``tract_core_rms_norm`` (0.23+); found by pattern,
     older targets keep the decomposed form.
+    ``image_sizes``: for a vision-language model whose encoder is fixed to one image size
+    (Mistral 3, Qwen2.5-VL, Qwen3-VL), the (height, width) pixel sizes to write an encoder
+    artifact for, one each (see ``docs/multimodal.md``).
     """
     from t2n.backends.nnef.naming import check_naming_scheme
 
@@ -233,7 +238,11 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
                      "sample_generation_total_size": sample_generation_total_size,
                      "reify_rope": reify_rope or None, "reify_rms_norm": reify_rms_norm or None,
                      "window_kv_cache": window_kv_cache or None,
-                     "dump_with_tokenizer_and_conf": dump_with_tokenizer_and_conf or None})
+                     "dump_with_tokenizer_and_conf": dump_with_tokenizer_and_conf or None,
+                     "image_sizes": image_sizes})
+    if image_sizes is not None:
+        raise InvalidArgumentError("image_sizes is for a vision-language model's encoder; a text model takes "
+                                   "no images: export without it")
     model, folder, shards = _resolve_model(model_or_dir, dtype, trust_remote_code, stream=merge_peft is None)
     if merge_peft is not None:
         from t2n.llm.peft import merge_adapter

@@ -44,8 +44,9 @@ def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) 
     assert (out / encoder["path"]).is_file() and (out / manifest["decoder"]["path"]).is_file()
     modes = json.loads((out / manifest["decoder"]["modes"]).read_text())
     assert modes["inputs"][0] == "input_ids" and modes["embeddings"]["input"] == f"in_{modality}_embeddings"
-    deepstack = [d["feeds"] for d in encoder.get("deepstack", [])]
-    assert modes["inputs"][-1 - len(deepstack):] == [f"in_{modality}_embeddings", *deepstack]
+    fed = [f"in_{modality}_embeddings", *(d["feeds"] for d in encoder.get("deepstack", [])),
+           *(o["feeds"] for o in encoder["outputs"][1:])]  # then the grid positions (Qwen)
+    assert modes["inputs"][-len(fed):] == fed
 
     # the encoder on other pixel values than it was traced on: the model's own features
     other = tuple(p + 0.5 * torch.randn(p.shape, generator=torch.Generator().manual_seed(9)) for p in case.pixels)

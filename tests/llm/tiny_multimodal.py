@@ -110,15 +110,15 @@ def idefics3(seed: int = 0, image_seed: int = 5, smolvlm: bool = False) -> Case:
                 {"pixel_values": pixels[None]}, model_pixels=lambda p: p[None])
 
 
-def mistral3(seed: int = 0, image_seed: int = 5) -> Case:
+def mistral3(seed: int = 0, image_seed: int = 5, image_size: int = 28) -> Case:
     """Mistral 3: a Pixtral tower (28 px, 16 patches, 2-D rotary) merged by 2 into 4 image
-    tokens, a Mistral decoder."""
+    tokens, a Mistral decoder (``image_size``: the longest side it takes)."""
     import transformers as tf
 
     torch.manual_seed(seed)
     config = tf.Mistral3Config(text_config={**TEXT, "model_type": "mistral"},
-                               vision_config=_vision(model_type="pixtral", head_dim=16), spatial_merge_size=2,
-                               image_token_id=90)
+                               vision_config={**_vision(model_type="pixtral", head_dim=16), "image_size": image_size},
+                               spatial_merge_size=2, image_token_id=90)
     model = tf.Mistral3ForConditionalGeneration(config).eval()
     pixels = _pixels((1, 3, 28, 28), image_seed)
     sizes = torch.tensor([[28, 28]])

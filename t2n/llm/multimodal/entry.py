@@ -141,6 +141,7 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
         return export_multimodal(
             model, out, target, text, verify=verify, naming=naming,
             num_logits_to_keep=options.get("num_logits_to_keep") or None, shards=shards,
+            image_sizes=options.get("image_sizes"),
             reference=None if shards is None else lambda: _reference(folder, shards, dtype, trust_remote_code))
     except BaseException:
         if created:

@@ -75,6 +75,45 @@ def embeddings_names(modality: str) -> tuple[str, str]:
     return f"out_{modality}_embeddings", f"in_{modality}_embeddings"
 
 
+def positions_names(family: Family) -> list[tuple[str, str]]:
+    """(encoder output, decoder input) of each row's place in its image's grid, for a
+    decoder with 3-D rotary positions (see :mod:`t2n.llm.multimodal.mrope`); else none."""
+    if family.grid is None:
+        return []
+    return [(f"out_{family.modality}_positions", f"in_{family.modality}_positions")]
+
+
+def encoder_folder(family: Family, size: tuple[int, int] | None) -> str:
+    """Where an encoder is written: ``<modality>`` (the default size), ``<modality>/<h>x<w>``."""
+    return family.modality if size is None else f"{family.modality}/{size[0]}x{size[1]}"
+
+
+def checked_sizes(model: torch.nn.Module, family: Family, sizes: Any) -> list[tuple[int, int] | None]:
+    """The image sizes to write an encoder for (``[None]``: the family's default), each
+    checked (``InvalidArgumentError`` naming the size and why, before anything is written)."""
+    if sizes is None:
+        return [None]
+    name = type(model).__name__
+    if family.default_size is None or family.check_size is None:
+        raise InvalidArgumentError(
+            f"{name}'s encoder is not fixed to one image size (or takes no images), so it takes no image_sizes; "
+            "export without them")
+    chosen: list[tuple[int, int] | None] = []
+    for size in sizes:
+        if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(s, int) for s in size)):
+            raise InvalidArgumentError(f"image_sizes takes (height, width) pairs of pixels, not {size!r}")
+        pair = (int(size[0]), int(size[1]))
+        why = family.check_size(model, pair)
+        if why:
+            raise InvalidArgumentError(f"{name} cannot take images of {pair[0]} x {pair[1]} pixels: {why}; "
+                                       "pass sizes the model's processor produces")
+        if pair not in chosen:
+            chosen.append(pair)
+    if not chosen:
+        raise InvalidArgumentError("image_sizes is empty: give at least one (height, width), or None")
+    return chosen
+
+
 def deepstack_names(model: torch.nn.Module, family: Family) -> list[tuple[str, str]]:
     """(encoder output, decoder input) names of the DeepStack streams, in layer order."""
     count = family.deepstack(model) if family.deepstack is not None else 0
@@ -96,26 +135,29 @@ def placeholder_of(model: torch.nn.Module, family: Family) -> int:
 
 
 def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: Any, *, verify: bool,
-                   naming: str, shards: StreamedCheckpoint | None = None) -> Written:
-    """``OUT/<modality>/model.nnef.tgz``, checked in tract on the example input (``verify``;
-    a model streamed from ``shards`` is checked afterwards, against the loaded one)."""
+                   naming: str, shards: StreamedCheckpoint | None = None,
+                   size: tuple[int, int] | None = None) -> Written:
+    """``OUT/<modality>/model.nnef.tgz`` (``OUT/<modality>/<h>x<w>/`` for an image ``size``
+    of a family fixed to one size), checked in tract on the example input (``verify``; a
+    model streamed from ``shards`` is checked afterwards, against the loaded one)."""
     from t2n.driver.export import export_model
     from t2n.options import compile_options, write_options
 
-    wrapper = EncoderWrapper(model, family).eval()
-    example = family.example(model)
-    path = out / family.modality / "model.nnef.tgz"
+    wrapper = EncoderWrapper(model, family, size).eval()
+    example = family.example(model, size) if family.default_size is not None else family.example(model)
+    path = out / encoder_folder(family, size) / "model.nnef.tgz"
     path.parent.mkdir(parents=True, exist_ok=True)
     LOG.info("exporting the %s encoder of %s to %s", family.modality, type(model).__name__, path)
     options = compile_options(target, input_names=list(family.input_names),
                               output_names=[embeddings_names(family.modality)[0],
-                                            *(o for o, _ in deepstack_names(model, family))],
+                                            *(o for o, _ in deepstack_names(model, family)),
+                                            *(o for o, _ in positions_names(family))],
                               dynamic_axes=family.dynamic_axes, nnef_variable_naming_scheme=naming,
                               weights_from=_streamed_weights(wrapper, model, shards),
                               check_io=verify and shards is None)
     with torch.no_grad():
         artifact = export_model(wrapper, example, write_options(path), options)
-    return Written(path, artifact, example, lambda m: EncoderWrapper(m, family).eval(),
+    return Written(path, artifact, example, lambda m: EncoderWrapper(m, family, size).eval(),
                    list(options.input_names or ()), list(options.output_names or ()))
 
 
@@ -154,14 +196,20 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
         delta_in, delta_out, delta = [DELTA_IN], [DELTA_OUT], (torch.tensor([-3]),)
     deep_in = [i for _, i in deepstack_names(model, family)]
     deep = tuple(torch.randn(rows.shape, generator=generator, dtype=layout.dtype) for _ in deep_in)
-    example = (ids, *layout.empty_cache(2, random=True), *delta, rows, *deep)
-    axes = {**layout.dynamic_axes(), **{n: {0: SYMBOLS[family.modality]} for n in (name_in, *deep_in)}}
+    grid_in = [i for _, i in positions_names(family)]
+    grid: tuple[torch.Tensor, ...] = ()
+    if grid_in:
+        from t2n.llm.multimodal.families import qwen_grid_positions
+
+        grid = (qwen_grid_positions(model, None),)
+    example = (ids, *layout.empty_cache(2, random=True), *delta, rows, *deep, *grid)
+    axes = {**layout.dynamic_axes(), **{n: {0: SYMBOLS[family.modality]} for n in (name_in, *deep_in, *grid_in)}}
     decoder = out / "decoder"
     (decoder / "model").mkdir(parents=True, exist_ok=True)
     path = decoder / "model" / "model.nnef.tgz"
     LOG.info("exporting the decoder of %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
     options = compile_options(
-        target, input_names=[*layout.input_names(), *delta_in, name_in, *deep_in],
+        target, input_names=[*layout.input_names(), *delta_in, name_in, *deep_in, *grid_in],
         output_names=[*layout.output_names(), *delta_out],
         dynamic_axes=axes, custom_extensions=[*text.extension_lines(text_config, layout.has_past()),
                                              # a call without placeholders gives no rows
@@ -172,7 +220,7 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
         artifact = export_model(wrapper, example, write_options(path), options)
     text.write_modes(layout, text_config, decoder, samples=False)
     modes = json.loads((decoder / "modes.json").read_text())
-    modes["inputs"] += [*delta_in, name_in, *deep_in]
+    modes["inputs"] += [*delta_in, name_in, *deep_in, *grid_in]
     modes["outputs"] += delta_out
     if delta_in:
         modes["rope_delta"] = {"input": delta_in[0], "output": delta_out[0], "shape": [1], "dtype": "int64",
@@ -180,7 +228,12 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
                                               "[0] for a new sequence, then fed back like the cache"}
     modes["embeddings"] = {"input": name_in, "placeholder_token_id": placeholder,
                            "shape": [SYMBOLS[family.modality], hidden],
-                           **({"deepstack": {name: layer for layer, name in enumerate(deep_in)}} if deep_in else {})}
+                           **({"deepstack": {name: layer for layer, name in enumerate(deep_in)}} if deep_in else {}),
+                           **({"positions": {"input": grid_in[0], "shape": [SYMBOLS[family.modality], 4],
+                                             "dtype": "int64",
+                                             "description": "each row's (row, column, rows, columns) in its "
+                                                            "image's merged patch grid: the encoder's "
+                                                            "out_image_positions"}} if grid_in else {})}
     modes["logits"] = {"positions": "last" if num_logits_to_keep == 1 else
                        "all" if num_logits_to_keep is None else f"last {num_logits_to_keep}"}
     (decoder / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
@@ -190,17 +243,20 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
                    (*layout.empty_cache(0), *(torch.zeros(1, dtype=torch.int64) for _ in delta_in)))
 
 
-def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, samples: bool = False) -> Path:
+def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, samples: bool = False,
+                   sizes: list[tuple[int, int] | None] | None = None) -> Path:
     """``OUT/multimodal.json`` (see the module); ``samples``: the encoders' ``tests/io.npz``
-    were written."""
+    were written; ``sizes``: the image sizes of the encoders written per family (None:
+    the default)."""
     text_config: Any = _config(model).get_text_config()
     dtype = str(next(model.parameters()).dtype).removeprefix("torch.")  # bf16 is exported as f16
     hidden = int(text_config.hidden_size)
     encoders = []
-    for family in families:
+    for family, size in ((f, s) for f in families for s in (sizes or [None])):
         name_out, name_in = embeddings_names(family.modality)
+        folder = encoder_folder(family, size)
         entry: dict[str, Any] = {
-            "modality": family.modality, "path": f"{family.modality}/model.nnef.tgz",
+            "modality": family.modality, "path": f"{folder}/model.nnef.tgz",
             "placeholder_token_id": placeholder_of(model, family),
             "inputs": list(family.input_names),
             "outputs": [{"name": name_out, "feeds": name_in,
@@ -209,9 +265,18 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, sa
         if deep:  # added at the placeholder tokens to the output of decoder layer i
             entry["deepstack"] = [{"layer": i, "name": o, "feeds": n, "shape": [SYMBOLS[family.modality], hidden],
                                    "dtype": dtype} for i, (o, n) in enumerate(deep)]
+        for o, n in positions_names(family):  # each row's place in its image (3-D rotary positions)
+            entry["outputs"].append({"name": o, "feeds": n, "shape": [SYMBOLS[family.modality], 4],
+                                     "dtype": "int64"})
+        if family.default_size is not None:  # the image size this encoder takes
+            height, width = size or family.default_size(model)
+            entry["image_size"] = [height, width]
+            if family.grid is not None:
+                patch = int(_config(model).vision_config.patch_size)
+                entry["image_grid_thw"] = [1, height // patch, width // patch]
         if family.fixed:
             entry["fixed_at_export"] = family.fixed
-        entry["tests"] = [f"{family.modality}/tests/io.npz"] if samples else []
+        entry["tests"] = [f"{folder}/tests/io.npz"] if samples else []
         encoders.append(entry)
     manifest = {"format": "t2n-multimodal/1",
                 "decoder": {"path": "decoder/model/model.nnef.tgz", "modes": "decoder/modes.json"},
@@ -224,37 +289,46 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, sa
 def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: TextLayout, *, verify: bool = True,
                       naming: str = "natural_verbose", num_logits_to_keep: int | None = 1,
                       shards: StreamedCheckpoint | None = None,
-                      reference: Callable[[], torch.nn.Module | None] | None = None) -> Path:
+                      reference: Callable[[], torch.nn.Module | None] | None = None,
+                      image_sizes: Any = None) -> Path:
     """Export ``model`` (a multimodal family of :mod:`t2n.llm.multimodal.families`) into
     ``out``; returns the manifest's path. A model on the meta device takes its weights
     from ``shards`` (streamed into each artifact); with ``verify`` each artifact is then
-    checked in tract against ``reference()``, the loaded model (None: too big to load)."""
+    checked in tract against ``reference()``, the loaded model (None: too big to load).
+    ``image_sizes``: the (height, width) pixel sizes to write an encoder for, one artifact
+    each, for a family whose encoder is fixed to one size (None: its default size)."""
     family = family_of(model)
     if family is None:
         raise InvalidArgumentError(f"{type(model).__name__} is not a multimodal family t2n exports")
     model = model.eval()
-    written = [export_encoder(model, family, out, target, verify=verify, naming=naming, shards=shards),
+    sizes = checked_sizes(model, family, image_sizes)
+    encoders = [export_encoder(model, family, out, target, verify=verify, naming=naming, shards=shards, size=size)
+                for size in sizes]
+    written = [*encoders,
                export_decoder(model, family, out, target, text, verify=verify, naming=naming, shards=shards,
                               num_logits_to_keep=num_logits_to_keep)]
     loaded = model if shards is None else reference() if verify and reference is not None else None
     if shards is not None:
         check_against(loaded, written, target)
     if loaded is not None:
-        _write_samples(loaded, family, out, written)
-    return write_manifest(model, [family], out, samples=loaded is not None)
+        _write_samples(loaded, family, out, written, sizes)
+    return write_manifest(model, [family], out, samples=loaded is not None, sizes=sizes)
 
 
-def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: list[Written]) -> None:
-    """The encoder's and the decoder's ``tests/*.npz`` (see :mod:`t2n.llm.multimodal.samples`),
-    computed by ``loaded`` (the model exported, or the streamed folder's loaded whole)."""
+def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: list[Written],
+                   sizes: list[tuple[int, int] | None]) -> None:
+    """Each encoder's and the decoder's ``tests/*.npz`` (see :mod:`t2n.llm.multimodal.samples`),
+    computed by ``loaded`` (the model exported, or the streamed folder's loaded whole); the
+    decoder's prefill takes the rows of the first encoder's sample."""
     from t2n.llm.multimodal.samples import write_decoder_samples, write_encoder_samples
 
-    encoder, decoder = written
-    rows = write_encoder_samples(encoder.wrap(loaded), encoder.example, encoder.input_names,
-                                 encoder.output_names, out / family.modality)
+    *encoders, decoder = written
+    samples = [write_encoder_samples(encoder.wrap(loaded), encoder.example, encoder.input_names,
+                                     encoder.output_names, out / encoder_folder(family, size))
+               for encoder, size in zip(encoders, sizes)]
     vocab = int(loaded.get_input_embeddings().weight.shape[0])  # type: ignore[operator]
     files = write_decoder_samples(decoder.wrap(loaded), placeholder_of(loaded, family), vocab, list(decoder.start),
-                                  rows, decoder.input_names, decoder.output_names, out / "decoder")
+                                  samples[0], decoder.input_names, decoder.output_names, out / "decoder")
     modes = json.loads((out / "decoder" / "modes.json").read_text())
     modes["tests"] = files
     (out / "decoder" / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")

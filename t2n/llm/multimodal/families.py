@@ -36,7 +36,8 @@ class Family:
     modality: str
     placeholder_attr: str
     input_names: tuple[str, ...]
-    example: Callable[[torch.nn.Module], tuple[torch.Tensor, ...]]
+    example: Callable[..., tuple[torch.Tensor, ...]]
+    """The example input (from the model, and the image size of a sized family)."""
     encode: Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]
     dynamic_axes: dict[str, dict[int, str]] = attrs.field(factory=dict)
     token_types: bool = False
@@ -46,8 +47,14 @@ class Family:
     """How many DeepStack streams the encoder also returns (Qwen3-VL): the ``i``-th is
     added at the placeholder tokens to the output of decoder layer ``i``."""
     grid: Callable[[torch.nn.Module], tuple[int, int]] | None = None
-    """The merged patch grid (rows, columns) of an image, fixed at export, for a decoder
-    with 3-D rotary positions (Qwen2.5-VL): see :mod:`t2n.llm.multimodal.mrope`."""
+    """The merged patch grid (rows, columns) of the default image, for a decoder with 3-D
+    rotary positions (Qwen2.5-VL, Qwen3-VL): the encoder then also returns each row's
+    place in its image, ``out_image_positions`` (see :mod:`t2n.llm.multimodal.mrope`)."""
+    default_size: Callable[[torch.nn.Module], tuple[int, int]] | None = None
+    """The image size (height, width in pixels) of the default encoder, for a family whose
+    encoder is fixed to one size (one artifact per size of ``image_sizes``)."""
+    check_size: Callable[[torch.nn.Module, tuple[int, int]], str] | None = None
+    """Why an image size cannot be exported ("" when it can)."""
 
 
 def _image_size(model: torch.nn.Module) -> int:
@@ -87,7 +94,7 @@ IDEFICS3 = Family("idefics3", "image", "image_token_id", ("pixel_values",), _ide
                         "all-zero padding images of the processor's [1, IMAGES, 3, H, W] and its "
                         "pixel_attention_mask (every pixel is taken as real)")
 
-def _mistral3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+def _mistral3_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None) -> torch.Tensor:
     """Pixtral's tower (2-D rotary over the patch grid) and the patch merger, for one image
     of the traced size: ``image_sizes`` sets the grid in Python, so it is fixed."""
     sizes = [(int(pixel_values.shape[-2]), int(pixel_values.shape[-1]))]
@@ -96,9 +103,29 @@ def _mistral3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
                                             return_dict=True))
 
 
-MISTRAL3 = Family("mistral3", "image", "image_token_id", ("pixel_values",), _gemma3_example, _mistral3_encode,
-                  fixed="one image of image_size x image_size pixels, [1, 3, H, W] (the processor's "
-                        "image_sizes): Pixtral's patch grid is fixed at export")
+def _mistral3_example(model: torch.nn.Module, size: tuple[int, int] | None = None) -> tuple[torch.Tensor, ...]:
+    height, width = size or _square(model)
+    return (torch.randn((1, 3, height, width), generator=torch.Generator().manual_seed(0)),)
+
+
+def _square(model: torch.nn.Module) -> tuple[int, int]:
+    return _image_size(model), _image_size(model)
+
+
+def _mistral3_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    step = int(vision.patch_size) * int(model.config.spatial_merge_size)  # type: ignore[union-attr]
+    if any(s <= 0 or s % step for s in size):
+        return f"a side is not a multiple of patch_size * spatial_merge_size = {step} pixels"
+    if max(size) > _image_size(model):
+        return f"a side is longer than the vision tower's image_size {_image_size(model)} (its rotary table)"
+    return ""
+
+
+MISTRAL3 = Family("mistral3", "image", "image_token_id", ("pixel_values",), _mistral3_example, _mistral3_encode,
+                  fixed="one image of the artifact's image_size [height, width] pixels, [1, 3, H, W] (the "
+                        "processor's image_sizes): Pixtral's patch grid is fixed at export, one artifact per size",
+                  default_size=_square, check_size=_mistral3_check)
 
 def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
     """The patch grid (rows, columns) an image is exported at: two attention windows a
@@ -120,26 +147,61 @@ def _qwen_merged_grid(model: torch.nn.Module) -> tuple[int, int]:
     return rows // int(vision.spatial_merge_size), columns // int(vision.spatial_merge_size)
 
 
-def _qwen_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+def _qwen_example(model: torch.nn.Module, size: tuple[int, int] | None = None) -> tuple[torch.Tensor, ...]:
     vision: Any = model.config.vision_config  # type: ignore[union-attr]
-    rows, columns = qwen_patch_grid(model)
+    rows, columns = _qwen_grid_of(model, size)
     width = int(vision.in_channels) * int(vision.temporal_patch_size) * int(vision.patch_size) ** 2
     return (torch.randn((rows * columns, width), generator=torch.Generator().manual_seed(0)),)
 
 
-def _qwen_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
-    """The vision tower (window attention, 2-D rotary) and merger on one image of the grid
-    fixed at export: ``image_grid_thw`` sets the windows and positions in Python."""
+def _qwen_size(model: torch.nn.Module) -> tuple[int, int]:
+    """The pixel size of the default grid (patches of ``patch_size`` pixels)."""
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
     rows, columns = qwen_patch_grid(model)
+    return rows * int(vision.patch_size), columns * int(vision.patch_size)
+
+
+def _qwen_grid_of(model: torch.nn.Module, size: tuple[int, int] | None) -> tuple[int, int]:
+    """The patch grid (rows, columns) of an image of ``size`` pixels (None: the default)."""
+    if size is None:
+        return qwen_patch_grid(model)
+    patch = int(model.config.vision_config.patch_size)  # type: ignore[union-attr]
+    return size[0] // patch, size[1] // patch
+
+
+def _qwen_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    step = int(vision.patch_size) * int(vision.spatial_merge_size)
+    if any(s <= 0 or s % step for s in size):
+        return f"a side is not a multiple of patch_size * spatial_merge_size = {step} pixels (the processor's resize)"
+    return ""
+
+
+def qwen_grid_positions(model: torch.nn.Module, size: tuple[int, int] | None) -> torch.Tensor:
+    """``[rows * columns, 4]`` int64: each merged patch's (row, column, rows, columns) in
+    its image, in the order of the encoder's rows (row-major over the merged grid)."""
+    merge = int(model.config.vision_config.spatial_merge_size)  # type: ignore[union-attr]
+    rows, columns = (n // merge for n in _qwen_grid_of(model, size))
+    row, column = torch.meshgrid(torch.arange(rows), torch.arange(columns), indexing="ij")
+    return torch.stack([row.flatten(), column.flatten(), torch.full((rows * columns,), rows),
+                        torch.full((rows * columns,), columns)], dim=1)
+
+
+def _qwen_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None) -> tuple[torch.Tensor, ...]:
+    """The vision tower (window attention, 2-D rotary) and merger on one image of the grid
+    fixed at export (``image_grid_thw`` sets the windows and positions in Python), and
+    each row's place in the grid (for the decoder's 3-D rotary positions)."""
+    rows, columns = _qwen_grid_of(model, size)
     grid = torch.tensor([[1, rows, columns]])
-    return _pooled(model.get_image_features(pixel_values, image_grid_thw=grid, return_dict=True))
+    features = _pooled(model.get_image_features(pixel_values, image_grid_thw=grid, return_dict=True))
+    return features, qwen_grid_positions(model, size)
 
 
 QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), _qwen_example, _qwen_encode,
-                    fixed="one image of the patch grid fixed at export (image_grid_thw [1, H, W] of "
-                          "qwen_patch_grid: two attention windows a side), pixel_values [H * W, C * T * P * P]: "
-                          "the windows, 2-D positions and merge order are computed from the grid in Python",
-                    grid=_qwen_merged_grid)
+                    fixed="one image of the artifact's image_grid_thw [1, H, W] (default: two attention "
+                          "windows a side), pixel_values [H * W, C * T * P * P]: the windows, 2-D positions and "
+                          "merge order are computed from the grid in Python, one artifact per size",
+                    grid=_qwen_merged_grid, default_size=_qwen_size, check_size=_qwen_check)
 
 def _voxtral_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
     audio: Any = model.config.audio_config  # type: ignore[union-attr]
@@ -156,13 +218,15 @@ VOXTRAL = Family("voxtral", "audio", "audio_token_id", ("input_features",), _vox
                  fixed="clips of the Whisper encoder's fixed length: input_features [CLIPS, mel bins, "
                        "2 * max_source_positions] (30 s each, as the processor pads them)")
 
-def _qwen3_vl_encode(model: Any, pixel_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """The tower and merger (the embeddings), and the DeepStack mergers' features of
-    the layers ``deepstack_visual_indexes`` names, at the grid fixed at export."""
-    rows, columns = qwen_patch_grid(model)
+def _qwen3_vl_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None
+                     ) -> tuple[torch.Tensor, ...]:
+    """The tower and merger (the embeddings), the DeepStack mergers' features of the
+    layers ``deepstack_visual_indexes`` names, at the grid fixed at export, and each
+    row's place in the grid."""
+    rows, columns = _qwen_grid_of(model, size)
     out = model.get_image_features(pixel_values, image_grid_thw=torch.tensor([[1, rows, columns]]), return_dict=True)
     deep = [torch.cat(list(f), dim=0) if isinstance(f, (list, tuple)) else f for f in out.deepstack_features]
-    return (_pooled(out), *deep)
+    return (_pooled(out), *deep, qwen_grid_positions(model, size))
 
 
 def _qwen3_vl_streams(model: torch.nn.Module) -> int:
@@ -171,9 +235,10 @@ def _qwen3_vl_streams(model: torch.nn.Module) -> int:
 
 
 QWEN3_VL = Family("qwen3_vl", "image", "image_token_id", ("pixel_values",), _qwen_example, _qwen3_vl_encode,
-                  fixed="one image of the patch grid fixed at export (image_grid_thw [1, H, W] of "
-                        "qwen_patch_grid: the grid of the learned position embeddings), pixel_values "
-                        "[H * W, C * T * P * P]", grid=_qwen_merged_grid, deepstack=_qwen3_vl_streams)
+                  fixed="one image of the artifact's image_grid_thw [1, H, W] (default: the grid of the "
+                        "learned position embeddings, interpolated to the grid in Python), pixel_values "
+                        "[H * W, C * T * P * P], one artifact per size", grid=_qwen_merged_grid,
+                  deepstack=_qwen3_vl_streams, default_size=_qwen_size, check_size=_qwen_check)
 
 FAMILIES: dict[str, Family] = {
     "Qwen3VLForConditionalGeneration": QWEN3_VL,

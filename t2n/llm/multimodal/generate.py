@@ -13,14 +13,39 @@ from typing import Any
 import numpy as np
 
 
-def tract_encode(export_dir: str | Path, *raw: Any, modality: str = "image") -> np.ndarray:
+def tract_encode(export_dir: str | Path, *raw: Any, modality: str = "image",
+                 image_size: tuple[int, int] | None = None) -> np.ndarray:
     """The encoder's embedding rows for ``raw`` (e.g. ``pixel_values``), run in tract."""
-    return tract_encode_all(export_dir, *raw, modality=modality)[0]
+    return tract_encode_all(export_dir, *raw, modality=modality, image_size=image_size)[0]
 
 
-def tract_encode_all(export_dir: str | Path, *raw: Any, modality: str = "image") -> list[np.ndarray]:
-    """Every output of the encoder for ``raw``: the embedding rows, then the DeepStack
-    streams of a Qwen3-VL."""
+def encoder_entry(manifest: dict[str, Any], raw: tuple[Any, ...], modality: str = "image",
+                  image_size: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The manifest's encoder for ``raw``: the one of ``image_size`` (height, width), else
+    the only one of the modality, else the one whose ``image_size`` is the ``[..., H, W]``
+    of 4-D pixel values (Qwen's flattened patches need ``image_size``)."""
+    from t2n.errors import InvalidArgumentError
+
+    entries = [e for e in manifest["encoders"] if e["modality"] == modality]
+    if image_size is not None:
+        chosen = [e for e in entries if e.get("image_size") == [int(image_size[0]), int(image_size[1])]]
+    elif len(entries) == 1:
+        chosen = entries
+    else:
+        shape = np.shape(raw[0]) if raw else ()
+        chosen = [e for e in entries if len(shape) == 4 and e.get("image_size") == [int(d) for d in shape[-2:]]]
+    if len(chosen) != 1:
+        sizes = [e.get("image_size") for e in entries]
+        raise InvalidArgumentError(f"no single {modality} encoder of this export takes this input "
+                                   f"(image_size={image_size}); its sizes are {sizes}: pass image_size=(h, w)")
+    return chosen[0]
+
+
+def tract_encode_all(export_dir: str | Path, *raw: Any, modality: str = "image",
+                     image_size: tuple[int, int] | None = None) -> list[np.ndarray]:
+    """Every output of the encoder for ``raw`` (of ``image_size``: see :func:`encoder_entry`):
+    the embedding rows, then the DeepStack streams of a Qwen3-VL, then each row's place in
+    its image's grid (Qwen)."""
     import tract
 
     from t2n.backends.tract.child import _to_numpy
@@ -28,32 +53,49 @@ def tract_encode_all(export_dir: str | Path, *raw: Any, modality: str = "image")
 
     out = Path(export_dir)
     manifest = json.loads((out / "multimodal.json").read_text())
-    entry = next(e for e in manifest["encoders"] if e["modality"] == modality)
+    entry = encoder_entry(manifest, raw, modality, image_size)
     runnable = load_runnable(out / entry["path"])
     return [np.asarray(_to_numpy(tract, np, o)) for o in runnable.run([np.asarray(r) for r in raw])]
 
 
-class _Decoder:
-    """The decoder of an export in tract, its cache, and the dtype and width of its rows."""
+def tract_encode_images(export_dir: str | Path, images: list[tuple[Any, tuple[int, int] | None]],
+                        modality: str = "image") -> list[np.ndarray]:
+    """The encoder's outputs for several images (each its raw input and its size, None:
+    picked as :func:`encoder_entry` picks), joined output by output in order: the rows of
+    one call whose prompt holds the placeholders of these images one after the other."""
+    encoded = [tract_encode_all(export_dir, raw, modality=modality, image_size=size) for raw, size in images]
+    return [np.concatenate(parts, axis=0) for parts in zip(*encoded)]
 
-    def __init__(self, export_dir: str | Path) -> None:
+
+class _Decoder:
+    """The decoder of an export in tract, its cache, and the inputs the encoder's outputs feed."""
+
+    def __init__(self, export_dir: str | Path, modality: str = "image") -> None:
         from t2n.llm.generate import load_runnable
 
         out = Path(export_dir)
         manifest = json.loads((out / "multimodal.json").read_text())
         modes = json.loads((out / manifest["decoder"]["modes"]).read_text())
         self.dtype = np.dtype(modes["cache"]["dtype"])
-        self.hidden = int(modes["embeddings"]["shape"][1])
         self.runnable = load_runnable(out / manifest["decoder"]["path"])
+        entry = next((e for e in manifest["encoders"] if e["modality"] == modality), manifest["encoders"][0])
+        # the encoder's outputs in its order: the embeddings, the DeepStack streams, the grid positions
+        outputs = [entry["outputs"][0], *entry.get("deepstack", []), *entry["outputs"][1:]]
+        fed = {o["feeds"]: o for o in outputs}
+        self.fed = [n for n in modes["inputs"] if n in fed]
+        """The decoder inputs the encoder's outputs feed, in the decoder's order."""
+        self.order = [next(i for i, o in enumerate(outputs) if o["feeds"] == n) for n in self.fed]
+        self.empty = [np.zeros((0, int(fed[n]["shape"][1])),
+                               dtype=self.dtype if fed[n]["dtype"] != "int64" else np.int64) for n in self.fed]
         delta = [np.zeros(1, dtype=np.int64)] if "rope_delta" in modes else []
-        self.streams = 1 + len(modes["embeddings"].get("deepstack", {}))
         self.cache = [np.zeros((1, modes["cache"]["kv_heads"], 0, modes["cache"]["head_dim"]), dtype=self.dtype)
-                      for _ in range(len(modes["inputs"]) - 1 - self.streams - len(delta))] + delta
+                      for _ in range(2 * int(modes["cache"]["num_layers"]))] + delta
 
     def rows(self, rows: list[np.ndarray] | None = None) -> list[np.ndarray]:
+        """The encoder's outputs (in its order, None: no rows) as the decoder takes them."""
         if rows is None:
-            return [np.zeros((0, self.hidden), dtype=self.dtype)] * self.streams
-        return [r.astype(self.dtype) for r in rows]
+            return list(self.empty)
+        return [rows[i].astype(e.dtype) for i, e in zip(self.order, self.empty)]
 
     def step(self, ids: np.ndarray, rows: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """One call: ``rows`` the encoder's outputs for this call's placeholders (None: none)."""
@@ -66,24 +108,32 @@ class _Decoder:
         return outputs
 
 
-def tract_prefill_logits(export_dir: str | Path, prompt_ids: Any, *raw: Any, modality: str = "image") -> np.ndarray:
+def tract_prefill_logits(export_dir: str | Path, prompt_ids: Any, *raw: Any, modality: str = "image",
+                         image_size: tuple[int, int] | None = None, rows: list[np.ndarray] | None = None
+                         ) -> np.ndarray:
     """The decoder's logits (``[1, 1, vocab]``, ``[1, S, vocab]`` from an export with
     ``num_logits_to_keep=0``) for ``prompt_ids`` with the encoder's rows of
-    ``raw`` (none: a text-only prompt), run in tract."""
-    decoder = _Decoder(export_dir)
-    rows = tract_encode_all(export_dir, *raw, modality=modality) if raw else None
+    ``raw`` (none: a text-only prompt) or the encoder outputs ``rows``, run in tract."""
+    decoder = _Decoder(export_dir, modality)
+    if rows is None and raw:
+        rows = tract_encode_all(export_dir, *raw, modality=modality, image_size=image_size)
     return decoder.step(np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1), rows)[0]
 
 
 def tract_multimodal_generate(export_dir: str | Path, prompt_ids: Any, max_new_tokens: int, *raw: Any,
-                              modality: str = "image") -> list[int]:
+                              modality: str = "image", image_size: tuple[int, int] | None = None,
+                              rows: list[np.ndarray] | None = None) -> list[int]:
     """The ``max_new_tokens`` token ids tract's greedy choice gives after ``prompt_ids``
     (``[1, S]``, holding one placeholder token per embedding row) with the encoder's rows
-    of ``raw`` (none: a text-only prompt)."""
+    of ``raw`` (none: a text-only prompt; ``image_size``: which encoder, see
+    :func:`encoder_entry`), or the encoder outputs ``rows`` already computed (several
+    images: :func:`tract_encode_images`)."""
     from t2n.llm.generate import _greedy
 
-    decoder = _Decoder(export_dir)
-    pending = [tract_encode_all(export_dir, *raw, modality=modality) if raw else None]
+    decoder = _Decoder(export_dir, modality)
+    if rows is None and raw:
+        rows = tract_encode_all(export_dir, *raw, modality=modality, image_size=image_size)
+    pending = [rows]
 
     def step(ids: np.ndarray) -> list[np.ndarray]:  # the rows go with the prefill only
         return decoder.step(ids, pending.pop() if pending else None)

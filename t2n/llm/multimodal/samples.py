@@ -49,8 +49,8 @@ def write_decoder_samples(decoder: torch.nn.Module, placeholder: int, vocab: int
     text = torch.randint(0, min(vocab, placeholder), (3,), generator=generator)
     prompt = torch.cat([text[:1], torch.full((rows[0].shape[0],), placeholder), text[1:]]).unsqueeze(0)
     dtype = start[0].dtype
-    given = tuple(r.to(dtype) for r in rows)
-    none = tuple(torch.zeros((0, r.shape[1]), dtype=dtype) for r in rows)
+    given = tuple(r.to(dtype) if r.is_floating_point() else r for r in rows)  # grid positions stay int64
+    none = tuple(torch.zeros((0, r.shape[1]), dtype=r.dtype) for r in given)
     ids, past = prompt, list(start)
     tokens = [int(t) for t in prompt[0]]
     steps: list[IOStep] = []

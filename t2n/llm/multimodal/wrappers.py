@@ -16,20 +16,23 @@ class EncoderWrapper(torch.nn.Module):
     """``forward(*raw)`` → ``[N, hidden]``: the model's own features for the decoder,
     the rows of every image (or audio clip) one after the other."""
 
-    def __init__(self, model: torch.nn.Module, family: Family) -> None:
+    def __init__(self, model: torch.nn.Module, family: Family, size: tuple[int, int] | None = None) -> None:
         super().__init__()
         self.model = model
         self.family = family
+        self.size = size
+        """The image size (height, width) of a family fixed to one size (None: its default)."""
 
     def forward(self, *raw: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
-        features = self.family.encode(self.model, *raw)
-        if isinstance(features, tuple):  # the embeddings, then the DeepStack streams
+        sized = {"size": self.size} if self.family.default_size is not None else {}
+        features = self.family.encode(self.model, *raw, **sized)
+        if isinstance(features, tuple):  # the embeddings, the DeepStack streams, the grid positions
             return tuple(f.reshape(-1, f.shape[-1]) for f in features)
         return features.reshape(-1, features.shape[-1])
 
 
 class EmbeddingsDecoder(torch.nn.Module):
-    """``forward(input_ids, k_0, v_0, ..., [rope_delta,] embeddings, [deepstack_0, ...])`` →
+    """``forward(input_ids, k_0, v_0, ..., [rope_delta,] embeddings, [deepstack_0, ...,] [positions])`` →
     ``(logits, k_0', v_0', ...
     [, rope_delta'])`` (the shift of 3-D rotary positions: see :mod:`t2n.llm.multimodal.mrope`):
     the model's decoder on the token embeddings with ``embeddings`` written at the
@@ -47,6 +50,10 @@ class EmbeddingsDecoder(torch.nn.Module):
     def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from transformers import DynamicCache
 
+        grid_rows = None
+        if self.family.grid is not None:  # each row's place in its image: the last input
+            *others, grid_rows = rest
+            rest = tuple(others)
         streams = self.family.deepstack(self.model) if self.family.deepstack is not None else 0
         deep = list(rest[len(rest) - streams:])
         rest = rest[:len(rest) - streams]
@@ -64,10 +71,10 @@ class EmbeddingsDecoder(torch.nn.Module):
         past_length = past[0].shape[2]
         positions = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0) + past_length
         grown_delta: tuple[torch.Tensor, ...] = ()
-        if delta is not None and self.family.grid is not None:  # 3-D rotary positions
+        if delta is not None and grid_rows is not None:  # 3-D rotary positions
             from t2n.llm.multimodal.mrope import mrope_positions
 
-            positions, new_delta = mrope_positions(is_placeholder, past_length, delta, self.family.grid(self.model))
+            positions, new_delta = mrope_positions(is_placeholder, past_length, delta, grid_rows)
             grown_delta = (new_delta,)
         extra: dict[str, Any] = {}
         if self.num_logits_to_keep is not None:

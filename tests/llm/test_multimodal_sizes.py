@@ -1,0 +1,155 @@
+"""Image sizes of the families whose encoder is fixed to one size (Mistral 3's Pixtral,
+Qwen2.5-VL's windows, Qwen3-VL's interpolated positions): ``image_sizes`` writes one
+encoder per size, the manifest says which size each takes, and the decoder places the
+rows of images of any of those sizes (several sizes in one prompt included) as
+transformers does: its 3-D rotary positions follow each image's grid."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from t2n.errors import InvalidArgumentError
+from t2n.llm import export_llm
+from t2n.llm.multimodal.generate import (
+    tract_encode,
+    tract_encode_images,
+    tract_multimodal_generate,
+    tract_prefill_logits,
+)
+
+from .tiny_multimodal import CASES, Case, mistral3
+
+NEW_TOKENS = 8
+PATCH, MERGE, IMAGE, START, END = 7, 2, 90, 91, 92
+
+
+def _pixels(shape: tuple[int, ...], seed: int) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+class Sized:
+    """How a family's model takes images of given sizes: the encoder's raw input of one
+    image, the model's own features of it, and ``generate``'s keywords for several."""
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self.case: Case = mistral3(image_size=56) if family == "mistral3" else CASES[family]()
+        self.model: Any = self.case.model
+
+    def tokens(self, size: tuple[int, int]) -> int:
+        return (size[0] // (PATCH * MERGE)) * (size[1] // (PATCH * MERGE))
+
+    def raw(self, size: tuple[int, int], seed: int) -> torch.Tensor:
+        if self.family == "mistral3":
+            return _pixels((1, 3, *size), seed)
+        return _pixels(((size[0] // PATCH) * (size[1] // PATCH), 3 * 2 * PATCH * PATCH), seed)
+
+    def features(self, raw: torch.Tensor, size: tuple[int, int]) -> np.ndarray:
+        with torch.no_grad():
+            if self.family == "mistral3":
+                out = self.model.get_image_features(raw, image_sizes=torch.tensor([size]), return_dict=True)
+            else:
+                grid = torch.tensor([[1, size[0] // PATCH, size[1] // PATCH]])
+                out = self.model.get_image_features(raw, image_grid_thw=grid, return_dict=True)
+        pooled = out.pooler_output
+        pooled = torch.cat(list(pooled)) if isinstance(pooled, (list, tuple)) else pooled
+        return pooled.reshape(-1, pooled.shape[-1]).numpy()
+
+    def prompt(self, sizes: list[tuple[int, int]]) -> torch.Tensor:
+        ids = [2, 5]
+        for size in sizes:
+            image = [IMAGE] * self.tokens(size)
+            ids += image if self.family == "mistral3" else [START, *image, END]
+        return torch.tensor([[*ids, 7, 8]])
+
+    def reference(self, images: list[tuple[torch.Tensor, tuple[int, int]]]) -> Case:
+        """The model's case for a prompt holding ``images`` one after the other."""
+        sizes = [size for _, size in images]
+        if self.family == "mistral3":  # padded to one batch, each image's size given
+            height, width = max(s[0] for s in sizes), max(s[1] for s in sizes)
+            batch = torch.zeros((len(images), 3, height, width))
+            for i, (raw, (h, w)) in enumerate(images):
+                batch[i, :, :h, :w] = raw[0]
+            kwargs: dict[str, Any] = {"pixel_values": batch, "image_sizes": torch.tensor(sizes)}
+        else:
+            kwargs = {"pixel_values": torch.cat([raw for raw, _ in images]),
+                      "image_grid_thw": torch.tensor([[1, h // PATCH, w // PATCH] for h, w in sizes]),
+                      "mm_token_type_ids": lambda p: (p == IMAGE).int()}
+        return Case(self.model, self.prompt(sizes), self.case.text_prompt, (), kwargs)
+
+    def reference_tokens(self, images: list[tuple[torch.Tensor, tuple[int, int]]]) -> list[int]:
+        case = self.reference(images)
+        return case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+
+
+SIZES = {"mistral3": [(28, 42), (56, 28)], "qwen2_5_vl": [(28, 56), (56, 28)], "qwen3_vl": [(28, 42), (42, 28)]}
+"""Non-square sizes other than the default (56 x 56 for each model here); each family's
+two sizes give the Qwens the same number of patches, so the size picks the encoder."""
+
+
+@pytest.mark.slow  # about 10 s a family
+@pytest.mark.parametrize("family", ["mistral3", "qwen2_5_vl", "qwen3_vl"])
+def test_encoders_of_other_sizes_generate_as_transformers(family: str, tmp_path: Path) -> None:
+    sized = Sized(family)
+    sizes = SIZES[family]
+    out = tmp_path / "out"
+    export_llm(sized.model, out, image_sizes=sizes)
+    manifest = json.loads((out / "multimodal.json").read_text())
+    assert [e["image_size"] for e in manifest["encoders"]] == [list(s) for s in sizes]
+    for entry, (h, w) in zip(manifest["encoders"], sizes):
+        assert entry["path"] == f"image/{h}x{w}/model.nnef.tgz" and (out / entry["path"]).is_file()
+        assert (out / entry["tests"][0]).is_file()
+        if family != "mistral3":
+            assert entry["image_grid_thw"] == [1, h // PATCH, w // PATCH]
+    assert not (out / "image" / "model.nnef.tgz").exists()
+
+    # each encoder, on pixel values of its size, computes the model's own features
+    images = [(sized.raw(size, seed=20 + i), size) for i, size in enumerate(sizes)]
+    for raw, size in images:
+        rows = tract_encode(out, raw.numpy(), image_size=size)
+        assert rows.shape[0] == sized.tokens(size)
+        np.testing.assert_allclose(rows, sized.features(raw, size), rtol=1e-4, atol=1e-4)
+
+    # one image of a non-square size, then two images of different sizes in one prompt
+    raw, size = images[0]
+    tokens = tract_multimodal_generate(out, sized.prompt([size]), NEW_TOKENS, raw.numpy(), image_size=size)
+    assert tokens == sized.reference_tokens([images[0]])
+    rows = tract_encode_images(out, [(r.numpy(), s) for r, s in images])
+    both = sized.reference(images)
+    np.testing.assert_allclose(tract_prefill_logits(out, both.image_prompt, rows=rows),
+                               both.reference_logits(both.image_prompt)[:, -1:].numpy(), rtol=1e-3, atol=1e-3)
+    assert tract_multimodal_generate(out, sized.prompt(sizes), NEW_TOKENS, rows=rows) == \
+        sized.reference_tokens(images)
+
+
+def test_image_sizes_are_checked_before_anything_is_written(tmp_path: Path) -> None:
+    sized = Sized("qwen2_5_vl")
+    with pytest.raises(InvalidArgumentError, match="21 x 28 pixels: a side is not a multiple of"):
+        export_llm(sized.model, tmp_path / "out", image_sizes=[(21, 28)])
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(InvalidArgumentError, match="longer than the vision tower's image_size 56"):
+        export_llm(Sized("mistral3").model, tmp_path / "out", image_sizes=[(28, 70)])
+    with pytest.raises(InvalidArgumentError, match="takes no image_sizes"):
+        export_llm(CASES["gemma3"]().model, tmp_path / "out", image_sizes=[(28, 28)])
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_qwen_encoder_is_picked_by_its_size(tmp_path: Path) -> None:
+    """Qwen's flattened patches do not say the image's height and width: with several
+    encoders, ``image_size`` picks one, and without it the helper says so."""
+    from t2n.llm.multimodal.generate import encoder_entry
+
+    manifest = {"encoders": [{"modality": "image", "image_size": [28, 56], "path": "a"},
+                             {"modality": "image", "image_size": [56, 28], "path": "b"}]}
+    patches = np.zeros((32, 294), dtype=np.float32)
+    assert encoder_entry(manifest, (patches,), image_size=(56, 28))["path"] == "b"
+    with pytest.raises(InvalidArgumentError, match=r"pass image_size=\(h, w\)"):
+        encoder_entry(manifest, (patches,))
+    pixels = np.zeros((1, 3, 56, 28), dtype=np.float32)  # Mistral 3's pixel values say it
+    assert encoder_entry(manifest, (pixels,))["path"] == "b"
