@@ -66,6 +66,10 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
 @click.option("--sample-generation-total-size", type=click.IntRange(min=6), default=None,
               help="Generate this many tokens (a 4-token prompt included) greedily in PyTorch and write "
                    "every step to tests/io.npz (default 6: a prefill and one decode step).")
+@click.option("--image-size", "image_size", multiple=True, metavar="HxW",
+              help="Vision-language models whose encoder is fixed to one image size (Mistral 3, Qwen2.5-VL, "
+                   "Qwen3-VL): write an encoder for images of H x W pixels; repeat for several sizes "
+                   "(default: one encoder of the model's default size).")
 @click.option("--progress/--no-progress", default=None,
               help="Log each stage on stderr (default: only when stderr is a terminal).")
 @click.option("--overwrite", is_flag=True,
@@ -81,7 +85,7 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
                 dump_with_tokenizer_and_conf: bool, naming_scheme: str, trust_remote_code: bool,
                 merge_peft: Path | None, force_inputs_dtype: str | None,
                 sample_generation_total_size: int | None, progress: bool | None, window_kv_cache: bool,
-                overwrite: bool = False) -> None:
+                image_size: tuple[str, ...] = (), overwrite: bool = False) -> None:
     """Export the causal language model in LOCAL_DIR to tract with an explicit KV cache
     (inputs input_ids and in_cache_key/value_i; outputs outputs and out_cache_key/value_i).
 
@@ -100,8 +104,17 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
         naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator, merge_peft=merge_peft,
         force_inputs_dtype=force_inputs_dtype, sample_generation_total_size=sample_generation_total_size,
         kv_cache=kv_cache, reify_rope=reify_rope_operator, reify_rms_norm=reify_rms_norm_operator,
-        window_kv_cache=window_kv_cache, overwrite=overwrite)
+        window_kv_cache=window_kv_cache, overwrite=overwrite,
+        image_sizes=[_image_size(s) for s in image_size] or None)
     click.echo(f"wrote {path}")
+
+
+def _image_size(text: str) -> tuple[int, int]:
+    """``HxW`` (pixels) as (height, width)."""
+    height, sep, width = text.lower().partition("x")
+    if not (sep and height.strip().isdigit() and width.strip().isdigit()):
+        raise click.BadParameter(f"{text!r} is not HxW (pixels, e.g. 448x672)", param_hint="--image-size")
+    return int(height), int(width)
 
 
 _PROGRESS = "t2n-llm-progress"

@@ -31,7 +31,7 @@ FLAGS = ("--local-dir", "--export-dirpath", "--force-module-dtype", "--force-inp
          "--force-f32-normalization", "--reify-sdpa-operator", "--num-logits-to-keep",
          "--tract-check-io-tolerance", "--no-verify", "--dump-with-tokenizer-and-conf",
          "--sample-generation-total-size", "--naming-scheme", "--merge-peft", "--tract-version",
-         "--trust-remote-code", "--progress")
+         "--trust-remote-code", "--progress", "--image-size")
 """Every flag of the widely used exporter's LLM command that t2n has, and t2n's own."""
 
 

@@ -153,3 +153,25 @@ def test_a_qwen_encoder_is_picked_by_its_size(tmp_path: Path) -> None:
         encoder_entry(manifest, (patches,))
     pixels = np.zeros((1, 3, 56, 28), dtype=np.float32)  # Mistral 3's pixel values say it
     assert encoder_entry(manifest, (pixels,))["path"] == "b"
+
+
+@pytest.mark.slow
+def test_cli_writes_an_encoder_per_image_size_of_a_folder(tmp_path: Path) -> None:
+    """``t2n llm --image-size HxW`` (repeated) on a Qwen2.5-VL folder, streamed: an encoder
+    per size, and generation with a non-square image as transformers'."""
+    from cli.cli_support import make_runner
+
+    sized = Sized("qwen2_5_vl")
+    sized.model.save_pretrained(tmp_path / "checkpoint")
+    out = tmp_path / "out"
+    done = make_runner()("llm", "--local-dir", str(tmp_path / "checkpoint"), "--export-dirpath", str(out),
+                         "--image-size", "28x56", "--image-size", "56x28")
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "multimodal.json").read_text())
+    assert [e["image_size"] for e in manifest["encoders"]] == [[28, 56], [56, 28]]
+    raw, size = sized.raw((56, 28), seed=3), (56, 28)
+    assert tract_multimodal_generate(out, sized.prompt([size]), NEW_TOKENS, raw.numpy(), image_size=size) == \
+        sized.reference_tokens([(raw, size)])
+    bad = make_runner()("llm", "--local-dir", str(tmp_path / "checkpoint"), "--export-dirpath",
+                        str(tmp_path / "bad"), "--image-size", "56")
+    assert bad.returncode != 0 and "HxW" in bad.stderr

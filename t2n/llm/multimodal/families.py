@@ -114,7 +114,8 @@ def _square(model: torch.nn.Module) -> tuple[int, int]:
 
 def _mistral3_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
     vision: Any = model.config.vision_config  # type: ignore[union-attr]
-    step = int(vision.patch_size) * int(model.config.spatial_merge_size)  # type: ignore[union-attr]
+    config: Any = model.config
+    step = int(vision.patch_size) * int(config.spatial_merge_size)
     if any(s <= 0 or s % step for s in size):
         return f"a side is not a multiple of patch_size * spatial_merge_size = {step} pixels"
     if max(size) > _image_size(model):
@@ -165,7 +166,8 @@ def _qwen_grid_of(model: torch.nn.Module, size: tuple[int, int] | None) -> tuple
     """The patch grid (rows, columns) of an image of ``size`` pixels (None: the default)."""
     if size is None:
         return qwen_patch_grid(model)
-    patch = int(model.config.vision_config.patch_size)  # type: ignore[union-attr]
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    patch = int(vision.patch_size)
     return size[0] // patch, size[1] // patch
 
 
@@ -180,7 +182,8 @@ def _qwen_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
 def qwen_grid_positions(model: torch.nn.Module, size: tuple[int, int] | None) -> torch.Tensor:
     """``[rows * columns, 4]`` int64: each merged patch's (row, column, rows, columns) in
     its image, in the order of the encoder's rows (row-major over the merged grid)."""
-    merge = int(model.config.vision_config.spatial_merge_size)  # type: ignore[union-attr]
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    merge = int(vision.spatial_merge_size)
     rows, columns = (n // merge for n in _qwen_grid_of(model, size))
     row, column = torch.meshgrid(torch.arange(rows), torch.arange(columns), indexing="ij")
     return torch.stack([row.flatten(), column.flatten(), torch.full((rows * columns,), rows),

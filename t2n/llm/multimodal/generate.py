@@ -38,7 +38,8 @@ def encoder_entry(manifest: dict[str, Any], raw: tuple[Any, ...], modality: str 
         sizes = [e.get("image_size") for e in entries]
         raise InvalidArgumentError(f"no single {modality} encoder of this export takes this input "
                                    f"(image_size={image_size}); its sizes are {sizes}: pass image_size=(h, w)")
-    return chosen[0]
+    entry: dict[str, Any] = chosen[0]
+    return entry
 
 
 def tract_encode_all(export_dir: str | Path, *raw: Any, modality: str = "image",
