@@ -259,7 +259,8 @@ def _pipeline(passes: object, pass_registry: object, target: Target, frontend: F
                               strict_dynamic_axes=strict_dynamic_axes, verify_each=verify_ir, dump=dump)
     pipeline = compile_pipeline(passes, registry=check_pass_registry(pass_registry), builtins=builtins,
                                 fold_batch_norm=fold_batch_norm, verify_each=verify_ir, dump=dump,
-                                force_f32=target.forced_f32_passes(), target_passes=target.passes())
+                                force_f32=target.forced_f32_passes(), target_passes=target.passes(),
+                                lowering_passes=target.lowering_passes())
     check_forcing_target(pipeline, target=str(target), allowed=target.casts_set_precision)
     return pipeline
 

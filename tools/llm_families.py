@@ -172,6 +172,11 @@ TESTED = {
     "mamba2": T + "conv and state-space states as cache inputs/outputs; f32, f16 streamed folder",
     "falcon_h1": T + "attention beside Mamba-2 mixers, their states as cache inputs/outputs; f32, f16 streamed folder",
     "jamba": T + "attention beside Mamba layers, their states as cache inputs/outputs; f32, f16 streamed folder (also with an f32 interface); with experts as `tract_moe_ffn` (f32)",
+    "bamba": T + "attention beside Mamba-2 mixers, their states as cache inputs/outputs; f32, f16 streamed folder",
+    "granitemoehybrid": T + "attention beside Mamba-2 mixers, their states as cache inputs/outputs, experts as `tract_moe_ffn` beside a shared MLP; f32, f16 streamed folder",
+    "nemotron_h": T + "Mamba-2, attention and MLP blocks, the mixers' states as cache inputs/outputs; f32, f16 streamed folder",
+    "zamba": T + "multi-head Mamba layers and a shared attention block, their states as cache inputs/outputs; f32, f16 streamed folder",
+    "zamba2": T + "Mamba-2 layers and a shared attention block, their states as cache inputs/outputs; f32, f16 streamed folder",
 }
 """Families the tests prove (``tests/llm/``), with the forms they prove."""
 

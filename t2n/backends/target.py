@@ -154,6 +154,12 @@ class Target:
         the end of the compile pipeline, before its last cleanup: none by default."""
         return []
 
+    def lowering_passes(self) -> list[Pass]:
+        """The passes that write IR ops this target has no emitter for in ops it has (its
+        own fused op where one fits, else standard operations): run before the f32-forcing
+        passes, so those decide the precision of what the lowering writes; none by default."""
+        return []
+
     def forced_f32_passes(self) -> list[str]:
         """The names of the f32-forcing passes this target's options ask for (added to
         the pipeline unless its spec places them): none by default."""

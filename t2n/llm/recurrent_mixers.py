@@ -85,6 +85,31 @@ def mamba(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: tor
     return mixer.out_proj(y.to(dtype)), conv_state, state
 
 
+def zamba_mamba(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Zamba's multi-head Mamba (``ZambaMambaMixer``): Mamba's selective state space run
+    on ``n_mamba_heads`` slices of the channels, each with its own ``x_proj`` and
+    ``dt_proj``; its input projection interleaves the channels and the gate."""
+    batch, length, dtype = hidden.shape[0], hidden.shape[1], hidden.dtype
+    heads, width = mixer.n_mamba_heads, mixer.mamba_head_dim
+    projected = mixer.in_proj(hidden).transpose(1, 2).reshape(batch, -1, 2, length)
+    x, gate = projected[:, :, 0], projected[:, :, 1]  # [B, D, S] each
+    x, conv_state = causal_conv(x, conv_state, mixer.conv1d, mixer.activation)
+    xh = x.reshape(batch, heads, width, length).transpose(0, 1)  # [H, B, P, S]
+    params = (mixer.x_proj_weight[:, None] @ xh).transpose(-1, -2)  # [H, B, S, R + 2N]
+    step, b, c = torch.split(params, [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size], dim=-1)
+    dt = mixer.dt_proj_weight[:, None] @ step.transpose(-1, -2)  # [H, B, P, S]
+    dt = F.softplus(dt + mixer.dt_proj_bias.float()[:, None, :, None]).float()
+    dt = dt.permute(1, 3, 0, 2)  # [B, S, H, P]
+    decay = torch.exp(-torch.exp(mixer.A_log.float()) * dt[..., None])  # [B, S, H, P, N]
+    xs = xh.permute(1, 3, 0, 2).float()  # [B, S, H, P]
+    update = dt[..., None] * b.permute(1, 2, 0, 3).float()[:, :, :, None, :] * xs[..., None]
+    y, state = recurrent_ops.ssm_scan(decay, update, c.permute(1, 2, 0, 3).float()[:, :, :, None, :], state)
+    y = y + xs * mixer.D.float()  # [B, S, H, P]
+    y = y.reshape(batch, length, -1) * F.silu(gate.transpose(1, 2).float())
+    return mixer.out_proj(y.to(dtype)), conv_state, state
+
+
 def mamba2(mixer: Any, hidden: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor
            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Mamba-2's state space duality layer (``Mamba2Mixer``; Falcon-H1's ``FalconH1Mixer``
@@ -120,7 +145,12 @@ MIXERS: dict[str, Mixer] = {
     "MambaMixer": mamba,
     "FalconMambaMixer": mamba,
     "JambaMambaMixer": mamba,
+    "ZambaMambaMixer": zamba_mamba,
     "Mamba2Mixer": mamba2,
     "FalconH1Mixer": mamba2,
+    "BambaMixer": mamba2,
+    "GraniteMoeHybridMambaLayer": mamba2,
+    "Zamba2MambaMixer": mamba2,
+    "NemotronHMamba2Mixer": mamba2,
 }
 """Mixer class name → its explicit-state function."""

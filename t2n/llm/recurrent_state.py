@@ -1,4 +1,4 @@
-"""Hybrid language models (Qwen3-Next, Mamba, Falcon-H1, Jamba...): besides the keys and
+"""Hybrid language models (Qwen3-Next, Mamba, Falcon-H1, Jamba, Bamba, Zamba...): besides the keys and
 values of their attention layers, each recurrent layer keeps fixed-size states between
 calls, which the exported graph takes and returns beside the KV cache:
 
@@ -32,7 +32,8 @@ from t2n.llm.recurrent_mixers import MIXERS, Mixer
 
 STATE_KINDS = ("conv", "recurrent")
 
-HYBRID_FAMILIES = ("Qwen3-Next", "Mamba", "Mamba-2", "Falcon-Mamba", "Falcon-H1", "Jamba")
+HYBRID_FAMILIES = ("Qwen3-Next", "Mamba", "Mamba-2", "Falcon-Mamba", "Falcon-H1", "Jamba", "Bamba",
+                   "Granite-MoE-Hybrid", "Nemotron-H", "Zamba", "Zamba-2")
 """Hybrid families proven to generate transformers' tokens (named in errors)."""
 
 

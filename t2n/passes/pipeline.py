@@ -16,6 +16,10 @@ the last pass if needed), so a pass may leave dead ops behind; two cleanups in a
 become one. The f32-forcing passes a target's options ask for (``force_f32``) are added
 after the spec's last pass when the spec does not place them itself, then the passes that
 write the target's own forms (``target_passes``, e.g. reified SDPA), before the last cleanup.
+The passes that lower ops the target has no form for (``lowering_passes``, e.g. the
+mixture-of-experts experts in standard operations) run before the first f32-forcing pass,
+wherever the spec or the options put it (else where the forcing passes would go), so the
+forcing decides the precision of what they write too.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from t2n.passes.dead_node_elimination import DeadNodeElimination
 from t2n.passes.dynamic_axes import DynamicAxes
 from t2n.passes.fold_batch_norm import FoldBatchNorm
 from t2n.passes.manager import DumpFn, PassManager
-from t2n.passes.precision import precision_passes
+from t2n.passes.precision import ForceF32Pass, precision_passes
 from t2n.passes.spec import DEFAULT_PIPELINE, NAME_RE, REQUIRED, PipelineSpec, parse_spec
 
 
@@ -111,19 +115,23 @@ def compile_pipeline(
     dump: DumpFn | None = None,
     force_f32: Sequence[str] = (),
     target_passes: Sequence[Pass] = (),
+    lowering_passes: Sequence[Pass] = (),
 ) -> PassManager:
     """The PassManager ``compile`` runs for ``passes=spec`` (a :data:`PipelineSpec`,
     checked here; see the module docstring). ``fold_batch_norm=False`` removes
     ``fold-batch-norm`` wherever it is; ``force_f32`` names f32-forcing passes to run
-    after the spec's passes unless the spec has them already; ``target_passes`` run after
-    those (then the final cleanup)."""
+    after the spec's passes unless the spec has them already; ``lowering_passes`` run
+    before the first of them; ``target_passes`` after them all (then the final cleanup)."""
     known = {**(builtins if builtins is not None else builtin_passes(verify_each=verify_each, dump=dump)),
              **check_pass_registry(registry)}
     stages = parse_spec(spec, known, default=DEFAULT_PIPELINE, required=REQUIRED)
     if not fold_batch_norm:
         stages = [p for p in stages if p.display_name != "fold-batch-norm"]
     names = [p.display_name for p in stages]
-    stages = [known[n] for n in REQUIRED if n not in names] + stages + [known[n] for n in force_f32 if n not in names]
+    stages = [known[n] for n in REQUIRED if n not in names] + stages
+    at = next((i for i, p in enumerate(stages) if isinstance(p, ForceF32Pass)), len(stages))
+    stages[at:at] = lowering_passes
+    stages += [known[n] for n in force_f32 if n not in names]
     stages += list(target_passes)
     out: list[Pass] = []
     for p in stages:

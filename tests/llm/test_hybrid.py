@@ -1,4 +1,5 @@
-"""Hybrid decoders (Qwen3-Next, Mamba, Falcon-H1, Jamba): each recurrent layer's conv
+"""Hybrid decoders (Qwen3-Next, Mamba, Mamba-2, Falcon-H1, Jamba, Bamba, Granite-MoE-Hybrid,
+Nemotron-H, Zamba, Zamba-2): each recurrent layer's conv
 and recurrent states are cache inputs and outputs beside the keys and values, and a
 greedy loop in tract (prefill from zero states, then one token at a time) generates
 what ``transformers`` generates."""
@@ -194,3 +195,13 @@ def test_recurrent_ops_refused_for_khronos() -> None:
     inputs = (torch.rand(1, 3, 4, 1), torch.randn(1, 3, 4, 7), torch.randn(1, 3, 1, 7), torch.randn(1, 4, 7))
     with pytest.raises(NotExpressibleError, match="no loop"):
         t2n.compile(Ssm(), inputs, t2n.KhronosNNEF())
+
+
+def test_zamba2_alternating_shared_blocks_with_attention_adapters(tmp_path: Path) -> None:
+    """Two shared attention blocks taking turns over three hybrid layers, each layer with
+    its own adapters on the shared queries, keys and values."""
+    model = tiny_hybrid("zamba2", use_shared_attention_adapter=True, num_mem_blocks=2, num_key_value_heads=4,
+                        num_hidden_layers=6, layers_block_type=["mamba", "hybrid"] * 3)
+    export_llm(model, tmp_path / "out")
+    prompt = _prompt()
+    assert tract_greedy_generate(tmp_path / "out", prompt, NEW_TOKENS) == reference_tokens(model, prompt, NEW_TOKENS)

@@ -7,7 +7,8 @@ from typing import Any
 
 import torch
 
-HYBRID_FAMILIES = ("qwen3_next", "mamba", "falcon_h1", "jamba", "falcon_mamba", "mamba2")
+HYBRID_FAMILIES = ("qwen3_next", "mamba", "falcon_h1", "jamba", "falcon_mamba", "mamba2", "bamba", "granitemoehybrid",
+                   "nemotron_h", "zamba", "zamba2")
 
 _COMMON = dict(vocab_size=96, eos_token_id=None)  # no end token: 16 tokens are always generated
 
@@ -40,6 +41,28 @@ def _config(family: str, **extra: Any) -> Any:
         return tf.JambaConfig(**{"num_hidden_layers": 4, "num_experts": 1, "attn_layer_period": 2,
                                  "attn_layer_offset": 1, "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_expand": 2,
                                  "mamba_dt_rank": 8, **attention, **extra})
+    mamba2 = dict(mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_n_heads=8, mamba_d_head=16,
+                  mamba_n_groups=1, mamba_chunk_size=16)
+    if family == "bamba":
+        return tf.BambaConfig(**{"num_hidden_layers": 2, "attn_layer_indices": [1], **mamba2, **attention, **extra})
+    if family == "granitemoehybrid":  # with experts: they and the shared MLP beside them
+        return tf.GraniteMoeHybridConfig(**{"num_hidden_layers": 2, "layer_types": ["mamba", "attention"],
+                                            "num_local_experts": 4, "num_experts_per_tok": 2,
+                                            "shared_intermediate_size": 128, **mamba2, **attention, **extra})
+    if family == "nemotron_h":  # Mamba-2, attention and MLP blocks
+        return tf.NemotronHConfig(**{"layers_block_type": ["mamba", "attention", "mlp"], "ssm_state_size": 8,
+                                     "mamba_num_heads": 8, "mamba_head_dim": 16, "n_groups": 1, "conv_kernel": 4,
+                                     "expand": 2, "chunk_size": 16, "head_dim": 16, **attention, **extra})
+    if family == "zamba":  # multi-head Mamba layers; attention shared by the hybrid layers (2 and 4)
+        return tf.ZambaConfig(**{"num_hidden_layers": 5, "attn_layer_period": 2, "attn_layer_offset": 1,
+                                 "n_mamba_heads": 2, "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_expand": 2,
+                                 "mamba_dt_rank": 8, "attention_head_dim": 32, "initializer_range": 0.2,
+                                 **attention, **extra})
+    if family == "zamba2":  # Mamba-2 layers; one attention block shared by the hybrid layers (1 and 3)
+        return tf.Zamba2Config(**{"num_hidden_layers": 4, "layers_block_type": ["mamba", "hybrid"] * 2,
+                                  "mamba_d_state": 8, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_ngroups": 1,
+                                  "n_mamba_heads": 8, "chunk_size": 16, "num_mem_blocks": 1, "use_mem_rope": True,
+                                  "initializer_range": 0.15, **attention, **extra})
     raise KeyError(family)
 
 

@@ -5,6 +5,7 @@ older tract, Khronos NNEF). Every artifact runs in its engine against PyTorch.""
 
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
@@ -14,7 +15,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import t2n
-from t2n.errors import NotExpressibleError
+from t2n.errors import CheckMismatchError, NotExpressibleError
+from t2n.ir import DType
 from t2n.llm.moe import experts_form, moe_extractors
 
 E, D, H, K = 4, 64, 32, 2
@@ -206,3 +208,68 @@ def test_numpy_evaluators_compute_what_pytorch_computes(router: str, gate: str) 
             {"layout": "linear", "activation": "silu", "has_up": True, "has_gate_bias": True, "has_up_bias": True,
              "has_down_bias": True})
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+# --- f32 forcing reaches the experts in standard operations ---------------------------------
+# The experts are lowered before the f32-forcing passes (Target.lowering_passes), so forced
+# linear accumulation computes their products and biases in f32.
+
+OFFSET = 256.0
+"""A large input feature the experts' gate/up bias cancels (the "massive activation" of
+LLMs): rounding the product to f16 before the bias loses what is left after it."""
+
+
+def _cancelling_block() -> tuple[nn.Module, nn.Module, torch.Tensor]:
+    """The f16 block, the same weights in f32, and an f16 input."""
+    block = Block("normalized")
+    block.experts = Experts(bias=True)
+    with torch.no_grad():
+        block.gate.weight[:, 0] = 0  # the router ignores the offset feature
+        block.experts.gate_up_proj_bias.copy_(-OFFSET * block.experts.gate_up_proj[:, :, 0])
+    b16 = copy.deepcopy(block).half().eval()
+    x = torch.randn(8, D, generator=torch.Generator().manual_seed(3))
+    x[:, 0] = OFFSET
+    return b16, copy.deepcopy(b16).float().eval(), x.half()
+
+
+def _error_to_f32(art: t2n.Artifact, expected: np.ndarray) -> float:
+    try:
+        return art.check("very_loose", inputs=art.example_inputs, expected=[expected]).max_abs
+    except CheckMismatchError as exc:
+        return exc.report.max_abs
+
+
+def _compile_f16(b16: nn.Module, x: torch.Tensor, target: t2n.Target, passes: str = "default") -> t2n.Artifact:
+    return t2n.compile(b16, (x,), target, extractors=moe_extractors(b16), verify_ir=True, passes=passes)
+
+
+@pytest.mark.parametrize("how", ["option", "spec"])
+def test_forced_linear_accumulation_reaches_expanded_experts(how: str) -> None:
+    b16, b32, x = _cancelling_block()
+    with torch.no_grad():
+        ref32 = b32(x.float()).numpy()
+    if how == "option":
+        forced = _compile_f16(b16, x, t2n.TractNNEF("0.23.0", force_linear_accumulation_in_f32=True))
+    else:  # a spec that places the pass itself: the experts are lowered before it still
+        forced = _compile_f16(b16, x, t2n.TractNNEF("0.23.0"), "default,+force-linear-accumulation-in-f32")
+    plain = _compile_f16(b16, x, t2n.TractNNEF("0.23.0"))
+    stats = forced.stats["pass_stats"]
+    assert stats["expand-moe-experts.moe experts expanded"] == 1
+    # the router's linear and the experts' gate, up and down products (with their biases)
+    assert stats["force-linear-accumulation-in-f32.regions"] == 4
+    products = [op for op in forced.ir.ops() if op.kind == "matmul"]
+    assert len(products) == 4 and {op.output.type.dtype for op in products} == {DType.F32}
+    assert forced.ir.outputs[0].type.dtype is DType.F16
+    on32, off32 = _error_to_f32(forced, ref32), _error_to_f32(plain, ref32)
+    assert on32 < 0.01 < off32  # f16 rounds the product before the bias cancels it
+
+
+def test_fused_experts_are_left_to_tract() -> None:
+    """From 0.23.9 the block is ``tract_moe_ffn`` (tract computes it in f32 itself): the
+    forcing finds no product left to rewrite."""
+    b16, b32, x = _cancelling_block()
+    art = _compile_f16(b16, x, t2n.TractNNEF(force_linear_accumulation_in_f32=True))
+    assert art.stats["pass_stats"]["fuse-moe-router.moe blocks fused"] == 1
+    assert art.stats["pass_stats"]["force-linear-accumulation-in-f32.regions"] == 0
+    with torch.no_grad():
+        assert _error_to_f32(art, b32(x.float()).numpy()) < 0.01

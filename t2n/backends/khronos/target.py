@@ -78,7 +78,7 @@ class KhronosNNEF(Target):
     def refusals(self) -> Mapping[str, str]:
         return REFUSALS
 
-    def passes(self) -> list[Pass]:
+    def lowering_passes(self) -> list[Pass]:
         """Mixture-of-experts experts in standard operations."""
         return [ExpandMoeExperts()]
 

@@ -179,8 +179,8 @@ class TractNNEF(Target):
         reified SDPA (0.22+), debox upsampling (0.23+); always, where they are faster:
         nearest upsampling as tract's own ``nearest_upsample`` and GRU directions as
         ``tract_core_gru_seq`` projecting their input (0.23.9+), nearest upsampling as a
-        ones-kernel deconv (0.23.0-0.23.8); mixture-of-experts blocks as
-        ``tract_moe_ffn`` (0.23.9+, always), their other experts in standard operations."""
+        ones-kernel deconv (0.23.0-0.23.8). Mixture-of-experts blocks are written earlier
+        (:meth:`lowering_passes`)."""
         out: list[Pass] = []
         if self.reify_sdpa_operator and self.at_least("0.22.0"):
             out.append(ReifySdpa())
@@ -191,10 +191,14 @@ class TractNNEF(Target):
             out.append(GruSequence())  # why: backends/tract/passes/gru_sequence.py
         elif self.at_least("0.23.0"):
             out.append(NearestAsDeconv())
-        if target_has(self, "tract_moe_ffn"):
-            out.append(FuseMoeRouter())
-        out.append(ExpandMoeExperts())
         return out
+
+    def lowering_passes(self) -> list[Pass]:
+        """Mixture-of-experts blocks as ``tract_moe_ffn`` (0.23.9+, where it computes the
+        block's router), every other block's experts in standard operations; before the
+        f32-forcing passes, so forced linear accumulation reaches the experts' products."""
+        fused: list[Pass] = [FuseMoeRouter()] if target_has(self, "tract_moe_ffn") else []
+        return [*fused, ExpandMoeExperts()]
 
     def forced_f32_passes(self) -> list[str]:
         """The ``force_*_in_f32`` options that are on, as pass names (:mod:`t2n.passes.precision`)."""
