@@ -42,68 +42,83 @@ def parse_dim(text: str) -> Dim:
     """
     if not isinstance(text, str):
         raise DimParseError(f"a dimension expression is text, not {type(text).__name__} ({text!r})")
-    tokens = _dim_tokens(text)
-    pos = 0
+    parser = _DimParser(text)
+    result = parser.expr()
+    if parser.pos != len(parser.tokens):
+        raise parser.fail(f"unexpected {parser.tokens[parser.pos]!r} after "
+                          f"{' '.join(parser.tokens[:parser.pos])!r}")
+    return result
 
-    def fail(why: str) -> DimParseError:
-        return DimParseError(f"cannot parse dimension {text!r}: {why}")
 
-    def peek() -> str | None:
-        return tokens[pos] if pos < len(tokens) else None
+class _DimParser:
+    """Recursive descent over the tokens of one text: ``expr`` is terms joined by + and -,
+    a term atoms joined by * and /, an atom a number, a symbol, a negation, a
+    parenthesis or ``min(...)`` / ``max(...)``."""
 
-    def take() -> str:
-        nonlocal pos
-        if pos >= len(tokens):
-            raise fail("it ends where a value is expected" if tokens else "it is empty")
-        tok = tokens[pos]
-        pos += 1
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _dim_tokens(text)
+        self.pos = 0
+
+    def fail(self, why: str) -> DimParseError:
+        return DimParseError(f"cannot parse dimension {self.text!r}: {why}")
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> str:
+        if self.pos >= len(self.tokens):
+            raise self.fail("it ends where a value is expected" if self.tokens else "it is empty")
+        tok = self.tokens[self.pos]
+        self.pos += 1
         return tok
 
-    def atom() -> Dim:
-        tok = take()
+    def close(self, why: str) -> None:
+        """Take the ``)`` that must come next."""
+        if self.peek() != ")":
+            raise self.fail(why)
+        self.take()
+
+    def atom(self) -> Dim:
+        tok = self.take()
         if tok == "(":
-            val = expr()
-            if peek() != ")":
-                raise fail("a parenthesis is not closed")
-            take()
+            val = self.expr()
+            self.close("a parenthesis is not closed")
             return val
         if tok == "-":
-            return -atom()
+            return -self.atom()
         if tok.isdigit():
             return int(tok)
         if tok in "()+-*/,":
-            raise fail(f"unexpected {tok!r}")
-        if tok in ("min", "max") and peek() == "(":
-            take()
-            args = [expr()]
-            while peek() == ",":
-                take()
-                args.append(expr())
-            if peek() != ")":
-                raise fail(f"{tok}( is not closed")
-            take()
-            return sym_min(*args) if tok == "min" else sym_max(*args)
+            raise self.fail(f"unexpected {tok!r}")
+        if tok in ("min", "max") and self.peek() == "(":
+            return self.extremum(tok)
         return Sym(tok)
 
-    def term() -> Dim:
-        val = atom()
-        while peek() in ("*", "/"):
-            op = take()
-            rhs = atom()
+    def extremum(self, kind: str) -> Dim:
+        """``min(a, b, ...)`` or ``max(...)`` after its name, folded by the prover."""
+        self.take()
+        args = [self.expr()]
+        while self.peek() == ",":
+            self.take()
+            args.append(self.expr())
+        self.close(f"{kind}( is not closed")
+        return sym_min(*args) if kind == "min" else sym_max(*args)
+
+    def term(self) -> Dim:
+        val = self.atom()
+        while self.peek() in ("*", "/"):
+            op = self.take()
+            rhs = self.atom()
             if op == "/" and rhs == 0:
-                raise fail("division by zero")
+                raise self.fail("division by zero")
             val = val * rhs if op == "*" else val // rhs
         return val
 
-    def expr() -> Dim:
-        val = term()
-        while peek() in ("+", "-"):
-            op = take()
-            rhs = term()
+    def expr(self) -> Dim:
+        val = self.term()
+        while self.peek() in ("+", "-"):
+            op = self.take()
+            rhs = self.term()
             val = val + rhs if op == "+" else val - rhs
         return val
-
-    result = expr()
-    if pos != len(tokens):
-        raise fail(f"unexpected {tokens[pos]!r} after {' '.join(tokens[:pos])!r}")
-    return result
