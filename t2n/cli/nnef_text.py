@@ -145,6 +145,23 @@ def read_graph_text(text: str, source: str = "graph.nnef") -> GraphText:
     """What ``graph.nnef`` declares; a text without a ``graph`` block is refused."""
     top, blocks = _statements(text, source)
     version = _version(top, source)
+    kinds, other = _extensions(top)
+    m, body = _graph_block(blocks, source)
+    names = [n.strip() for n in m.group(2).split(",") if n.strip()]
+    outputs = tuple(n.strip() for n in m.group(3).split(",") if n.strip())
+    found, variables, ops = _declarations(body)
+    fragments = tuple(h.split("(")[0].split()[1] for h, _ in blocks if h.startswith("fragment "))
+    _check_io(names, outputs, found, body, source)
+    inputs = tuple(found.get(n, Declared(n, "?", ())) for n in names)
+    return GraphText(version, m.group(1), inputs, outputs, tuple(variables), dict(ops.most_common()),
+                     tuple(kinds["tract_registry"]), tuple(kinds["tract_symbol"]),
+                     tuple(kinds["tract_assert"]), tuple(other), _properties(blocks),
+                     tuple(f for f in fragments if f != "tract_core_properties"))
+
+
+def _extensions(top: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """The ``extension`` lines: tract's registries, symbols and assertions by kind, and
+    the others as written."""
     ext = [s.split(None, 1)[1] for s in top if s.startswith("extension ") and len(s.split(None, 1)) > 1]
     kinds: dict[str, list[str]] = {"tract_registry": [], "tract_symbol": [], "tract_assert": []}
     other: list[str] = []
@@ -154,6 +171,11 @@ def read_graph_text(text: str, source: str = "graph.nnef") -> GraphText:
             kinds[word].append(rest.strip())
         else:
             other.append(line)
+    return kinds, other
+
+
+def _graph_block(blocks: list[tuple[str, list[str]]], source: str) -> tuple[re.Match[str], list[str]]:
+    """The one ``graph`` block: its header matched (name, inputs, outputs) and its body."""
     graphs = [(h, body) for h, body in blocks if h.startswith("graph ")]
     if len(graphs) != 1:
         raise CorruptArchiveError(
@@ -162,8 +184,11 @@ def read_graph_text(text: str, source: str = "graph.nnef") -> GraphText:
     m = _GRAPH.match(header)
     if m is None:
         raise CorruptArchiveError(f"{source}: cannot read the graph header {header[:120]!r}")
-    names = [n.strip() for n in m.group(2).split(",") if n.strip()]
-    outputs = tuple(n.strip() for n in m.group(3).split(",") if n.strip())
+    return m, body
+
+
+def _declarations(body: list[str]) -> tuple[dict[str, Declared], list[Declared], Counter[str]]:
+    """The graph's externals by name, its variables, and how often each op is called."""
     found: dict[str, Declared] = {}
     variables: list[Declared] = []
     ops: Counter[str] = Counter()
@@ -178,15 +203,14 @@ def read_graph_text(text: str, source: str = "graph.nnef") -> GraphText:
             found[target] = _declared(target, op, nnef_type, args)
         elif op == "variable":
             variables.append(_declared(target, op, nnef_type, args))
-    fragments = tuple(h.split("(")[0].split()[1] for h, _ in blocks if h.startswith("fragment "))
+    return found, variables, ops
+
+
+def _properties(blocks: list[tuple[str, list[str]]]) -> dict[str, str]:
+    """The key/value pairs of the ``tract_core_properties`` fragment."""
     props: dict[str, str] = {}
     for h, frag_body in blocks:
         if h.startswith("fragment tract_core_properties"):
             for stmt in frag_body:
                 props.update((_unquote(k), _unquote(v.strip())) for k, v in _PROPERTY.findall(stmt))
-    _check_io(names, outputs, found, body, source)
-    inputs = tuple(found.get(n, Declared(n, "?", ())) for n in names)
-    return GraphText(version, m.group(1), inputs, outputs, tuple(variables), dict(ops.most_common()),
-                     tuple(kinds["tract_registry"]), tuple(kinds["tract_symbol"]),
-                     tuple(kinds["tract_assert"]), tuple(other), props,
-                     tuple(f for f in fragments if f != "tract_core_properties"))
+    return props

@@ -246,34 +246,15 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
                 "export without extractors=")
         return trace_quantized_module(model, args, kwargs)
     flat = FlatModule(model, spec)
-    outputs: list[torch.Tensor] = []
-
-    def keep_outputs(_m: Any, _i: Any, out: Any) -> None:
-        outputs[:] = list(out)
-
     # tracing runs the model, which may write into its inputs: keep the values it saw
     originals = [t.detach().clone() for t in tensors]
     state = module_state(flat, "model.")
     writes = StateWrites(state)
     watch = TraceWatch(len(tensors), writes, "model.")
-    hook = flat.register_forward_hook(keep_outputs)
-    caught: list[str] = []
-    with _TRACE_LOCK, eval_mode(model), torch.no_grad(), _tracer_warnings_recorded(watch, caught):
-        try:
-            with watch, fast_paths_unwatched(flat), module_calls_recorded(flat, extracted):
-                graph = _direct_trace(flat, tensors, state)
-        except ExtractorError:
-            raise
-        except Exception as exc:
-            raise TraceError(f"torch.jit.trace failed on the model: {type(exc).__name__}: {exc}") from exc
-        finally:
-            hook.remove()
+    graph, outputs, caught = _watched_trace(model, flat, tensors, state, watch, extracted)
     graph_state = list(graph.inputs())[len(tensors):]
     start = writes.resolve({name: v for (name, _), v in zip(state, graph_state)})
-    inline_autograd_functions(graph, extracted)
-    torch_private.dead_code_elimination(graph)
-    torch_private.constant_pooling(graph)  # the tracer records a constant per use
-    mark_quantized_forms(graph)  # float ops PyTorch ran on quantized tensors
+    _tidy_traced_graph(graph, extracted)
     return TracedModel(
         graph=graph,
         root=flat,
@@ -292,6 +273,42 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         state_written=tuple(dict.fromkeys(e.name for e in writes.events)),
         extracted=extracted,
     )
+
+
+def _watched_trace(
+    model: torch.nn.Module, flat: FlatModule, tensors: list[torch.Tensor],
+    state: list[tuple[str, torch.Tensor]], watch: TraceWatch, extracted: ExtractedCalls | None,
+) -> tuple[torch._C.Graph, list[torch.Tensor], list[str]]:
+    """One traced call of ``flat`` in eval mode, under the trace lock, with ``watch``
+    noting specializations and writes: the graph, the outputs the call returned and the
+    tracer's warnings. A failure other than an extractor's is one :class:`TraceError`."""
+    outputs: list[torch.Tensor] = []
+
+    def keep_outputs(_m: Any, _i: Any, out: Any) -> None:
+        outputs[:] = list(out)
+
+    hook = flat.register_forward_hook(keep_outputs)
+    caught: list[str] = []
+    with _TRACE_LOCK, eval_mode(model), torch.no_grad(), _tracer_warnings_recorded(watch, caught):
+        try:
+            with watch, fast_paths_unwatched(flat), module_calls_recorded(flat, extracted):
+                graph = _direct_trace(flat, tensors, state)
+        except ExtractorError:
+            raise
+        except Exception as exc:
+            raise TraceError(f"torch.jit.trace failed on the model: {type(exc).__name__}: {exc}") from exc
+        finally:
+            hook.remove()
+    return graph, outputs, caught
+
+
+def _tidy_traced_graph(graph: torch._C.Graph, extracted: ExtractedCalls | None) -> None:
+    """Autograd functions inlined, dead code dropped, constants pooled (the tracer records
+    one per use) and float ops PyTorch ran on quantized tensors marked."""
+    inline_autograd_functions(graph, extracted)
+    torch_private.dead_code_elimination(graph)
+    torch_private.constant_pooling(graph)
+    mark_quantized_forms(graph)
 
 
 def trace_quantized_module(model: torch.nn.Module, args: tuple[Any, ...],

@@ -31,6 +31,7 @@ _TOKEN = re.compile(
 
 
 def _parse_attr_value(text: str) -> Any:
+    """One attribute value as printed: a scalar, a dense tensor or a list of values."""
     tokens = [m for m in _TOKEN.finditer(text) if m.group(0).strip()]
     pos = 0
 
@@ -40,20 +41,8 @@ def _parse_attr_value(text: str) -> Any:
         pos += 1
         kind = m.lastgroup
         tok = m.group(kind) if kind else ""
-        if kind == "sym":
-            return parse_dim(tok[4:-1])
-        if kind == "str":
-            return json.loads(tok)
-        if kind == "num":
-            if tok in ("inf", "-inf", "nan") or any(c in tok for c in ".e"):
-                return float(tok)
-            return int(tok)
-        if kind == "word":
-            if tok in ("true", "false"):
-                return tok == "true"
-            if tok == "none":
-                return None
-            return DType.parse(tok)
+        if kind in ("sym", "str", "num", "word"):
+            return _scalar(kind, tok)
         if kind == "dense":
             ttype = TensorType.parse(tok[6:-1])
             values = None
@@ -74,6 +63,24 @@ def _parse_attr_value(text: str) -> Any:
     if pos != len(tokens):
         raise IRParseError(f"trailing text in attribute {text!r}")
     return out
+
+
+def _scalar(kind: str, tok: str) -> Any:
+    """The value of one scalar token: a symbolic size, a string, a number, a boolean,
+    ``none`` or a dtype."""
+    if kind == "sym":
+        return parse_dim(tok[4:-1])
+    if kind == "str":
+        return json.loads(tok)
+    if kind == "num":
+        if tok in ("inf", "-inf", "nan") or any(c in tok for c in ".e"):
+            return float(tok)
+        return int(tok)
+    if tok in ("true", "false"):
+        return tok == "true"
+    if tok == "none":
+        return None
+    return DType.parse(tok)
 
 
 def _dense(ttype: TensorType, values: Any) -> TensorData:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from t2n.ir.dims import Dim, Sym, as_dim, dim_symbols, parse_dim
+from t2n.ir.dims import Dim, Sym, as_dim, dim_symbols, parse_dim, substitute
 from t2n.ir.dtypes import DType
 
 
@@ -44,7 +44,7 @@ class Shape(tuple[Dim, ...]):
         return dim_symbols(self)
 
     def substitute(self, bindings: Mapping[str, Dim]) -> Shape:
-        return Shape(d.substitute(bindings) if isinstance(d, Sym) else d for d in self)
+        return Shape(substitute(d, bindings) for d in self)
 
     def __str__(self) -> str:
         return "[" + ", ".join(str(d) for d in self) + "]"

@@ -82,53 +82,80 @@ def plan_passes(graph: Graph, plan: GraphPlan) -> list[Pass]:
     graph as it is before any of them runs)."""
     r = _Resolver(graph, plan)
     checks: list[Pass] = []
-    binds: list[Pass] = []
     collapses: list[Pass] = []
     collapsed: dict[str, list[int]] = {}
     evals: dict[str, int] = {}
     for name, ip in plan.inputs.items():
-        v = find_input(graph, name, plan.key("inputs", name))
-        shape = tuple(v.type.shape)
+        shape = tuple(find_input(graph, name, plan.key("inputs", name)).type.shape)
         if ip.original_shape is not None:
             checks.append(CheckOriginalShape(name, ip.original_shape, plan.key("inputs", name, "original_shape")))
         if ip.collapse_dims:
-            key = plan.key("inputs", name, "collapse_dims")
-            axes = tuple(r.axis(shape, a, f"input {name!r}", key) for a in ip.collapse_dims)
-            collapses.append(CollapseInputDims(name, axes, key))
-            collapsed[name] = [a % len(shape) if -len(shape) <= a < len(shape) else a for a in axes]
+            collapse, collapsed[name] = _collapse_input(r, name, ip.collapse_dims, shape)
+            collapses.append(collapse)
         for sym, size in ip.eval_symbols.items():
-            key = plan.key("inputs", name, "eval_symbols", sym)
-            s = r.symbol(sym, key)
-            if not any(isinstance(d, Sym) and s in d.symbols() for d in shape):
-                raise RemodelPlanError(key, f"input {name!r} ({[str(d) for d in shape]}) has no axis {sym}")
-            if evals.get(s, size) != size:
-                raise RemodelPlanError(key, f"{s} is given the sizes {evals[s]} and {size}")
-            evals[s] = size
-    for name, ip in plan.inputs.items():
-        if ip.bind_scalar_to_dim_size is not None:
-            # after the collapses: an axis of the source counts without its collapsed ones
-            key = plan.key("inputs", name, "bind_scalar_to_dim_size")
-            src_name = r.source(ip.bind_scalar_to_dim_size[0], key)
-            src = find_input(graph, src_name, key)
-            rank = src.rank
-            axis = r.axis(tuple(src.type.shape), ip.bind_scalar_to_dim_size[1], f"input {src_name!r}", key)
-            axis = axis % rank if -rank <= axis < rank else axis
-            gone = collapsed.get(src_name, [])
-            if axis in gone:
-                raise RemodelPlanError(key, f"axis {axis} of {src_name!r} is collapsed away; bind to another axis")
-            binds.append(BindScalarToDimSize(name, src_name, axis - sum(1 for g in gone if g < axis), key))
+            _add_eval_symbol(r, name, shape, sym, size, evals)
+    binds: list[Pass] = [_bind(r, name, ip.bind_scalar_to_dim_size, collapsed)
+                         for name, ip in plan.inputs.items() if ip.bind_scalar_to_dim_size is not None]
+    return checks + collapses + binds + _output_passes(r) + _late_passes(r, evals) + [PruneAssertions()]
+
+
+def _collapse_input(r: _Resolver, name: str, dims: Iterable[Axis],
+                    shape: tuple[Any, ...]) -> tuple[Pass, list[int]]:
+    """The pass that collapses ``dims`` of input ``name``, and those axes made non-negative."""
+    key = r.plan.key("inputs", name, "collapse_dims")
+    axes = tuple(r.axis(shape, a, f"input {name!r}", key) for a in dims)
+    return (CollapseInputDims(name, axes, key),
+            [a % len(shape) if -len(shape) <= a < len(shape) else a for a in axes])
+
+
+def _add_eval_symbol(r: _Resolver, name: str, shape: tuple[Any, ...], sym: str, size: int,
+                     evals: dict[str, int]) -> None:
+    """Record ``sym = size`` from input ``name``'s plan in ``evals``, once per symbol."""
+    key = r.plan.key("inputs", name, "eval_symbols", sym)
+    s = r.symbol(sym, key)
+    if not any(isinstance(d, Sym) and s in d.symbols() for d in shape):
+        raise RemodelPlanError(key, f"input {name!r} ({[str(d) for d in shape]}) has no axis {sym}")
+    if evals.get(s, size) != size:
+        raise RemodelPlanError(key, f"{s} is given the sizes {evals[s]} and {size}")
+    evals[s] = size
+
+
+def _bind(r: _Resolver, name: str, bind: tuple[str, Axis], collapsed: dict[str, list[int]]) -> Pass:
+    """The pass binding scalar input ``name`` to an axis size of another input, counted
+    after the collapses (an axis of the source counts without its collapsed ones)."""
+    key = r.plan.key("inputs", name, "bind_scalar_to_dim_size")
+    src_name = r.source(bind[0], key)
+    src = find_input(r.graph, src_name, key)
+    rank = src.rank
+    axis = r.axis(tuple(src.type.shape), bind[1], f"input {src_name!r}", key)
+    axis = axis % rank if -rank <= axis < rank else axis
+    gone = collapsed.get(src_name, [])
+    if axis in gone:
+        raise RemodelPlanError(key, f"axis {axis} of {src_name!r} is collapsed away; bind to another axis")
+    return BindScalarToDimSize(name, src_name, axis - sum(1 for g in gone if g < axis), key)
+
+
+def _output_passes(r: _Resolver) -> list[Pass]:
+    """The outputs' collapses, then the choice of outputs kept."""
+    plan = r.plan
     out_passes: list[Pass] = []
     for name, op in plan.outputs.items():
         if op.collapse_dims:
             key = plan.key("outputs", name, "collapse_dims")
-            v = graph.outputs[output_index(graph, name, key)]
+            v = r.graph.outputs[output_index(r.graph, name, key)]
             axes = tuple(r.axis(tuple(v.type.shape), a, f"output {name!r}", key) for a in op.collapse_dims)
             out_passes.append(CollapseOutputDims(name, axes, key))
     if plan.outputs_keep is not None:
         key = plan.key("outputs_keep")
         for n in plan.outputs_keep:
-            output_index(graph, n, key)
+            output_index(r.graph, n, key)
         out_passes.append(KeepOutputs(tuple(plan.outputs_keep), key))
+    return out_passes
+
+
+def _late_passes(r: _Resolver, evals: dict[str, int]) -> list[Pass]:
+    """What runs once the boundary is settled: sizes fixed, symbols renamed, extensions."""
+    plan = r.plan
     late: list[Pass] = []
     if evals:
         late.append(EvalSymbols(evals, plan.key("inputs", "eval_symbols")))
@@ -138,7 +165,7 @@ def plan_passes(graph: Graph, plan: GraphPlan) -> list[Pass]:
         late.append(RenameSymbols(renames, key))
     if plan.extensions:
         late.append(AddExtensions(tuple(plan.extensions), plan.key("extensions")))
-    return checks + collapses + binds + out_passes + late + [PruneAssertions()]
+    return late
 
 
 @attrs.frozen

@@ -379,12 +379,7 @@ def resolve_weights(
     checkpoint into an f32 model). Raises one error listing every tensor on the meta
     device that ``source`` lacks and every shape or dtype that disagrees.
     """
-    names: dict[int, list[str]] = {}
-    tensors: dict[int, torch.Tensor] = {}
-    for name, t in [*module.named_parameters(remove_duplicate=False),
-                    *module.named_buffers(remove_duplicate=False)]:
-        names.setdefault(id(t), []).append(name)
-        tensors[id(t)] = t
+    names, tensors = _tensors_by_identity(module)
     out: dict[str, TensorData] = {}
     missing: list[str] = []
     wrong: list[str] = []
@@ -408,28 +403,45 @@ def resolve_weights(
             data = converted(data, want)
         out[canonical.get(key, aliases[0])] = data
     if missing or wrong or kinds:
-        lines = [f"  - {n}: on the meta device and not in weights_from" for n in missing[:50]]
-        if len(missing) > 50:
-            lines.append(f"  - ... and {len(missing) - 50} more")
-        lines += [f"  - {w}" for w in [*wrong, *kinds][:50]]
-        advice = []
-        if missing:
-            advice.append("Give every meta-device tensor through compile(..., weights_from=...) (a "
-                          "safetensors file, a .pt/.bin file or a mapping), or materialize it (e.g. "
-                          "non-persistent buffers).")
-        if wrong:
-            advice.append("A shape that differs means the weights are not this model's: check the file.")
-        if kinds:
-            advice.append("A dtype of another kind (integers or booleans where the model holds floats, "
-                          "or the other way round) is not converted (only float dtypes are): save "
-                          "those tensors in the model's dtype.")
-        raise InvalidArgumentError(
-            f"{len(missing) + len(wrong) + len(kinds)} parameter(s)/buffer(s) have no usable data:\n"
-            + "\n".join(lines) + "\n" + " ".join(advice)
-        )
+        raise _unusable_weights(missing, wrong, kinds)
     if source is not None:
         log.info("%d parameters/buffers read from weights_from (%d entries there)", len(out), len(source))
     return out
+
+
+def _tensors_by_identity(module: torch.nn.Module) -> tuple[dict[int, list[str]], dict[int, torch.Tensor]]:
+    """Each parameter and buffer of ``module`` once, by identity: every name it has
+    (tied weights have several) and the tensor."""
+    names: dict[int, list[str]] = {}
+    tensors: dict[int, torch.Tensor] = {}
+    for name, t in [*module.named_parameters(remove_duplicate=False),
+                    *module.named_buffers(remove_duplicate=False)]:
+        names.setdefault(id(t), []).append(name)
+        tensors[id(t)] = t
+    return names, tensors
+
+
+def _unusable_weights(missing: list[str], wrong: list[str], kinds: list[str]) -> InvalidArgumentError:
+    """One error for every tensor that has no usable data, with what to do for each kind."""
+    lines = [f"  - {n}: on the meta device and not in weights_from" for n in missing[:50]]
+    if len(missing) > 50:
+        lines.append(f"  - ... and {len(missing) - 50} more")
+    lines += [f"  - {w}" for w in [*wrong, *kinds][:50]]
+    advice = []
+    if missing:
+        advice.append("Give every meta-device tensor through compile(..., weights_from=...) (a "
+                      "safetensors file, a .pt/.bin file or a mapping), or materialize it (e.g. "
+                      "non-persistent buffers).")
+    if wrong:
+        advice.append("A shape that differs means the weights are not this model's: check the file.")
+    if kinds:
+        advice.append("A dtype of another kind (integers or booleans where the model holds floats, "
+                      "or the other way round) is not converted (only float dtypes are): save "
+                      "those tensors in the model's dtype.")
+    return InvalidArgumentError(
+        f"{len(missing) + len(wrong) + len(kinds)} parameter(s)/buffer(s) have no usable data:\n"
+        + "\n".join(lines) + "\n" + " ".join(advice)
+    )
 
 
 __all__ = [

@@ -190,11 +190,7 @@ def harden_jit_for_export(
         module = _freeze(module, diag)
     else:
         diag["froze"] = False
-    forward: Any = module.forward
-    graph = forward.graph.copy()
-    calls = sum(1 for n in all_nodes(graph.block()) if n.kind() in ("prim::CallMethod", "prim::CallFunction"))
-    torch_private.inline_calls(graph)
-    diag["inline_submodule_calls"] = calls
+    graph = _inlined_forward(module, diag)
     full_args = _with_defaults(script_module, args)
     attributes = state_attributes(script_module, written_attributes(graph))
     reference, after = _reference_call(script_module, full_args, attributes)
@@ -203,20 +199,7 @@ def harden_jit_for_export(
     explicit = make_state_explicit(graph, attributes)
     diag["state_attributes"] = [a.path for a in explicit.tensors]
     tensors = [*tensors, *(a.initial.clone() for a in explicit.tensors)]
-    state = HardenState(graph, module._c, tensors)
-    for name, _ in [*STEPS, *PROBING_STEPS]:
-        diag.setdefault(name, 0)
-    for _ in range(MAX_ROUNDS):
-        changed_now = _settle(state, diag)
-        for name, step in PROBING_STEPS:
-            n = step(state)
-            diag[name] += n
-            drop_unused(graph)
-            if n:
-                changed_now += n
-                _settle(state, diag)
-        if not changed_now:
-            break
+    _run_steps(HardenState(graph, module._c, tensors), diag)
     settle_scalars(graph, explicit, after)
     drop_unused(graph)
     refuse_data_dependent_loops(graph)
@@ -224,6 +207,35 @@ def harden_jit_for_export(
     hardened = HardenedGraph(graph, module, list(tensors), diag, explicit.tensors, reference)
     check_against_original(hardened, hardened.example_inputs, reference, [a.path for a in explicit.tensors])
     return hardened
+
+
+def _inlined_forward(module: torch.jit.ScriptModule, diag: MutableMapping[str, Any]) -> torch._C.Graph:
+    """A copy of ``module.forward``'s graph with every method and function call inlined
+    (their count in ``diag["inline_submodule_calls"]``)."""
+    forward: Any = module.forward
+    graph = forward.graph.copy()
+    calls = sum(1 for n in all_nodes(graph.block()) if n.kind() in ("prim::CallMethod", "prim::CallFunction"))
+    torch_private.inline_calls(graph)
+    diag["inline_submodule_calls"] = calls
+    return graph
+
+
+def _run_steps(state: HardenState, diag: MutableMapping[str, Any]) -> None:
+    """The folding steps, then each probing step, in rounds until a round changes
+    nothing (at most ``MAX_ROUNDS``); each step's change count adds up in ``diag``."""
+    for name, _ in [*STEPS, *PROBING_STEPS]:
+        diag.setdefault(name, 0)
+    for _ in range(MAX_ROUNDS):
+        changed_now = _settle(state, diag)
+        for name, step in PROBING_STEPS:
+            n = step(state)
+            diag[name] += n
+            drop_unused(state.graph)
+            if n:
+                changed_now += n
+                _settle(state, diag)
+        if not changed_now:
+            break
 
 
 def scripted_call_failed(exc: BaseException, args: Sequence[Any]) -> TraceError:

@@ -72,6 +72,8 @@ def direction(ctx: LoweringContext, mode: str, x: Value, h0: Value, c0: Value | 
 
 
 def recurrent_layer(ctx: LoweringContext, mode: str) -> tuple[Value, ...]:
+    """``aten::lstm`` / ``gru`` / ``rnn_*`` over a padded sequence: the outputs and the
+    final states stacked [L*D, B, H], batch-first and unbatched inputs alike."""
     if not ctx.has("batch_first"):
         raise ctx.unsupported("packed sequences (pack_padded_sequence): pass a padded tensor instead")
     x = ctx.tensor(0)
@@ -82,9 +84,6 @@ def recurrent_layer(ctx: LoweringContext, mode: str) -> tuple[Value, ...]:
     if ctx.bool(6):
         raise ctx.unsupported("a recurrent layer in training mode (dropout between layers)")
     bidirectional, batch_first = ctx.bool(7), ctx.bool(8)
-    dirs = 2 if bidirectional else 1
-    per_dir = len(params) // (layers * dirs)
-    proj = per_dir == (4 if has_biases else 2) + 1
     b = ctx.b
     unbatched = x.rank == 2
     if unbatched:
@@ -92,6 +91,21 @@ def recurrent_layer(ctx: LoweringContext, mode: str) -> tuple[Value, ...]:
         hx = [unsqueeze(b, h, [1]) for h in hx]
     if batch_first:
         x = transpose(b, x, [1, 0, 2])
+    x, states = _run_layers(ctx, mode, x, hx, params, layers, 2 if bidirectional else 1, has_biases)
+    out = transpose(b, x, [1, 0, 2]) if batch_first else x
+    stacked = [b.op("concat", *[unsqueeze(b, s, [0]) for s in group], axis=0) for group in states]
+    if unbatched:
+        out = squeeze(b, out, [1 if not batch_first else 0])
+        stacked = [squeeze(b, s, [1]) for s in stacked]
+    return (out, *stacked)
+
+
+def _run_layers(ctx: LoweringContext, mode: str, x: Value, hx: list[Value], params: list[Value],
+                layers: int, dirs: int, has_biases: bool) -> tuple[Value, list[list[Value]]]:
+    """Every direction of every layer over time-major ``x``: the last layer's outputs and
+    the final states (h, then c for an LSTM), each a list in layer-then-direction order."""
+    per_dir = len(params) // (layers * dirs)
+    proj = per_dir == (4 if has_biases else 2) + 1
     h_last: list[Value] = []
     c_last: list[Value] = []
     for layer in range(layers):
@@ -106,14 +120,8 @@ def recurrent_layer(ctx: LoweringContext, mode: str) -> tuple[Value, ...]:
             h_last.append(res[1])
             if mode == "lstm":
                 c_last.append(res[2])
-        x = outs[0] if dirs == 1 else b.op("concat", *outs, axis=2)
-    out = transpose(b, x, [1, 0, 2]) if batch_first else x
-    states = [h_last] + ([c_last] if mode == "lstm" else [])
-    stacked = [b.op("concat", *[unsqueeze(b, s, [0]) for s in group], axis=0) for group in states]
-    if unbatched:
-        out = squeeze(b, out, [1 if not batch_first else 0])
-        stacked = [squeeze(b, s, [1]) for s in stacked]
-    return (out, *stacked)
+        x = outs[0] if dirs == 1 else ctx.b.op("concat", *outs, axis=2)
+    return x, [h_last] + ([c_last] if mode == "lstm" else [])
 
 
 @RULES.rule("aten::lstm")

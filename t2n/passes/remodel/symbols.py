@@ -16,7 +16,7 @@ import numpy as np
 
 from t2n.errors import RemodelPlanError
 from t2n.ir import ArrayData, Graph, Shape, Sym, TensorData
-from t2n.ir.dims import Dim, DimParseError, parse_dim
+from t2n.ir.dims import Dim, DimParseError, parse_dim, substitute
 
 SYMBOL_NAME_ATTRS = {"kv_cache_append": ("past",)}
 """IR attributes that hold a symbol's name (the cache's past length)."""
@@ -31,19 +31,15 @@ class SymbolicText(Protocol):
     def symbols(self) -> frozenset[str]: ...
 
 
-def _sub_dim(d: Dim, bindings: Mapping[str, Dim]) -> Dim:
-    return d.substitute(bindings) if isinstance(d, Sym) else d
-
-
 def _sub_value(value: Any, bindings: Mapping[str, Dim]) -> Any:
     """``value`` with the symbols substituted, or ``value`` itself when it has none."""
     if isinstance(value, Sym):
-        return value.substitute(bindings)
+        return substitute(value, bindings)
     if isinstance(value, SymbolicText):
         return value.with_symbols(bindings) if value.symbols() & bindings.keys() else value
     if isinstance(value, ArrayData) and value.is_symbolic:
         old = value.array.reshape(-1).tolist()
-        flat = [_sub_dim(d, bindings) for d in old]
+        flat = [substitute(d, bindings) for d in old]
         if flat == old:
             return value
         arr: np.ndarray
@@ -71,7 +67,7 @@ def substitute_symbols(graph: Graph, bindings: Mapping[str, Dim]) -> int:
         return 0
     changed = 0
     for v in graph.inputs:
-        shape = Shape([_sub_dim(d, bindings) for d in v.type.shape])
+        shape = Shape([substitute(d, bindings) for d in v.type.shape])
         if shape != v.type.shape:
             graph.set_input_type(v, v.type.with_shape(shape))
             changed += 1
@@ -92,8 +88,8 @@ def substitute_symbols(graph: Graph, bindings: Mapping[str, Dim]) -> int:
     graph.reinfer()
     info = graph.info
     info.custom_extensions = rewrite_assertions(info.custom_extensions, bindings)
-    info.symbols = {str(_sub_dim(Sym(k), bindings)): v for k, v in info.symbols.items()
-                    if isinstance(_sub_dim(Sym(k), bindings), Sym)}
+    info.symbols = {str(substitute(Sym(k), bindings)): v for k, v in info.symbols.items()
+                    if isinstance(substitute(Sym(k), bindings), Sym)}
     return changed
 
 
@@ -133,7 +129,7 @@ def _rewrite(scenario: str | None, body: str, bindings: Mapping[str, Dim]) -> st
         sides = [parse_dim(parts[0]), parse_dim(parts[2])]
     except DimParseError:
         return None
-    sides = [_sub_dim(s, bindings) for s in sides]
+    sides = [substitute(s, bindings) for s in sides]
     if not any(isinstance(s, Sym) for s in sides):
         return None
     head = f"tract_assert {scenario}: " if scenario else "tract_assert "

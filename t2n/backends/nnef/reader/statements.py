@@ -40,6 +40,7 @@ from t2n.backends.nnef.reader.tree import (
     walk,
 )
 from t2n.ir import Graph, OpSet
+from t2n.ir.dims import substitute
 from t2n.ir.schema import InferContext, OpTable, Trait
 from t2n.ir.types import TensorType
 
@@ -66,7 +67,7 @@ class NNEFExpr(str):
         def sub(e: Expr) -> Expr | None:
             if not isinstance(e, Dim):
                 return None
-            v = e.value.substitute(bindings)
+            v = substitute(e.value, bindings)
             return Literal(int(v)) if isinstance(v, int) else Dim(v)
 
         return NNEFExpr(to_text(rebuild(expression(self), sub)))
