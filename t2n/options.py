@@ -95,61 +95,35 @@ class CompileOptions:
 
 
 def compile_options(
-    target: object = None,
-    *,
-    default_check_io: bool = False,
-    kwargs: object = None,
-    input_names: object = None,
-    output_names: object = None,
-    passes: object = (),
-    pass_registry: object = None,
-    registry: object = None,
-    op_set: object = None,
-    extractors: object = None,
-    check_io: object = None,
-    tolerance: object = None,
-    log_level: object = None,
-    verify_ir: object = False,
-    dump_ir: object = None,
-    dynamic_axes: object = None,
-    custom_extensions: object = (),
-    strict_dynamic_axes: object = False,
-    auto_harden_jit: object = True,
-    jit_diagnostics: object = None,
-    fold_batch_norm: object = True,
-    weights_from: object = None,
-    strict: object = False,
-    nnef_variable_naming_scheme: object = "natural_verbose",
-    check_io_names_qte_match: object = True,
-    allow_same_io_names: object = False,
-    debug_bundle_path: object = None,
-    frontend: object = "jit",
-    dynamic_shapes: object = None,
+    target: object = None, *, default_check_io: bool = False, kwargs: object = None,
+    input_names: object = None, output_names: object = None, passes: object = (),
+    pass_registry: object = None, registry: object = None, op_set: object = None,
+    extractors: object = None, check_io: object = None, tolerance: object = None,
+    log_level: object = None, verify_ir: object = False, dump_ir: object = None,
+    dynamic_axes: object = None, custom_extensions: object = (),
+    strict_dynamic_axes: object = False, auto_harden_jit: object = True,
+    jit_diagnostics: object = None, fold_batch_norm: object = True, weights_from: object = None,
+    strict: object = False, nnef_variable_naming_scheme: object = "natural_verbose",
+    check_io_names_qte_match: object = True, allow_same_io_names: object = False,
+    debug_bundle_path: object = None, frontend: object = "jit", dynamic_shapes: object = None,
     remodel: object = None,
 ) -> CompileOptions:
     """The options of one compile for ``target`` (``None``: the latest ``TractNNEF``),
     checked: the keywords of :func:`t2n.compile`, which documents them.
     ``default_check_io``: whether the engine runs when neither the call nor the target
     says (``export_model_to_nnef`` runs it; ``compile`` and ``export`` do not)."""
-    chosen = check_frontend(frontend)
-    checked = check_target(target)
+    chosen, checked = check_frontend(frontend), check_target(target)
     run, tol = resolve_check(checked, check_io, tolerance, default=default_check_io)
     flags = _flags(verify_ir=verify_ir, strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit,
                    fold_batch_norm=fold_batch_norm, strict=strict, check_io_names_qte_match=check_io_names_qte_match,
                    allow_same_io_names=allow_same_io_names)
-    if kwargs is not None and (not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)):
-        raise InvalidArgumentError(f"kwargs must be a dict of keyword arguments (name → value), got {kwargs!r}")
-    ins, outs = (None if given is None else kept_kind(given, check_given_names(given, what, rules=checked.identifier_rules))
-                 for what, given in (("input", input_names), ("output", output_names)))
-    if ins is not None and outs is not None:
-        same_names(ins, outs, allow=flags["allow_same_io_names"], target=checked)
+    call_kwargs, ins, outs = _call_arguments(checked, kwargs, input_names, output_names,
+                                             allow_same=flags["allow_same_io_names"])
     step = remodel_step(remodel)
     axes = plan_axes(step, merge_dynamic_axes(checked, dynamic_axes_form(dynamic_axes)), checked)
-    bundle = check_bundle_path(debug_bundle_path)
-    record = IRRecorder() if bundle is not None else None
-    dump = recording(_ir_dumper(dump_ir), record)
+    bundle, record, dump = _recorders(debug_bundle_path, dump_ir)
     options = CompileOptions(
-        target=checked, frontend=chosen, kwargs=kwargs, input_names=ins, output_names=outs,
+        target=checked, frontend=chosen, kwargs=call_kwargs, input_names=ins, output_names=outs,
         registry=check_registry(registry), op_set=check_op_set(op_set),
         extractors=tuple(check_extractors(extractors)),
         pipeline=_pipeline(passes, pass_registry, checked, chosen, axes, dump, **flags),
@@ -165,6 +139,26 @@ def compile_options(
     chosen.check_options(options)
     return options
 
+
+def _call_arguments(target: Target, kwargs: object, input_names: object, output_names: object, *,
+                    allow_same: bool) -> tuple[Mapping[str, Any] | None, tuple[str, ...] | None, tuple[str, ...] | None]:
+    """``kwargs`` and the given input and output names (against the target's identifier rules),
+    checked in that order, so a bad keyword dict is reported before a bad name."""
+    if kwargs is not None and (not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)):
+        raise InvalidArgumentError(f"kwargs must be a dict of keyword arguments (name → value), got {kwargs!r}")
+    ins, outs = (None if given is None else kept_kind(given, check_given_names(given, what, rules=target.identifier_rules))
+                 for what, given in (("input", input_names), ("output", output_names)))
+    if ins is not None and outs is not None:
+        same_names(ins, outs, allow=allow_same, target=target)
+    return kwargs, ins, outs
+
+
+def _recorders(debug_bundle_path: object, dump_ir: object) -> tuple[Path | None, IRRecorder | None, DumpFn | None]:
+    """The debug bundle's folder, the recorder that keeps each stage's IR for it (only when a
+    bundle is asked for) and the ``dump_ir`` writer, joined so one call feeds both."""
+    bundle = check_bundle_path(debug_bundle_path)
+    record = IRRecorder() if bundle is not None else None
+    return bundle, record, recording(_ir_dumper(dump_ir), record)
 
 COMPILE_KEYWORDS: tuple[str, ...] = tuple(
     name for name in inspect.signature(compile_options).parameters if name not in ("target", "default_check_io"))
