@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import click
@@ -25,6 +25,11 @@ from t2n.cli.params import (
     version_callback,
 )
 from t2n.errors import DynamicAxesError, TraceError
+
+if TYPE_CHECKING:
+    from t2n.artifact import Artifact
+    from t2n.cli.factory import ModelSource
+    from t2n.options import CompileOptions, WriteOptions
 
 
 def _target(target: str, tract_version: str | None, bf16_as: str | None) -> Any:
@@ -161,11 +166,23 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
     source = load_source(spec, shapes=shapes, dtypes=dtypes, factory_kwargs=key_values(factory_args, "--factory-arg"))
     if source.kwargs:
         options = attrs.evolve(options, kwargs=source.kwargs)
+    t0 = time.perf_counter()
+    artifact = _export_with_hints(source, write, options, shapes=shapes, dynamic_axes=dynamic_axes)
+    elapsed = time.perf_counter() - t0
+    if save_io is not None:
+        _save_io(save_io, artifact)
+    report = artifact.check(tolerance) if check else None
+    _print_summary(output, tgt, artifact, report, elapsed, as_json=as_json)
+
+
+def _export_with_hints(source: ModelSource, write: WriteOptions, options: CompileOptions, *,
+                       shapes: tuple[tuple[int, ...], ...], dynamic_axes: tuple[DynamicAxis, ...]) -> Artifact:
+    """``export_model``, its trace and dynamic-axis errors told what the flags that made the
+    example inputs and the axes mean, since the shell user never wrote the Python call."""
     from t2n.driver.export import export_model
 
-    t0 = time.perf_counter()
     try:
-        artifact = export_model(source.model, source.args, write, options)
+        return export_model(source.model, source.args, write, options)
     except TraceError as exc:
         if not shapes:
             raise
@@ -179,10 +196,11 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
         raise DynamicAxesError(
             f"{exc}\n(--dynamic-axis INPUT:AXIS:SYMBOL names an input by its name: the names are "
             "input_0, input_1... unless given in order with --input-name)") from exc
-    elapsed = time.perf_counter() - t0
-    if save_io is not None:
-        _save_io(save_io, artifact)
-    report = artifact.check(tolerance) if check else None
+
+
+def _print_summary(output: Path, tgt: Any, artifact: Artifact, report: Any, elapsed: float, *,
+                   as_json: bool) -> None:
+    """What was written, as JSON for scripts or one line for people (then the check's report)."""
     summary = {
         "path": str(output), "target": str(tgt.engine), "seconds": round(elapsed, 3),
         "inputs": list(artifact.input_names), "outputs": list(artifact.output_names),
