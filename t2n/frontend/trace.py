@@ -17,7 +17,7 @@ import logging
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import torch
@@ -31,6 +31,9 @@ from t2n.frontend.quantized_trace import holds_packed_params, jit_trace_flat, ma
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.state_guard import StateWrites
 from t2n.frontend.trace_watch import TraceWatch, fast_paths_unwatched
+
+if TYPE_CHECKING:
+    from t2n.frontend.jit.harden import HardenedGraph
 
 log = logging.getLogger("t2n.frontend")
 
@@ -362,40 +365,16 @@ def script_graph(
     """The inlined forward graph of a ScriptModule (hardened for ``args`` unless told not
     to) or of an already hardened graph, with reference outputs from running the
     original once."""
-    from t2n.frontend.jit.harden import HardenedGraph, harden_jit_for_export
-
     tensors, paths, _ = flatten((args, {}))
-    hardened: HardenedGraph | None
-    if isinstance(module, HardenedGraph):
-        hardened = module
-        original = module.module
-        out = hardened(*[t.clone() for t in hardened.example_inputs])
-    else:
-        original = module
-        with eval_mode(module), torch.no_grad():
-            if harden:
-                hardened = harden_jit_for_export(module, args, diagnostics=diagnostics)
-                out = hardened.reference
-            else:
-                hardened = None
-                out = _run_scripted(module, args)
+    hardened, original, out = _scripted_reference(module, args, harden=harden, diagnostics=diagnostics)
     out_tensors, out_paths, out_spec = flatten(out)
     if hardened is not None and hardened.state:
         out_tensors, out_paths, out_spec = with_state_outputs(out, hardened.state)
         paths = paths[: len(hardened.example_inputs) - len(hardened.state)] + \
             [f"1.{a.input_name}" for a in hardened.state]
     if hardened is not None:
-        graph = hardened.graph.copy()
-        root: Any = hardened.module
         tensors = list(hardened.example_inputs)
-    else:
-        forward: Any = original.forward
-        graph = forward.graph.copy()
-        root = original
-    torch_private.inline_calls(graph)
-    inline_autograd_functions(graph, None)
-    torch_private.dead_code_elimination(graph)
-    mark_quantized_forms(graph)
+    graph, root = _inlined_graph(hardened, original)
     return TracedModel(
         graph=graph,
         root=root,
@@ -409,3 +388,37 @@ def script_graph(
         tensor_names_by_ptr=names_by_storage(original),
         outputs_are_flat=False,
     )
+
+
+def _scripted_reference(module: Any, args: tuple[Any, ...], *, harden: bool,
+                        diagnostics: dict[str, Any] | None) -> tuple[HardenedGraph | None, Any, Any]:
+    """The hardened graph (None when not hardening), the original ScriptModule and its
+    reference output (a graph hardened earlier runs on clones of the example inputs it was
+    hardened for, not on ``args``)."""
+    from t2n.frontend.jit.harden import HardenedGraph, harden_jit_for_export
+
+    if isinstance(module, HardenedGraph):
+        return module, module.module, module(*[t.clone() for t in module.example_inputs])
+    with eval_mode(module), torch.no_grad():
+        if harden:
+            hardened = harden_jit_for_export(module, args, diagnostics=diagnostics)
+            return hardened, module, hardened.reference
+        return None, module, _run_scripted(module, args)
+
+
+def _inlined_graph(hardened: HardenedGraph | None, original: Any) -> tuple[Any, Any]:
+    """A copy of the graph to lower (the hardened one, else the original's forward) with
+    calls, autograd functions and dead code inlined away, and the module its attributes
+    are read from."""
+    if hardened is not None:
+        graph = hardened.graph.copy()
+        root: Any = hardened.module
+    else:
+        forward: Any = original.forward
+        graph = forward.graph.copy()
+        root = original
+    torch_private.inline_calls(graph)
+    inline_autograd_functions(graph, None)
+    torch_private.dead_code_elimination(graph)
+    mark_quantized_forms(graph)
+    return graph, root
