@@ -18,52 +18,74 @@ from t2n.nemo.subnets import BATCH, ENCODED, FRAMES, LABELS, SAMPLES
 
 def default_plans(facts: ModelFacts, names: list[str], max_frames: int | None = None) -> dict[str, Any]:
     """The plan of every sub-network in ``names``, as a mapping (see the module)."""
-    batch = {"collapse_dims": [BATCH]}
     plans: dict[str, Any] = {
-        "preprocessor": {
-            "inputs": {
-                "input_signal": {"original_shape": [BATCH, SAMPLES], **batch},
-                "length": {"original_shape": [BATCH], "collapse_dims": [0],
-                           "bind_scalar_to_dim_size": f"input_signal.{SAMPLES}"},
-            },
-            "outputs": {"processed_signal": {"collapse_dims": [0]}},
-            "outputs_keep": ["processed_signal"],
-        },
-        "encoder": {
-            "inputs": {
-                "audio_signal": {"original_shape": [BATCH, facts.features, FRAMES], **batch},
-                "length": {"original_shape": [BATCH], "collapse_dims": [0],
-                           "bind_scalar_to_dim_size": f"audio_signal.{FRAMES}"},
-            },
-            "outputs": {"outputs": {"collapse_dims": [0]}},
-            "outputs_keep": ["outputs"],
-            **({"extensions": [f"tract_assert {FRAMES} <= {max_frames}"]} if max_frames else {}),
-        },
+        "preprocessor": _preprocessor_plan(),
+        "encoder": _encoder_plan(facts, max_frames),
         "ctc_decoder": {
-            "inputs": {"encoder_output": {"original_shape": [BATCH, facts.d_model, ENCODED], **batch}},
+            "inputs": {"encoder_output": _batched([BATCH, facts.d_model, ENCODED])},
             "outputs": {"logprobs": {"collapse_dims": [0]}},
         },
-        "decoder": {
-            "inputs": {
-                "targets": {"original_shape": [BATCH, LABELS], **batch},
-                "target_length": {"original_shape": [BATCH], "collapse_dims": [0],
-                                  "bind_scalar_to_dim_size": f"targets.{LABELS}"},
-                "input_states_1": {"original_shape": [facts.pred_layers, BATCH, facts.pred_hidden], **batch},
-                "input_states_2": {"original_shape": [facts.pred_layers, BATCH, facts.pred_hidden], **batch},
-            },
-            "outputs": {"outputs": {"collapse_dims": [0]}, "output_states_1": {"collapse_dims": [1]},
-                        "output_states_2": {"collapse_dims": [1]}},
-            "outputs_keep": ["outputs", "output_states_1", "output_states_2"],
-        },
+        "decoder": _decoder_plan(facts),
         "joint": {
             "inputs": {
-                "encoder_outputs": {"original_shape": [BATCH, facts.d_model, ENCODED], **batch},
-                "decoder_outputs": {"original_shape": [BATCH, facts.pred_hidden, LABELS], **batch},
+                "encoder_outputs": _batched([BATCH, facts.d_model, ENCODED]),
+                "decoder_outputs": _batched([BATCH, facts.pred_hidden, LABELS]),
             },
             "outputs": {"outputs": {"collapse_dims": [0]}},
         },
     }
     return {name: plans[name] for name in names}
+
+
+def _batched(shape: list[Any]) -> dict[str, Any]:
+    """An input of ``shape`` whose batch axis is collapsed (fixed to 1), found by its name."""
+    return {"original_shape": shape, "collapse_dims": [BATCH]}
+
+
+def _length(measures: str) -> dict[str, Any]:
+    """A ``[B]`` lengths input, bound to the size of the axis ``measures`` names
+    (``input.axis``), so one whole utterance needs no lengths passed."""
+    return {"original_shape": [BATCH], "collapse_dims": [0], "bind_scalar_to_dim_size": measures}
+
+
+def _preprocessor_plan() -> dict[str, Any]:
+    """Audio samples in, features out; the lengths follow the samples."""
+    return {
+        "inputs": {
+            "input_signal": _batched([BATCH, SAMPLES]),
+            "length": _length(f"input_signal.{SAMPLES}"),
+        },
+        "outputs": {"processed_signal": {"collapse_dims": [0]}},
+        "outputs_keep": ["processed_signal"],
+    }
+
+
+def _encoder_plan(facts: ModelFacts, max_frames: int | None) -> dict[str, Any]:
+    """Features in, encoded frames out; ``max_frames`` bounds the frames for the engine."""
+    return {
+        "inputs": {
+            "audio_signal": _batched([BATCH, facts.features, FRAMES]),
+            "length": _length(f"audio_signal.{FRAMES}"),
+        },
+        "outputs": {"outputs": {"collapse_dims": [0]}},
+        "outputs_keep": ["outputs"],
+        **({"extensions": [f"tract_assert {FRAMES} <= {max_frames}"]} if max_frames else {}),
+    }
+
+
+def _decoder_plan(facts: ModelFacts) -> dict[str, Any]:
+    """The prediction network: labels and its two recurrent states (batch on axis 1) in and out."""
+    return {
+        "inputs": {
+            "targets": _batched([BATCH, LABELS]),
+            "target_length": _length(f"targets.{LABELS}"),
+            "input_states_1": _batched([facts.pred_layers, BATCH, facts.pred_hidden]),
+            "input_states_2": _batched([facts.pred_layers, BATCH, facts.pred_hidden]),
+        },
+        "outputs": {"outputs": {"collapse_dims": [0]}, "output_states_1": {"collapse_dims": [1]},
+                    "output_states_2": {"collapse_dims": [1]}},
+        "outputs_keep": ["outputs", "output_states_1", "output_states_2"],
+    }
 
 
 def batched_plans(facts: ModelFacts, names: list[str]) -> dict[str, Any]:
