@@ -104,27 +104,14 @@ def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = 
     facts = model_facts(nemo_model)
     subnets = subnets_of(nemo_model, facts, preprocessor)
     names = [s.name for s in subnets]
-    if user_plan is not None:
-        unknown = [n for n in user_plan.names if n not in names]
-        if unknown:
-            raise NemoExportError("model", f"the plan names {', '.join(unknown)}, which this export does not "
-                                           f"have (its sub-networks: {', '.join(names)})")
+    _check_plan_names(user_plan, names)
     plans = default_plans(facts, names, _max_frames(nemo_model.encoder, facts)) if remodel else {}
     dest.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(dest.parent, dest.name)
     tmp = new_temp_dir(dest.parent, dest.name)
     try:
-        artifacts: dict[str, Artifact] = {}
-        entries: dict[str, Any] = {}
-        for sn in subnets:
-            graph_plan = _plan_for(sn.name, plans, user_plan)
-            art = _compile(sn, target, graph_plan)
-            reports = _check(sn, art, graph_plan, tolerance) if check else []
-            path = f"{sn.name}.nnef.tgz"
-            art.save(tmp / path)
-            artifacts[sn.name] = art
-            entries[sn.name] = _entry(sn, art, path, graph_plan, reports)
-            log.info("NeMo %s: %s", sn.name, ", ".join(str(i) for i in graph_interface(art.ir).inputs))
+        artifacts, entries = _save_subnets(tmp, subnets, plans, user_plan, target,
+                                           tolerance=tolerance, check=check)
         data = {"format": FORMAT, "version": VERSION, "t2n_version": __version__,
                 "target": str(target), "model": {"class": facts.class_name, "kind": facts.kind, "source": source},
                 "audio": _audio(facts, preprocessor), "decoding": _decoding(facts), "artifacts": entries}
@@ -136,6 +123,35 @@ def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = 
             remove_path(tmp)
         raise
     return AsrExport(dest, Manifest(data, dest), artifacts)
+
+
+def _check_plan_names(user_plan: RemodelPlan | None, names: list[str]) -> None:
+    """A user's plan naming a sub-network this model lacks is a typo or the wrong model:
+    refused before anything is compiled."""
+    if user_plan is not None:
+        unknown = [n for n in user_plan.names if n not in names]
+        if unknown:
+            raise NemoExportError("model", f"the plan names {', '.join(unknown)}, which this export does not "
+                                           f"have (its sub-networks: {', '.join(names)})")
+
+
+def _save_subnets(tmp: Path, subnets: list[Subnet], plans: dict[str, Any], user_plan: RemodelPlan | None,
+                  target: Target, *, tolerance: Tolerance,
+                  check: bool) -> tuple[dict[str, Artifact], dict[str, Any]]:
+    """Each sub-network compiled under its plan, checked, saved into ``tmp``: the artifacts
+    and their manifest entries, by sub-network name."""
+    artifacts: dict[str, Artifact] = {}
+    entries: dict[str, Any] = {}
+    for sn in subnets:
+        graph_plan = _plan_for(sn.name, plans, user_plan)
+        art = _compile(sn, target, graph_plan)
+        reports = _check(sn, art, graph_plan, tolerance) if check else []
+        path = f"{sn.name}.nnef.tgz"
+        art.save(tmp / path)
+        artifacts[sn.name] = art
+        entries[sn.name] = _entry(sn, art, path, graph_plan, reports)
+        log.info("NeMo %s: %s", sn.name, ", ".join(str(i) for i in graph_interface(art.ir).inputs))
+    return artifacts, entries
 
 
 def _source_name(model: Any) -> str:
