@@ -28,7 +28,7 @@ from t2n.frontend.context import (
 from t2n.frontend.dtypes import float8_problem, to_ir
 from t2n.frontend.extractors import ExtractedCall, lower_extracted
 from t2n.frontend.lowering.complex import complex_problem, complex_rule
-from t2n.frontend.registry import LoweringRegistry
+from t2n.frontend.registry import LoweringRegistry, RuleInfo
 from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_list_op, is_python_value
 from t2n.frontend.trace import TracedModel
 from t2n.frontend.views import (
@@ -120,7 +120,21 @@ class Lowering:
         self.precheck(g.block())
         if self.problems:
             raise UnsupportedOpsError(self.problems)
-        inputs = list(g.inputs())
+        self.bind_inputs(list(g.inputs()))
+        self.lower_block(g.block())
+        if self.problems:
+            raise UnsupportedOpsError(self.problems)
+        outs = self.returned_tensors(list(g.outputs()))
+        if self.problems:
+            raise UnsupportedOpsError(self.problems)
+        self.graph.set_outputs(self.name_outputs(outs))
+        self.graph.info.tracer_warnings = list(self.traced.tracer_warnings)
+        return self.graph
+
+    def bind_inputs(self, inputs: list[torch._C.Value]) -> None:
+        """The graph's inputs bound in order: the module itself (a scripted forward's
+        ``self``), the example tensors as IR inputs, and the parameters lifted to inputs,
+        read only when first used."""
         first = 0
         if inputs and not isinstance(inputs[0].type(), torch._C.TensorType):
             self.env[inputs[0].unique()] = ModuleRef("", self.traced.root)
@@ -137,12 +151,13 @@ class Lowering:
         for tv, example, name in zip(tensor_inputs, self.traced.example_inputs, self.input_names):
             t = TensorType(to_ir(example.dtype), list(example.shape))
             self.env[tv.unique()] = self.graph.add_input(t, name)
-        self.lower_block(g.block())
-        if self.problems:
-            raise UnsupportedOpsError(self.problems)
-        for v in g.outputs():
+
+    def returned_tensors(self, returned_values: list[torch._C.Value]) -> list[Any]:
+        """The IR values the model returns, flattened by its output structure; an output
+        that is poisoned or complex is recorded as a problem."""
+        for v in returned_values:
             self.views.refresh(v.unique())
-        returned = [self.env[v.unique()] for v in g.outputs()]
+        returned = [self.env[v.unique()] for v in returned_values]
         spec = self.traced.output_spec if not self.traced.outputs_are_flat else None
         if spec is not None and len(returned) == 1:
             outs = self.select_tensors(spec, returned[0])
@@ -153,11 +168,7 @@ class Lowering:
                 self.problems.append(OpProblem("output", "", "", o.reason))
             if isinstance(o, Complex):
                 self.problems.append(OpProblem("output", "", "", COMPLEX_OUTPUT))
-        if self.problems:
-            raise UnsupportedOpsError(self.problems)
-        self.graph.set_outputs(self.name_outputs(outs))
-        self.graph.info.tracer_warnings = list(self.traced.tracer_warnings)
-        return self.graph
+        return outs
 
     def parameter(self, t: torch.Tensor, path: str) -> Value:
         """One variable per parameter or buffer, however many times the model reads it."""
@@ -220,11 +231,7 @@ class Lowering:
     def lower_node(self, node: torch._C.Node) -> None:
         outs = list(node.outputs())
         args = self.node_args(node)
-        if any(isinstance(a, Poison) for a in args):
-            for a in args:
-                if isinstance(a, Poison) and a.reason:
-                    self.problem(node, a.reason)
-            self.poison_outputs(outs)
+        if self.poisoned_by_args(node, args, outs):
             return
         call = self.extracted_call(node)
         if call is not None:
@@ -236,33 +243,62 @@ class Lowering:
             self.problem(node, complex_problem(node.kind()))
             self.poison_outputs(outs)
             return
-        if node.kind() in SCALAR_OPS and len(outs) == 1 and \
-                (all(is_python_value(a) for a in args) or is_list_op(node.kind(), args)):
-            try:
-                self.env[outs[0].unique()] = SCALAR_OPS[node.kind()](*args)
-                return
-            except SCALAR_FOLD_ERRORS:
-                pass  # not foldable in Python: the tensor rule below handles it
+        if self.folded_in_python(node, args, outs):
+            return
         if info is None:
             self.problem(node, "no lowering rule")
             self.poison_outputs(outs)
             return
+        applied = self.apply_rule(node, info, outs)
+        if applied is None:
+            return
+        ctx, result = applied
+        self.store_result(node, outs, result)
+        if not on_complex and not holds_complex(result):
+            self.track_aliases(node, ctx, info.fn, args, result)
+
+    def poisoned_by_args(self, node: torch._C.Node, args: list[Any], outs: list[torch._C.Value]) -> bool:
+        """Whether an argument comes from a value that could not be lowered: then this node
+        is skipped and its outputs poisoned too, rather than failing on a placeholder (a
+        poison that carries a reason reports it at this node)."""
+        if not any(isinstance(a, Poison) for a in args):
+            return False
+        for a in args:
+            if isinstance(a, Poison) and a.reason:
+                self.problem(node, a.reason)
+        self.poison_outputs(outs)
+        return True
+
+    def folded_in_python(self, node: torch._C.Node, args: list[Any], outs: list[torch._C.Value]) -> bool:
+        """Whether a scalar op on Python values was computed here, so sizes and constants stay
+        plain numbers in the IR; one Python cannot compute is left to the tensor rule."""
+        if node.kind() in SCALAR_OPS and len(outs) == 1 and \
+                (all(is_python_value(a) for a in args) or is_list_op(node.kind(), args)):
+            try:
+                self.env[outs[0].unique()] = SCALAR_OPS[node.kind()](*args)
+                return True
+            except SCALAR_FOLD_ERRORS:
+                pass  # not foldable in Python: the tensor rule below handles it
+        return False
+
+    def apply_rule(self, node: torch._C.Node, info: RuleInfo,
+                   outs: list[torch._C.Value]) -> tuple[LoweringContext, Any] | None:
+        """The rule's context and result, counted in the graph's aten-op tally; None when
+        the rule declined (a problem reported, the outputs poisoned); any other failure is a
+        :class:`LoweringError` naming the op and where the model uses it."""
         ctx = LoweringContext(self, node)
         ops = self.graph.info.aten_ops
         ops[node.kind()] = ops.get(node.kind(), 0) + 1
         try:
-            result = info.fn(ctx)
+            return ctx, info.fn(ctx)
         except UnsupportedHere as exc:
             self.problem(node, str(exc))
             self.poison_outputs(outs)
-            return
+            return None
         except Exception as exc:
             raise LoweringError(
                 f"lowering {node.kind()} {ctx.loc} failed: {type(exc).__name__}: {exc}"
             ) from exc
-        self.store_result(node, outs, result)
-        if not on_complex and not holds_complex(result):
-            self.track_aliases(node, ctx, info.fn, args, result)
 
     def extracted_call(self, node: torch._C.Node) -> ExtractedCall | None:
         extracted = self.traced.extracted
