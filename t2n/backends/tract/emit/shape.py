@@ -49,25 +49,33 @@ def slice_tract(ctx: EmitContext, op: Op) -> None:
                 cur = Raw(ctx.emit(f"{op.output.name}_s", "slice", cur, axes=[ax], begin=[bb], end=[ee]))
                 dims[ax] = length
             continue
-        n = dims[ax]
-        assert isinstance(n, int) and isinstance(bb, int) and isinstance(length, int)
-        # whole windows of `st` elements, then (when the last window would run past the
-        # end) the last element on its own: no padding, so any dtype works
-        whole = length if bb + length * st <= n else length - 1
-        parts: list[str] = []
-        if whole:
-            seg = ctx.emit(f"{op.output.name}_s", "slice", cur, axes=[ax], begin=[bb], end=[bb + whole * st])
-            grid = ctx.emit(f"{op.output.name}_g", "reshape", Raw(seg),
-                            shape=dims[:ax] + [whole, st] + dims[ax + 1:])
-            first = ctx.emit(f"{op.output.name}_f", "slice", Raw(grid), axes=[ax + 1], begin=[0], end=[1])
-            parts.append(ctx.emit(f"{op.output.name}_q", "squeeze", Raw(first), axes=[ax + 1]))
-        if whole < length:
-            at = bb + whole * st
-            parts.append(ctx.emit(f"{op.output.name}_l", "slice", cur, axes=[ax], begin=[at], end=[at + 1]))
-        cur = Raw(parts[0]) if len(parts) == 1 else Raw(ctx.emit(
-            f"{op.output.name}_c", "concat", Raw("[" + ", ".join(parts) + "]"), axis=ax))
+        assert isinstance(bb, int) and isinstance(length, int)
+        cur = _strided_axis(ctx, op, cur, dims, ax, bb, length, st)
         dims[ax] = length
     ctx.emit(op.output, "copy", cur)
+
+
+def _strided_axis(ctx: EmitContext, op: Op, cur: Value | Raw, dims: list[Dim], ax: int, bb: int,
+                  length: int, st: int) -> Raw:
+    """Every ``st``-th element of static axis ``ax`` from ``bb`` without a strided slice:
+    whole windows of ``st`` elements reshaped to (windows, st) and their first column,
+    then (when the last window would run past the end) the last element on its own: no
+    padding, so any dtype works."""
+    n = dims[ax]
+    assert isinstance(n, int)
+    whole = length if bb + length * st <= n else length - 1
+    parts: list[str] = []
+    if whole:
+        seg = ctx.emit(f"{op.output.name}_s", "slice", cur, axes=[ax], begin=[bb], end=[bb + whole * st])
+        grid = ctx.emit(f"{op.output.name}_g", "reshape", Raw(seg),
+                        shape=dims[:ax] + [whole, st] + dims[ax + 1:])
+        first = ctx.emit(f"{op.output.name}_f", "slice", Raw(grid), axes=[ax + 1], begin=[0], end=[1])
+        parts.append(ctx.emit(f"{op.output.name}_q", "squeeze", Raw(first), axes=[ax + 1]))
+    if whole < length:
+        at = bb + whole * st
+        parts.append(ctx.emit(f"{op.output.name}_l", "slice", cur, axes=[ax], begin=[at], end=[at + 1]))
+    return Raw(parts[0]) if len(parts) == 1 else Raw(ctx.emit(
+        f"{op.output.name}_c", "concat", Raw("[" + ", ".join(parts) + "]"), axis=ax))
 
 
 SYMBOLIC_SLICE = "slice of a static axis to a symbolic end"
