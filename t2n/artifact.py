@@ -170,6 +170,18 @@ class Artifact:
             raise InvalidArgumentError("check(): give both inputs and expected, or neither")
         tolerance = Tolerance.parse(tolerance)
         debug_dir = debug_dir if debug_dir is not None else self.debug_bundle_path
+        ins, refs = self._values_to_check(inputs, expected)
+        text = self.rendered.graph_nnef
+        check_bounds(assertions_of(text), input_shapes_of(text), self.input_names, ins, symbols, "the artifact")
+        report = self._run_and_compare(ins, refs, tolerance, symbols, debug_dir)
+        log.info("%s", report)
+        return report
+
+    def _values_to_check(self, inputs: Sequence[np.ndarray] | None,
+                         expected: Sequence[np.ndarray] | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The inputs to run and the outputs to expect: the caller's, checked against the
+        artifact's names, else those of the export (none when it traced on the meta device,
+        which the caller is told to fill)."""
         if inputs is not None and expected is not None:
             _check_arrays(self.input_names, inputs, "input", "inputs")
             _check_arrays(self.output_names, expected, "output", "expected")
@@ -180,8 +192,13 @@ class Artifact:
                 "check(): no PyTorch reference outputs (the model was traced on the meta "
                 "device); pass inputs= and expected="
             )
-        text = self.rendered.graph_nnef
-        check_bounds(assertions_of(text), input_shapes_of(text), self.input_names, ins, symbols, "the artifact")
+        return ins, refs
+
+    def _run_and_compare(self, ins: list[np.ndarray], refs: list[np.ndarray], tolerance: Tolerance,
+                         symbols: Mapping[str, int] | None,
+                         debug_dir: str | os.PathLike[str] | None) -> CheckReport:
+        """One run in the target's engine compared with ``refs``; a failed run of the
+        artifact or a mismatch writes a debug bundle and names it in the error raised."""
         with tempfile.TemporaryDirectory(prefix="t2n-check-") as tmp:
             path = self._engine_path(Path(tmp))
             try:
@@ -200,7 +217,6 @@ class Artifact:
                 bundle = self._debug_bundle(path, ins, refs, outputs, str(report), debug_dir,
                                             replay_spec(self, path, tolerance, symbols))
                 raise CheckMismatchError(str(report) + self._weights_note(), report, bundle.path, note=bundle.note)
-        log.info("%s", report)
         return report
 
     def _weights_note(self) -> str:
