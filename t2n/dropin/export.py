@@ -64,28 +64,41 @@ def export_model_to_nnef(
     from t2n.frontend.io import normalize_args  # one tensor → (tensor,)
 
     args = normalize_args(args)
+    extensions = _extension_lines(custom_extensions)
+    runs = type(target).run is not Target.run
+    options = compile_options(
+        target, default_check_io=runs, input_names=_flat_input_names(input_names, args),
+        output_names=PrefixNames(_names_list(output_names, "output")),
+        log_level=log_level, custom_extensions=extensions,
+        auto_harden_jit=auto_harden_jit, nnef_variable_naming_scheme=nnef_variable_naming_scheme,
+        check_io_names_qte_match=check_io_names_qte_match, allow_same_io_names=allow_same_io_names,
+        debug_bundle_path=debug_bundle_path, frontend=frontend,
+    )
+    _check_runnable(target, runs, options.check_io)
+    export_model(model, args, write_options(path, compression_level=level), options)
+    return path
+
+
+def _extension_lines(custom_extensions: Sequence[str] | None) -> tuple[str, ...]:
+    """That exporter's ``custom_extensions`` as a tuple of lines; one string is refused
+    rather than read as a list of one-character lines."""
     if custom_extensions is not None and (isinstance(custom_extensions, str)
                                           or not isinstance(custom_extensions, (list, tuple, set))):
         raise InvalidArgumentError(
             f"custom_extensions must be a list of extension lines such as ['tract_assert S >= 1'], "
             f"got {custom_extensions!r}"
         )
-    runs = type(target).run is not Target.run
-    options = compile_options(
-        target, default_check_io=runs, input_names=_flat_input_names(input_names, args),
-        output_names=PrefixNames(_names_list(output_names, "output")),
-        log_level=log_level, custom_extensions=tuple(custom_extensions or ()),
-        auto_harden_jit=auto_harden_jit, nnef_variable_naming_scheme=nnef_variable_naming_scheme,
-        check_io_names_qte_match=check_io_names_qte_match, allow_same_io_names=allow_same_io_names,
-        debug_bundle_path=debug_bundle_path, frontend=frontend,
-    )
-    if not runs and options.check_io:
+    return tuple(custom_extensions or ())
+
+
+def _check_runnable(target: Target, runs: bool, check_io: bool) -> None:
+    """A target of the user's own without ``run()`` that still asks for ``check_io`` is
+    refused before tracing, not after the artifact is written."""
+    if not runs and check_io:
         raise InvalidArgumentError(
             f"inference_target {target} asks for check_io but cannot run an artifact (its class "
             "defines no run()); define run() or pass check_io=False"
         )
-    export_model(model, args, write_options(path, compression_level=level), options)
-    return path
 
 
 def _names_list(names: object, what: str) -> list[str]:
