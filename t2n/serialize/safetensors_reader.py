@@ -123,15 +123,7 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> tuple[dict[str, Saf
     """The entries (in file order) and the ``__metadata__`` of a safetensors file, validated."""
     p = Path(path)
     raw, st = _read_header_bytes(p)
-    try:
-        header = json.loads(raw, object_pairs_hook=_no_duplicates(p))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _corrupt(p, f"header is not JSON ({exc})") from None
-    if not isinstance(header, dict):
-        raise _corrupt(p, "header is not a JSON object")
-    meta = header.pop("__metadata__", None) or {}
-    if not isinstance(meta, dict):
-        raise _corrupt(p, "__metadata__ is not an object")
+    header, meta = _header_json(p, raw)
     data_start = 8 + len(raw)
     data_size = st.st_size - data_start
     stamp = FileStamp(st)
@@ -156,12 +148,32 @@ def read_safetensors_header(path: str | os.PathLike[str]) -> tuple[dict[str, Saf
         entries[name] = SafetensorsEntry(name, dtype, tuple(shape), data_start + begin, end - begin, p,
                                          stamp, f8)
         spans.append((begin, end, name))
+    _check_no_overlap(p, spans)
+    ordered = dict(sorted(entries.items(), key=lambda kv: kv[1].offset))
+    return ordered, {str(k): str(v) for k, v in meta.items()}
+
+
+def _header_json(p: Path, raw: bytes) -> tuple[dict[str, Any], dict[Any, Any]]:
+    """The header's tensor entries and its ``__metadata__``, a file that is not the JSON
+    object the format promises being a :class:`CorruptTensorFileError` naming the file."""
+    try:
+        header = json.loads(raw, object_pairs_hook=_no_duplicates(p))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _corrupt(p, f"header is not JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise _corrupt(p, "header is not a JSON object")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict):
+        raise _corrupt(p, "__metadata__ is not an object")
+    return header, meta
+
+
+def _check_no_overlap(p: Path, spans: list[tuple[int, int, str]]) -> None:
+    """Tensors whose bytes overlap would read each other's data: refused, naming both."""
     spans.sort()
     for (_b0, e0, n0), (b1, _e1, n1) in zip(spans, spans[1:]):
         if b1 < e0:
             raise _corrupt(p, f"tensors {n0!r} and {n1!r} overlap")
-    ordered = dict(sorted(entries.items(), key=lambda kv: kv[1].offset))
-    return ordered, {str(k): str(v) for k, v in meta.items()}
 
 
 READ_CHUNK_BYTES = 8 << 20
