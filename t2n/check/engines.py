@@ -118,23 +118,28 @@ class EngineWorker:
                         break
                     phase = reply[1]
             except (EOFError, OSError) as exc:
-                code = proc.wait()
-                self._proc = None
-                _close_pipes(proc)
-                raise EngineCrashedError(
-                    f"the {kind} engine process died ({_describe_exit(code)}) while "
-                    f"{describe_phase(phase)} for {kwargs.get('path')}. The crash is in the engine: "
-                    f"{kind} aborts on some graphs and inputs instead of refusing them, so the "
-                    "artifact is not necessarily wrong (look for out-of-range indices or "
-                    "shapes in the inputs, and for ops this engine version does not handle)",
-                    phase=phase,
-                ) from exc
+                raise self._crashed(proc, kind, kwargs.get("path"), phase) from exc
         if reply[0] == "ok":
             res = reply[1]
             return EngineResult(list(res["outputs"]), res["input_facts"], res["output_facts"])
         phase = reply[3] if len(reply) > 3 else phase
         raise EngineError(
             f"{kind} refused {kwargs.get('path')} while {describe_phase(phase)}: {reply[1]}", phase=phase
+        )
+
+    def _crashed(self, proc: subprocess.Popen[bytes], kind: str, path: Any, phase: str) -> EngineCrashedError:
+        """The error for an engine process that died mid-request, once it is reaped (the
+        next request starts a new one); it says the crash need not mean a wrong artifact."""
+        code = proc.wait()
+        self._proc = None
+        _close_pipes(proc)
+        return EngineCrashedError(
+            f"the {kind} engine process died ({_describe_exit(code)}) while "
+            f"{describe_phase(phase)} for {path}. The crash is in the engine: "
+            f"{kind} aborts on some graphs and inputs instead of refusing them, so the "
+            "artifact is not necessarily wrong (look for out-of-range indices or "
+            "shapes in the inputs, and for ops this engine version does not handle)",
+            phase=phase,
         )
 
 
