@@ -145,9 +145,10 @@ class LLMForms:
 
     def passes(self) -> list[Pass]:
         from t2n.llm.attention_rows import DropEmptyRowGuards
+        from t2n.llm.last_rows import SliceRowsEarly
         from t2n.passes.reify_transformers import ReifyRmsNorm, ReifyRope
 
-        out: list[Pass] = [DropEmptyRowGuards()]
+        out: list[Pass] = [DropEmptyRowGuards(), SliceRowsEarly()]
         if self.reify_rope:
             out.append(ReifyRope())
         if self.reify_rms_norm:
