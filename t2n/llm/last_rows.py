@@ -141,13 +141,16 @@ class SliceRowsEarly(Pass):
             mapping = row_mapping(op, axis)
             if mapping is None or op.has(Trait.STATEFUL):
                 continue
+            mapping = mapping + [None] * (len(op.inputs) - len(mapping))
+            if any(b is not None and v.type.shape[b] != size for v, b in zip(op.inputs, mapping)):
+                continue
             plans[id(op)] = mapping
             for v, b in zip(op.inputs, mapping):
                 if b is not None and v.type.shape[b] == size and self._all_readers_moved(graph, v, b, plans):
                     rows[id(v)] = b
         if not plans:
             return 0
-        self._rewrite(graph, cut, order, plans, rows, size)
+        self._rewrite(graph, cut, order, plans, rows)
         return len(plans)
 
     @staticmethod
@@ -158,17 +161,19 @@ class SliceRowsEarly(Pass):
 
     @staticmethod
     def _rewrite(graph: Graph, cut: Op, order: Sequence[Op], plans: dict[int, Mapping_],
-                 rows: dict[int, int], size: Dim) -> None:
+                 rows: dict[int, int]) -> None:
         begin, end = cut.inputs[1], cut.inputs[2]
-        kept: dict[int, Value] = {}
+        kept: dict[int, Value] = {}  # the kept rows of the values moved, by id
+        leaves: dict[tuple[int, int], Value] = {}  # the slices of values read whole elsewhere
 
         def sliced(v: Value, axis: int) -> Value:
-            if id(v) not in kept:
+            if (id(v), axis) not in leaves:
                 b = Builder(graph, cut.loc)
-                kept[id(v)] = b.op("slice", v, begin, end, axes=(axis,), steps=(1,))
-            return kept[id(v)]
+                leaves[id(v), axis] = b.op("slice", v, begin, end, axes=(axis,), steps=(1,))
+            return leaves[id(v), axis]
 
-        count = int(cut.output.type.shape[_axes(cut)[0]])  # type: ignore[call-overload]
+        count = cut.output.type.shape[_axes(cut)[0]]
+        assert isinstance(count, int)  # a candidate's
         for op in order:
             mapping = plans.get(id(op))
             if mapping is None:
@@ -181,12 +186,8 @@ class SliceRowsEarly(Pass):
                         shape[rows[id(op.outputs[0])]] = count
                         v = Builder(graph, op.loc).ints(shape)
                     inputs.append(v)
-                elif id(v) in rows and id(v) in kept:
-                    inputs.append(kept[id(v)])
-                elif v.type.shape[b] == size:
-                    inputs.append(sliced(v, b))
                 else:
-                    inputs.append(v)
+                    inputs.append(kept[id(v)] if id(v) in kept else sliced(v, b))
             new = graph.create_op(op.kind, inputs, dict(op.attrs), loc=op.loc)
             for old, out in zip(op.outputs, new.outputs):
                 kept[id(old)] = out
