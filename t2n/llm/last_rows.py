@@ -26,7 +26,7 @@ from t2n.ir import Builder, Dim, Graph, Op, Trait, Value
 from t2n.passes.base import Pass, PassResult
 from t2n.passes.dead_node_elimination import DeadNodeElimination
 
-Mapping_ = list[int | None]
+RowMap = list[int | None]
 """For each input of an op: the axis that carries the output's sliced axis, or None
 when the input is read whole (a weight, a broadcast operand, a shape)."""
 
@@ -35,9 +35,9 @@ _ROW_WISE = {"tract_moe_ffn": 1, "moe_experts": 3}
 many) on its own: the routed experts, each token by itself."""
 
 
-def _broadcast(op: Op, axis: int) -> Mapping_ | None:
+def _broadcast(op: Op, axis: int) -> RowMap | None:
     out = op.output.type.shape
-    mapping: Mapping_ = []
+    mapping: RowMap = []
     for v in op.inputs:
         shape = v.type.shape
         b = axis - (len(out) - len(shape))
@@ -55,7 +55,7 @@ def _axes(op: Op) -> list[int]:
     return [int(a) % rank for a in op.attrs.get("axes", ())]
 
 
-def _reshape(op: Op, axis: int) -> Mapping_ | None:
+def _reshape(op: Op, axis: int) -> RowMap | None:
     """The input axis of a reshape that holds the output's ``axis`` unchanged: the same
     size, and the same static sizes before and after it."""
     out, src = list(op.output.type.shape), list(op.inputs[0].type.shape)
@@ -71,7 +71,7 @@ def _reshape(op: Op, axis: int) -> Mapping_ | None:
     return None
 
 
-def row_mapping(op: Op, axis: int) -> Mapping_ | None:
+def row_mapping(op: Op, axis: int) -> RowMap | None:
     """How the output's ``axis`` reaches ``op``'s inputs, or None if ``op`` mixes the
     positions along it (or is not known to keep them apart)."""
     kind, rank = op.kind, op.outputs[0].rank
@@ -136,7 +136,7 @@ class SliceRowsEarly(Pass):
         axis0 = _axes(cut)[0]
         size: Dim = cut.inputs[0].type.shape[axis0]
         rows = {id(cut.inputs[0]): axis0}  # values replaced by their kept rows, by axis
-        plans: dict[int, Mapping_] = {}   # moved ops, by id: their input mappings
+        plans: dict[int, RowMap] = {}   # moved ops, by id: their input mappings
         order = graph.ops()
         for op in reversed(order[:order.index(cut)]):
             axes = {rows.get(id(v)) for v in op.outputs}
@@ -159,13 +159,13 @@ class SliceRowsEarly(Pass):
         return len(plans)
 
     @staticmethod
-    def _all_readers_moved(graph: Graph, v: Value, axis: int, plans: dict[int, Mapping_]) -> bool:
+    def _all_readers_moved(graph: Graph, v: Value, axis: int, plans: dict[int, RowMap]) -> bool:
         if v.producer is None or graph.is_output(v):
             return False
         return all(id(user) in plans and plans[id(user)][i] == axis for user, i in v.uses)
 
     @staticmethod
-    def _rewrite(graph: Graph, cut: Op, order: Sequence[Op], plans: dict[int, Mapping_],
+    def _rewrite(graph: Graph, cut: Op, order: Sequence[Op], plans: dict[int, RowMap],
                  rows: dict[int, int]) -> None:
         begin, end = cut.inputs[1], cut.inputs[2]
         kept: dict[int, Value] = {}  # the kept rows of the values moved, by id
