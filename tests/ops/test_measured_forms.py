@@ -99,3 +99,25 @@ def test_dead_attention_rows_are_zeroed_on_the_smaller_output():
     mask[..., 2, :] = float("-inf")
     want = Attend()(q, k, v, mask)
     assert artifact.check(inputs=[t.numpy() for t in (q, k, v, mask)], expected=[want.nan_to_num(0.0).numpy()]).ok
+
+
+def test_group_norm_affine_reads_channels_by_flat_positions():
+    """A group norm's weight and bias multiply (N, C, H·W), then one reshape gives the
+    input's shape: tract runs that product along one contiguous axis faster."""
+
+    class ConvNorm(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv, self.norm = nn.Conv2d(8, 8, 3, padding=1), nn.GroupNorm(2, 8)
+            for p in self.norm.parameters():
+                nn.init.uniform_(p, 0.5, 1.5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.norm(self.conv(x))
+
+    torch.manual_seed(0)
+    artifact = t2n.compile(ConvNorm().eval(), (torch.randn(2, 8, 6, 5),), t2n.TractNNEF.latest())
+    text = artifact.graph_nnef
+    assert "rms_norm, shape = [2, 8, 30])" in text and "shape = [1, 8, 1])" in text
+    assert "shape = [1, 8, 1, 1])" not in text
+    assert artifact.check().ok
