@@ -49,7 +49,8 @@ def test_an_adaptive_pool_with_even_windows_is_one_pool():
 
 def test_uneven_windows_of_one_size_and_stride_are_one_pool():
     """8 -> 7 cells: windows of 2 at stride 1; 9 -> 4: 3 at stride 2. An axis whose
-    windows differ in size (10 -> 4) keeps slices."""
+    windows differ in size (10 -> 4, 32 -> 7) is one gather and one max pool for maxima,
+    one matrix product for averages: no slice per window."""
 
     class Pool(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -59,9 +60,12 @@ def test_uneven_windows_of_one_size_and_stride_are_one_pool():
     text = artifact.graph_nnef
     assert text.count("max_pool(") == text.count("avg_pool(") == 1 and "slice(" not in text
     assert artifact.check().ok
-    irregular = t2n.compile(Pool().eval(), (torch.randn(2, 3, 8, 10),), t2n.TractNNEF.latest())
-    assert "slice(" in irregular.graph_nnef
-    assert irregular.check().ok
+    for shape in ((2, 3, 8, 10), (2, 3, 32, 10)):
+        irregular = t2n.compile(Pool().eval(), (torch.randn(*shape),), t2n.TractNNEF.latest())
+        text = irregular.graph_nnef
+        assert "slice(" not in text and "concat(" not in text
+        assert "tract_core_gather(" in text and "matmul(" in text
+        assert irregular.check().ok
 
 
 def test_a_stored_operand_is_ranked_by_a_reshape():
