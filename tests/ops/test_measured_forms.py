@@ -68,6 +68,39 @@ def test_uneven_windows_of_one_size_and_stride_are_one_pool():
         assert irregular.check().ok
 
 
+def test_uneven_averages_are_products_with_the_windows_on_the_right():
+    """Each pooled axis moved last: one 2-D product by the constant windows' matrix on
+    the right (a batch of small products with it on the left ran slower)."""
+
+    class Pool(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.adaptive_avg_pool3d(x, 7)
+
+    artifact = t2n.compile(Pool().eval(), (torch.randn(2, 2, 10, 12, 9),), t2n.TractNNEF.latest())
+    products = [line.split("matmul(")[1] for line in artifact.graph_nnef.splitlines() if "matmul(" in line]
+    assert len(products) == 3
+    constants = {line.split("=")[0].strip() for line in artifact.graph_nnef.splitlines() if "variable<" in line}
+    assert all(p.split(",")[1].strip() in constants for p in products), products
+    assert artifact.check().ok
+
+
+def test_the_maximum_of_a_whole_1d_axis_is_a_max_pool():
+    """adaptive_max_pool1d(x, 1) as a max pool of the axis' length (as tract's ONNX
+    loader builds it): faster after a convolution; 2-D keeps the reduction."""
+
+    class Pool(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv1d(4, 4, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.adaptive_max_pool1d(self.conv(x), 1)
+
+    artifact = t2n.compile(Pool().eval(), (torch.randn(2, 4, 8),), t2n.TractNNEF.latest())
+    assert "max_pool(" in artifact.graph_nnef and "max_reduce(" not in artifact.graph_nnef
+    assert artifact.check().ok
+
+
 def test_a_stored_operand_is_ranked_by_a_reshape():
     """A parameter broadcast against a higher-rank tensor gets its unit axes by a reshape,
     not an unsqueeze (tract runs the binary op 3x slower after an unsqueeze)."""
