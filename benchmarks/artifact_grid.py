@@ -45,6 +45,7 @@ import json
 import math
 import os
 import random
+import shlex
 import statistics
 import tempfile
 import time
@@ -480,6 +481,18 @@ GRID_BEGIN = "<!-- grid table: written by `python -m benchmarks.artifact_speed -
 GRID_END = "<!-- end of the grid table -->"
 
 
+def portable(argv: Sequence[str]) -> list[str]:
+    """``argv`` as the results file quotes it: files by their names, the peer's
+    environment as PEER_VENV (no paths of the machine that measured)."""
+    out = list(argv)
+    for i in range(1, len(out)):
+        if out[i - 1] == "--peer-venv":
+            out[i] = "PEER_VENV"
+        elif out[i - 1] in ("--json", "--baseline", "--cache"):
+            out[i] = Path(out[i]).name
+    return out
+
+
 def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
     import platform
 
@@ -487,7 +500,7 @@ def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], second
 
     loads = [m["load_average"] for ms in results.values() for m in ms]
     load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
-    return (f"## Over grids of shapes\n\n`python -m benchmarks.artifact_speed --grid {' '.join(argv)}` (tract "
+    return (f"## Over grids of shapes\n\n`python -m benchmarks.artifact_speed --grid {shlex.join(portable(argv))}` (tract "
             f"{tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, {platform.machine()}; "
             f"load average {load} during the run, {seconds / 60:.0f} min). Per case: the cell with the "
             "highest median ratio of t2n's run time (CPU time, the three artifacts' runs alternating) to the "
@@ -520,19 +533,25 @@ def merge_rows(block: str, text: str, names: Sequence[str], argv: Sequence[str],
     notes = [line for line in new if note_of(line) in names]
     said = f"Rows of {', '.join(names)} "
     out: list[str] = []
+    notes_at = None  # the new notes go where the first old one of these cases was
     for i, line in enumerate(lines):
         if row_of(line) in rows:
             out.append(rows[row_of(line)])
-        elif note_of(line) not in names and not line.startswith(said) and not (i and lines[i - 1].startswith(said)):
+        elif note_of(line) in names:
+            notes_at = len(out) if notes_at is None else notes_at
+        elif not line.startswith(said) and not (i and lines[i - 1].startswith(said)):
             out.append(line)
     missing = [rows[n] for n in names if n in rows and rows[n] not in out]
     at = max(i for i, line in enumerate(out) if line.startswith("|")) + 1
     out[at:at] = missing
-    last_note = max((i for i, line in enumerate(out) if line.startswith("* ")), default=at + len(missing) - 1)
-    out[last_note + 1:last_note + 1] = notes
+    if notes_at is None:
+        notes_at = max((i for i, line in enumerate(out) if line.startswith("* ")), default=at + len(missing) - 1) + 1
+    else:
+        notes_at += len(missing)
+    out[notes_at:notes_at] = notes
     table_at = out.index(head[0])
     out[table_at:table_at] = [f"Rows of {', '.join(names)} measured again by `python -m benchmarks.artifact_speed "
-                              f"--grid {' '.join(argv)}` (load average {load}); the other rows are the run above.", ""]
+                              f"--grid {shlex.join(portable(argv))}` (load average {load}); the other rows are the run above.", ""]
     return "\n".join(out) + "\n"
 
 
