@@ -203,11 +203,12 @@ def adaptive_pool(ctx: LoweringContext, x: Value, n: int, out_size: list[int | N
         if o != size:
             pooled.append((axis, size, o))
     size_1d = x.type.shape[-1]
-    if whole and n == 1 and reduce == "max_reduce" and isinstance(size_1d, int):
+    if whole and n == 1 and reduce == "max_reduce" and isinstance(size_1d, int) and ctx.lowering.static_sizes:
         # the maximum of a whole 1-D axis as a max pool of its length (tract's ONNX loader
         # builds the same): 0.61x the max_reduce after a conv (16 channels of 8, batch 8),
         # 0.98x at 128 positions; over 2-D and 3-D maps the pool ran 1.13-9.8x slower
-        # than the reduction (artifact-speed grid, ``kind=adaptive_max`` ``out=1`` cells)
+        # than the reduction (artifact-speed grid, ``kind=adaptive_max`` ``out=1`` cells);
+        # an axis that may become dynamic keeps the reduction, which reads no size
         x = b.op("max_pool", x, kernel=(size_1d,), stride=(size_1d,), dilation=(1,), padding=((0, 0),))
     elif whole:
         x = b.op(reduce, x, axes=tuple(whole), keepdims=True)
