@@ -31,7 +31,10 @@ one process); t2n's are made again by each run, so a run measures the t2n it imp
 ``--quick`` measures one cell per combination, once, briefly (a smoke test).
 ``--json`` keeps every measurement; ``--baseline`` adds a *before* column from such a
 file of an earlier run (same cells); ``--write`` puts the table in
-``benchmarks/RESULTS_ARTIFACT_SPEED.md`` between the ``GRID_BEGIN`` / ``GRID_END`` marks.
+``benchmarks/RESULTS_ARTIFACT_SPEED.md`` between the ``GRID_BEGIN`` / ``GRID_END`` marks;
+with ``--cases``, only the rows (and failure notes) of those cases are replaced, the
+others kept, and a line names the run that measured them (give the ``--baseline`` the
+written table had: its columns must match).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import json
 import math
 import os
 import random
+import shlex
 import statistics
 import tempfile
 import time
@@ -477,6 +481,18 @@ GRID_BEGIN = "<!-- grid table: written by `python -m benchmarks.artifact_speed -
 GRID_END = "<!-- end of the grid table -->"
 
 
+def portable(argv: Sequence[str]) -> list[str]:
+    """``argv`` as the results file quotes it: files by their names, the peer's
+    environment as PEER_VENV (no paths of the machine that measured)."""
+    out = list(argv)
+    for i in range(1, len(out)):
+        if out[i - 1] == "--peer-venv":
+            out[i] = "PEER_VENV"
+        elif out[i - 1] in ("--json", "--baseline", "--cache"):
+            out[i] = Path(out[i]).name
+    return out
+
+
 def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
     import platform
 
@@ -484,7 +500,7 @@ def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], second
 
     loads = [m["load_average"] for ms in results.values() for m in ms]
     load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
-    return (f"## Over grids of shapes\n\n`python -m benchmarks.artifact_speed --grid {' '.join(argv)}` (tract "
+    return (f"## Over grids of shapes\n\n`python -m benchmarks.artifact_speed --grid {shlex.join(portable(argv))}` (tract "
             f"{tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, {platform.machine()}; "
             f"load average {load} during the run, {seconds / 60:.0f} min). Per case: the cell with the "
             "highest median ratio of t2n's run time (CPU time, the three artifacts' runs alternating) to the "
@@ -497,8 +513,54 @@ def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], second
             "factor, spell how it is given (scale_factor or size).\n\n")
 
 
-def write_doc(doc: Path, text: str) -> None:
+def merge_rows(block: str, text: str, names: Sequence[str], argv: Sequence[str], load: str) -> str:
+    """The written grid table ``block`` with the rows and failure notes of the cases
+    ``names`` taken from ``text`` (a table of those cases measured alone, with the same
+    columns) and a line naming the run that measured them; the other rows stay."""
+    def row_of(line: str) -> str | None:
+        return line.split("|")[1].strip() if line.startswith("| ") else None
+
+    def note_of(line: str) -> str | None:
+        return line[2:].split(":")[0] if line.startswith("* ") else None
+
+    new = text.splitlines()
+    head = [line for line in new if line.startswith("| case |")]
+    lines = block.splitlines()
+    if not head or head[0] not in lines:
+        raise ValueError("the written grid table has other columns: write the whole grid (no --cases), "
+                         "or pass --baseline as the written table was made")
+    rows = {row_of(line): line for line in new if row_of(line) in names}
+    notes = [line for line in new if note_of(line) in names]
+    said = f"Rows of {', '.join(names)} "
+    out: list[str] = []
+    notes_at = None  # the new notes go where the first old one of these cases was
+    for i, line in enumerate(lines):
+        if row_of(line) in rows:
+            out.append(rows[row_of(line)])
+        elif note_of(line) in names:
+            notes_at = len(out) if notes_at is None else notes_at
+        elif not line.startswith(said) and not (i and lines[i - 1].startswith(said)):
+            out.append(line)
+    missing = [rows[n] for n in names if n in rows and rows[n] not in out]
+    at = max(i for i, line in enumerate(out) if line.startswith("|")) + 1
+    out[at:at] = missing
+    if notes_at is None:
+        notes_at = max((i for i, line in enumerate(out) if line.startswith("* ")), default=at + len(missing) - 1) + 1
+    else:
+        notes_at += len(missing)
+    out[notes_at:notes_at] = notes
+    table_at = out.index(head[0])
+    out[table_at:table_at] = [f"Rows of {', '.join(names)} measured again by `python -m benchmarks.artifact_speed "
+                              f"--grid {shlex.join(portable(argv))}` (load average {load}); the other rows are the run above.", ""]
+    return "\n".join(out) + "\n"
+
+
+def write_doc(doc: Path, text: str, cases: Sequence[str] = (), argv: Sequence[str] = (), load: str = "") -> None:
+    """The grid table between the marks; with ``cases``, only those cases' rows (merge_rows)."""
     old = doc.read_text() if doc.exists() else ""
+    if cases and GRID_BEGIN in old and GRID_END in old:
+        inside = old[old.index(GRID_BEGIN) + len(GRID_BEGIN) + 1:old.index(GRID_END)]
+        text = merge_rows(inside, text, cases, argv, load)
     block = f"{GRID_BEGIN}\n{text}{GRID_END}"
     if GRID_BEGIN in old and GRID_END in old:
         new = old[:old.index(GRID_BEGIN)] + block + old[old.index(GRID_END) + len(GRID_END):]
@@ -553,5 +615,7 @@ def main(argv: Sequence[str]) -> str:
     if ns.json:
         ns.json.write_text(json.dumps({"argv": list(argv), "cells": cells, "results": results}, indent=1))
     if ns.write:
-        write_doc(speed_engines.DOC, text)
+        loads = [m["load_average"] for ms in results.values() for m in ms]
+        load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
+        write_doc(speed_engines.DOC, text, list(summary) if ns.cases else (), argv, load)
     return text

@@ -16,8 +16,9 @@ note.
 
 Timing: rounds that visit every artifact of a checkpoint in turn (interleaved, so
 machine load hits all alike; every other round in the reverse order, since the artifact
-run last in a round was measured up to 10 % faster); in each round, the median of several prefills (a fresh
-state each) and of the decode steps (prompt, then ``--decode-steps`` tokens, the cache
+run last in a round was measured up to 10 % faster), each round loading the artifacts
+afresh (a load's memory placement moved one artifact's decode by 15 %); in each round,
+the median of several prefills (a fresh state each) and of the decode steps (prompt, then ``--decode-steps`` tokens, the cache
 fed back or kept in the state), in wall-clock time and in this process's CPU time
 (tract runs the artifact on this process's thread: on a shared machine the wall clock
 also counts the time other jobs held the cores, the CPU time only what the artifact
@@ -149,18 +150,22 @@ Figures = tuple[float, float, float, float]
 
 
 def measure(paths: dict[str, Path], rounds: int, prefills: int, decode_steps: int) -> dict[str, Figures]:
-    runners = {name: Runner(path) for name, path in paths.items()}
     ids = np.random.RandomState(0).randint(0, 32000, (1, PROMPT)).astype(np.int64)
-    seen: dict[str, list[Figures]] = {name: [] for name in runners}
-    for runner in runners.values():  # warm-up
-        runner.prefill(ids)
+    seen: dict[str, list[Figures]] = {name: [] for name in paths}
     for i in range(rounds):
-        order = list(runners.items())
-        for name, runner in order if i % 2 == 0 else order[::-1]:  # the last of a round runs faster
+        order = list(paths.items()) if i % 2 == 0 else list(paths.items())[::-1]  # the last of a round runs faster
+        # Loaded again each round, in the round's order: two loads of one artifact in one
+        # process decoded 6.8 and 7.8 ms/token (where its weights landed in memory), so a
+        # single load would make that luck the artifact's figure.
+        runners = {name: Runner(path) for name, path in order}
+        for runner in runners.values():  # warm-up
+            runner.prefill(ids)
+        for name, runner in runners.items():
             pre = [runner.prefill(ids) for _ in range(prefills)]
             dec = runner.decode(ids, decode_steps)
             seen[name].append((statistics.median(w for w, _ in pre), dec[0],
                                statistics.median(c for _, c in pre), dec[1]))
+        del runners
     return {name: tuple(statistics.median(r[i] for r in rows) for i in range(4))  # type: ignore[misc]
             for name, rows in seen.items()}
 

@@ -146,3 +146,22 @@ def test_fast_models_run_more_rounds_alternating_up_to_a_cap():
     a, b = _Counting(), _Counting()
     artifact_speed._time_interleaved({"t2n": a, "peer": b}, [], runs=3, min_seconds=10.0)
     assert a.calls == b.calls == 2001  # warm-up + the cap
+
+
+def test_grid_write_of_some_cases_replaces_only_their_rows_and_notes(tmp_path):
+    from benchmarks import artifact_grid
+
+    head = "| case | cells | worst t2n / best peer |\n|---|---:|---:|\n"
+    doc = tmp_path / "R.md"
+    doc.write_text(f"intro\n{artifact_grid.GRID_BEGIN}\n## Over grids\n\nrun A\n\n{head}| gru | 3/3 | 1.30 |\n"
+                   f"| lstm | 2/2 | 1.10 |\n| cumsum | 1/1 | 1.00 |\n\n* gru: old note\n* cumsum: kept\n"
+                   f"{artifact_grid.GRID_END}\nafter\n")
+    text = f"## Over grids\n\nrun B\n\n{head}| gru | 3/3 | 1.01 |\n| lstm | 2/2 | 1.02 |\n\n* gru: new note\n"
+    artifact_grid.write_doc(doc, text, ["gru", "lstm"], ["--cases", "gru", "lstm"], "7.0-9.0")
+    out = doc.read_text()
+    assert "| gru | 3/3 | 1.01 |\n| lstm | 2/2 | 1.02 |\n| cumsum | 1/1 | 1.00 |" in out
+    assert "old note" not in out and "* gru: new note" in out and "* cumsum: kept" in out
+    assert "run A" in out and "run B" not in out and out.startswith("intro\n") and out.endswith("after\n")
+    assert out.count("Rows of gru, lstm measured again") == 1 and "(load average 7.0-9.0)" in out
+    artifact_grid.write_doc(doc, text, ["gru", "lstm"], ["--cases", "gru", "lstm"], "7.0-9.0")
+    assert doc.read_text() == out  # writing the same rows again changes nothing

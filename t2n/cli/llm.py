@@ -67,9 +67,10 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
               help="Generate this many tokens (a 4-token prompt included) greedily in PyTorch and write "
                    "every step to tests/io.npz (default 6: a prefill and one decode step).")
 @click.option("--image-size", "image_size", multiple=True, metavar="HxW",
-              help="Vision-language models whose encoder is fixed to one image size (Mistral 3, Qwen2.5-VL, "
-                   "Qwen3-VL): write an encoder for images of H x W pixels; repeat for several sizes "
-                   "(default: one encoder of the model's default size).")
+              help="Vision-language models whose encoder is fixed to one image size (Qwen2.5-VL, Qwen3-VL): "
+                   "write an encoder for images of H x W pixels; repeat for several sizes (default: one "
+                   "encoder of the model's default size). Mistral 3's one encoder takes every size: it is "
+                   "checked at these.")
 @click.option("--progress/--no-progress", default=None,
               help="Log each stage on stderr (default: only when stderr is a terminal).")
 @click.option("--overwrite", is_flag=True,

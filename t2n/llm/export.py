@@ -210,8 +210,9 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     (0.22+), RMS normalizations as ``tract_core_rms_norm`` (0.23+); found by pattern,
     older targets keep the decomposed form.
     ``image_sizes``: for a vision-language model whose encoder is fixed to one image size
-    (Mistral 3, Qwen2.5-VL, Qwen3-VL), the (height, width) pixel sizes to write an encoder
-    artifact for, one each (see ``docs/multimodal.md``).
+    (Qwen2.5-VL, Qwen3-VL), the (height, width) pixel sizes to write an encoder artifact
+    for, one each; Mistral 3's one encoder takes every size, and is checked at these
+    (see ``docs/multimodal.md``).
     """
     from t2n.backends.nnef.naming import check_naming_scheme
 

@@ -144,9 +144,11 @@ class LLMForms:
         return cls(bits is not None, reify_rope, reify_rms_norm, bits or 0, window_kv_cache)
 
     def passes(self) -> list[Pass]:
+        from t2n.llm.attention_rows import DropEmptyRowGuards
+        from t2n.llm.last_rows import SliceRowsEarly
         from t2n.passes.reify_transformers import ReifyRmsNorm, ReifyRope
 
-        out: list[Pass] = []
+        out: list[Pass] = [DropEmptyRowGuards(), SliceRowsEarly()]
         if self.reify_rope:
             out.append(ReifyRope())
         if self.reify_rms_norm:

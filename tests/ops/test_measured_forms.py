@@ -49,7 +49,8 @@ def test_an_adaptive_pool_with_even_windows_is_one_pool():
 
 def test_uneven_windows_of_one_size_and_stride_are_one_pool():
     """8 -> 7 cells: windows of 2 at stride 1; 9 -> 4: 3 at stride 2. An axis whose
-    windows differ in size (10 -> 4) keeps slices."""
+    windows differ in size (10 -> 4, 32 -> 7) is one gather and one max pool for maxima,
+    one matrix product for averages: no slice per window."""
 
     class Pool(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -59,9 +60,45 @@ def test_uneven_windows_of_one_size_and_stride_are_one_pool():
     text = artifact.graph_nnef
     assert text.count("max_pool(") == text.count("avg_pool(") == 1 and "slice(" not in text
     assert artifact.check().ok
-    irregular = t2n.compile(Pool().eval(), (torch.randn(2, 3, 8, 10),), t2n.TractNNEF.latest())
-    assert "slice(" in irregular.graph_nnef
-    assert irregular.check().ok
+    for shape in ((2, 3, 8, 10), (2, 3, 32, 10)):
+        irregular = t2n.compile(Pool().eval(), (torch.randn(*shape),), t2n.TractNNEF.latest())
+        text = irregular.graph_nnef
+        assert "slice(" not in text and "concat(" not in text
+        assert "tract_core_gather(" in text and "matmul(" in text
+        assert irregular.check().ok
+
+
+def test_uneven_averages_are_products_with_the_windows_on_the_right():
+    """Each pooled axis moved last: one 2-D product by the constant windows' matrix on
+    the right (a batch of small products with it on the left ran slower)."""
+
+    class Pool(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.adaptive_avg_pool3d(x, 7)
+
+    artifact = t2n.compile(Pool().eval(), (torch.randn(2, 2, 10, 12, 9),), t2n.TractNNEF.latest())
+    products = [line.split("matmul(")[1] for line in artifact.graph_nnef.splitlines() if "matmul(" in line]
+    assert len(products) == 3
+    constants = {line.split("=")[0].strip() for line in artifact.graph_nnef.splitlines() if "variable<" in line}
+    assert all(p.split(",")[1].strip() in constants for p in products), products
+    assert artifact.check().ok
+
+
+def test_the_maximum_of_a_whole_1d_axis_is_a_max_pool():
+    """adaptive_max_pool1d(x, 1) as a max pool of the axis' length (as tract's ONNX
+    loader builds it): faster after a convolution; 2-D keeps the reduction."""
+
+    class Pool(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv1d(4, 4, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.adaptive_max_pool1d(self.conv(x), 1)
+
+    artifact = t2n.compile(Pool().eval(), (torch.randn(2, 4, 8),), t2n.TractNNEF.latest())
+    assert "max_pool(" in artifact.graph_nnef and "max_reduce(" not in artifact.graph_nnef
+    assert artifact.check().ok
 
 
 def test_a_stored_operand_is_ranked_by_a_reshape():
@@ -99,3 +136,25 @@ def test_dead_attention_rows_are_zeroed_on_the_smaller_output():
     mask[..., 2, :] = float("-inf")
     want = Attend()(q, k, v, mask)
     assert artifact.check(inputs=[t.numpy() for t in (q, k, v, mask)], expected=[want.nan_to_num(0.0).numpy()]).ok
+
+
+def test_group_norm_affine_reads_channels_by_flat_positions():
+    """A group norm's weight and bias multiply (N, C, H·W), then one reshape gives the
+    input's shape: tract runs that product along one contiguous axis faster."""
+
+    class ConvNorm(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv, self.norm = nn.Conv2d(8, 8, 3, padding=1), nn.GroupNorm(2, 8)
+            for p in self.norm.parameters():
+                nn.init.uniform_(p, 0.5, 1.5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.norm(self.conv(x))
+
+    torch.manual_seed(0)
+    artifact = t2n.compile(ConvNorm().eval(), (torch.randn(2, 8, 6, 5),), t2n.TractNNEF.latest())
+    text = artifact.graph_nnef
+    assert "rms_norm, shape = [2, 8, 30])" in text and "shape = [1, 8, 1])" in text
+    assert "shape = [1, 8, 1, 1])" not in text
+    assert artifact.check().ok

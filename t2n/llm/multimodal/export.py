@@ -114,6 +114,36 @@ def checked_sizes(model: torch.nn.Module, family: Family, sizes: Any) -> list[tu
     return chosen
 
 
+def size_assertions(model: torch.nn.Module, family: Family) -> list[str]:
+    """``tract_assert`` lines bounding an encoder's symbolic image height and width."""
+    if family.size_symbols is None:
+        return []
+    return [f"tract_assert {symbol} {op} {bounds[key]}" for symbol, bounds in family.size_symbols(model).items()
+            for op, key in ((">=", "min"), ("<=", "max"))]
+
+
+def encoder_sizes(family: Family, sizes: list[tuple[int, int] | None]) -> list[tuple[int, int] | None]:
+    """The sizes to write an encoder for: one (``None``) when its image size is symbolic."""
+    return [None] if family.size_symbols is not None else sizes
+
+
+def check_at_sizes(model: torch.nn.Module, family: Family, encoder: Written, sizes: list[tuple[int, int] | None],
+                   target: Any) -> None:
+    """A symbolic-size encoder run in tract on an image of each of ``sizes`` against ``model``."""
+    from t2n.llm.samples import to_numpy
+
+    for size in sizes:
+        if size is None:
+            continue
+        example = family.example(model, size)
+        with torch.no_grad():
+            expected = encoder.wrap(model)(*example)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        LOG.info("checking %s in tract on a %d x %d image", encoder.path, size[0], size[1])
+        encoder.artifact.check(target.check_io_tolerance, inputs=[to_numpy(t) for t in example],
+                               expected=[to_numpy(t) for t in expected])
+
+
 def deepstack_names(model: torch.nn.Module, family: Family) -> list[tuple[str, str]]:
     """(encoder output, decoder input) names of the DeepStack streams, in layer order."""
     count = family.deepstack(model) if family.deepstack is not None else 0
@@ -153,6 +183,7 @@ def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: An
                                             *(o for o, _ in deepstack_names(model, family)),
                                             *(o for o, _ in positions_names(family))],
                               dynamic_axes=family.dynamic_axes, nnef_variable_naming_scheme=naming,
+                              custom_extensions=size_assertions(model, family),
                               weights_from=_streamed_weights(wrapper, model, shards),
                               check_io=verify and shards is None)
     with torch.no_grad():
@@ -268,7 +299,14 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, sa
         for o, n in positions_names(family):  # each row's place in its image (3-D rotary positions)
             entry["outputs"].append({"name": o, "feeds": n, "shape": [SYMBOLS[family.modality], 4],
                                      "dtype": "int64"})
-        if family.default_size is not None:  # the image size this encoder takes
+        if family.size_symbols is not None:  # any image size within bounds: symbols
+            symbols = family.size_symbols(model)
+            entry["image_size"] = list(symbols)
+            entry["image_size_bounds"] = symbols
+            entry["input_shapes"] = {family.input_names[0]: [1, 3, *symbols]}
+            step = " * ".join(f"({s} / {b['multiple_of']})" for s, b in symbols.items())
+            entry["outputs"][0]["rows"] = step  # the number of rows (IMG) of one image
+        elif family.default_size is not None:  # the image size this encoder takes
             height, width = size or family.default_size(model)
             entry["image_size"] = [height, width]
             if family.grid is not None:
@@ -301,7 +339,8 @@ def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: Text
     if family is None:
         raise InvalidArgumentError(f"{type(model).__name__} is not a multimodal family t2n exports")
     model = model.eval()
-    sizes = checked_sizes(model, family, image_sizes)
+    checked = checked_sizes(model, family, image_sizes)
+    sizes = encoder_sizes(family, checked)
     encoders = [export_encoder(model, family, out, target, verify=verify, naming=naming, shards=shards, size=size)
                 for size in sizes]
     written = [*encoders,
@@ -310,6 +349,8 @@ def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: Text
     loaded = model if shards is None else reference() if verify and reference is not None else None
     if shards is not None:
         check_against(loaded, written, target)
+    if loaded is not None and verify and family.size_symbols is not None:
+        check_at_sizes(loaded, family, encoders[0], checked, target)
     if loaded is not None:
         _write_samples(loaded, family, out, written, sizes)
     return write_manifest(model, [family], out, samples=loaded is not None, sizes=sizes)

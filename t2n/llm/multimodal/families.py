@@ -55,6 +55,11 @@ class Family:
     encoder is fixed to one size (one artifact per size of ``image_sizes``)."""
     check_size: Callable[[torch.nn.Module, tuple[int, int]], str] | None = None
     """Why an image size cannot be exported ("" when it can)."""
+    size_symbols: Callable[[torch.nn.Module], dict[str, dict[str, int]]] | None = None
+    """For an encoder whose image height and width are symbols of one artifact (the
+    symbols of ``dynamic_axes``): each symbol's ``min``, ``max`` and ``multiple_of``
+    pixels. ``image_sizes`` then writes no encoder per size: the one encoder is checked
+    at each of them."""
 
 
 def _image_size(model: torch.nn.Module) -> int:
@@ -96,11 +101,11 @@ IDEFICS3 = Family("idefics3", "image", "image_token_id", ("pixel_values",), _ide
 
 def _mistral3_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None) -> torch.Tensor:
     """Pixtral's tower (2-D rotary over the patch grid) and the patch merger, for one image
-    of the traced size: ``image_sizes`` sets the grid in Python, so it is fixed."""
-    sizes = [(int(pixel_values.shape[-2]), int(pixel_values.shape[-1]))]
-    return _pooled(model.get_image_features(pixel_values, image_sizes=sizes,
-                                            vision_feature_layer=model.config.vision_feature_layer,
-                                            return_dict=True))
+    of any size: the grid is computed in the graph from the pixel values' height and width
+    (see :mod:`t2n.llm.multimodal.pixtral`)."""
+    from t2n.llm.multimodal.pixtral import pixtral_image_features
+
+    return pixtral_image_features(model, pixel_values)
 
 
 def _mistral3_example(model: torch.nn.Module, size: tuple[int, int] | None = None) -> tuple[torch.Tensor, ...]:
@@ -123,10 +128,20 @@ def _mistral3_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
     return ""
 
 
+def _mistral3_symbols(model: torch.nn.Module) -> dict[str, dict[str, int]]:
+    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    config: Any = model.config
+    step = int(vision.patch_size) * int(config.spatial_merge_size)
+    bounds = {"min": step, "max": _image_size(model), "multiple_of": step}
+    return {"H": dict(bounds), "W": dict(bounds)}
+
+
 MISTRAL3 = Family("mistral3", "image", "image_token_id", ("pixel_values",), _mistral3_example, _mistral3_encode,
-                  fixed="one image of the artifact's image_size [height, width] pixels, [1, 3, H, W] (the "
-                        "processor's image_sizes): Pixtral's patch grid is fixed at export, one artifact per size",
-                  default_size=_square, check_size=_mistral3_check)
+                  dynamic_axes={"pixel_values": {2: "H", 3: "W"}},
+                  fixed="one image a call, pixel_values [1, 3, H, W] of its own size (the processor's image_sizes; "
+                        "not the padded batch): H and W multiples of patch_size * spatial_merge_size, at most "
+                        "the vision tower's image_size (image_size_bounds)",
+                  default_size=_square, check_size=_mistral3_check, size_symbols=_mistral3_symbols)
 
 def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
     """The patch grid (rows, columns) an image is exported at: two attention windows a

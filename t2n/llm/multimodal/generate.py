@@ -28,18 +28,28 @@ def encoder_entry(manifest: dict[str, Any], raw: tuple[Any, ...], modality: str 
 
     entries = [e for e in manifest["encoders"] if e["modality"] == modality]
     if image_size is not None:
-        chosen = [e for e in entries if e.get("image_size") == [int(image_size[0]), int(image_size[1])]]
+        chosen = [e for e in entries if takes_size(e, (int(image_size[0]), int(image_size[1])))]
     elif len(entries) == 1:
         chosen = entries
     else:
-        shape = np.shape(raw[0]) if raw else ()
-        chosen = [e for e in entries if len(shape) == 4 and e.get("image_size") == [int(d) for d in shape[-2:]]]
+        shape: tuple[int, ...] = tuple(np.shape(raw[0])) if raw else ()
+        chosen = [e for e in entries if len(shape) == 4 and takes_size(e, (int(shape[-2]), int(shape[-1])))]
     if len(chosen) != 1:
         sizes = [e.get("image_size") for e in entries]
         raise InvalidArgumentError(f"no single {modality} encoder of this export takes this input "
                                    f"(image_size={image_size}); its sizes are {sizes}: pass image_size=(h, w)")
     entry: dict[str, Any] = chosen[0]
     return entry
+
+
+def takes_size(entry: dict[str, Any], size: tuple[int, int]) -> bool:
+    """Whether a manifest's encoder takes images of ``size``: its ``image_size``, or any
+    size within its ``image_size_bounds`` (an encoder of symbolic height and width)."""
+    bounds = entry.get("image_size_bounds")
+    if bounds is None:
+        return bool(entry.get("image_size") == list(size))
+    return all(b["min"] <= side <= b["max"] and side % b["multiple_of"] == 0
+               for side, b in zip(size, bounds.values()))
 
 
 def tract_encode_all(export_dir: str | Path, *raw: Any, modality: str = "image",

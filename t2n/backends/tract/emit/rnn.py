@@ -7,6 +7,7 @@ from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
 from t2n.backends.nnef.emit.rnn import LSTM_EPILOGUE, cell_lines, rnn_operands
 from t2n.backends.tract.versions import tract_has
 from t2n.ir import DType, Op
+from t2n.ir.dims import Dim
 from t2n.ir.identifiers import free_name
 
 GRU_SEQ = "tract_core_gru_seq"
@@ -40,21 +41,41 @@ def gru_seq_tract(ctx: EmitContext, op: Op) -> None:
 FUSED_BELOW = 2048
 """A batch times hidden size from which the LSTM and GRU steps are standard operations
 in the loop rather than tract's fused kernels (``tract_core_lstm_epilogue``,
-``tract_core_gru_seq``).
+``tract_core_gru_seq``), unless the sequence is short (``FUSED_STEPS``).
 
 Measured in tract 0.23.9 (CPU time, the forms alternating, 32 to 512 steps): the fused
 kernels win on small steps (hidden 32-128, batch 1: 1.6-4.3x), are even around
 batch x hidden = 1024 (0.94-1.10 either way: hidden 256 batch 4, 512 batch 2, 64 batch
-16), and lose from 2048: hidden 256 batch 8 ran 1.13-1.39x slower as an LSTM epilogue
-and 1.35x as a GRU sequence than as the loop in standard operations, which is also
-torch_to_nnef's form (artifact-speed grid, ``rnn`` cases; benchmarks/RESULTS_ARTIFACT_SPEED.md).
-A symbolic batch keeps the fused kernels."""
+16), and lose from 2048 over long sequences: at hidden 256 batch 8, 64 steps, the LSTM
+epilogue ran 1.12x the best peer (the loop 1.00-1.01) and the GRU sequence 1.33-1.43x
+(1.05-1.11 both ways; the loop 0.98-1.00); at 32 steps the GRU 1.09x; at hidden 512
+batch 8, 64 steps, the LSTM 1.06-1.10x, the GRU 1.01-1.04x. The loop in standard
+operations, also torch_to_nnef's form, loads 2.1-8x slower than the ONNX path (16-39 ms
+against 2-15 ms: tract types and optimises its body), the fused forms 0.5-1.1x; so over
+at most ``FUSED_STEPS`` steps, where the kernels run even with the loop, they are kept
+(artifact-speed grid, ``rnn`` cases, and hidden 256-512 at batch 8 over 8-64 steps; load
+average 7-10; benchmarks/RESULTS_ARTIFACT_SPEED.md). A symbolic batch keeps the fused
+kernels."""
+
+FUSED_STEPS = 16
+"""The longest sequence on which a step from ``FUSED_BELOW`` on still takes the fused
+kernels: at batch 8, over 8 steps, the LSTM epilogue ran 1.00-1.02x the best peer (hidden
+256, also both ways) and 1.04-1.05x (hidden 512), the GRU sequence 0.99-1.01x; over 16
+steps the GRU 1.02-1.03x (hidden 256) and 1.00-1.01x (512), the LSTM 1.02x (256), each
+loading 3-6x faster than the loop; at 32 steps the GRU at hidden 256 ran 1.09x."""
+
+
+def fused_pays(batch: Dim, hidden: int, steps: Dim) -> bool:
+    """Whether tract's fused kernels are the faster form of a recurrent step
+    (``FUSED_BELOW``, ``FUSED_STEPS``); a symbolic batch keeps them."""
+    if not isinstance(batch, int) or batch * hidden < FUSED_BELOW:
+        return True
+    return isinstance(steps, int) and steps <= FUSED_STEPS
 
 
 def _fused_pays(op: Op) -> bool:
-    """Whether the step is small enough for tract's fused kernels to win (FUSED_BELOW)."""
-    batch = op.inputs[0].type.shape[1]  # time-major [T, B, gates]
-    return not isinstance(batch, int) or batch * int(op.attrs["hidden"]) < FUSED_BELOW
+    steps, batch = op.inputs[0].type.shape[:2]  # time-major [T, B, gates]
+    return fused_pays(batch, int(op.attrs["hidden"]), steps)
 
 
 def _shared_body(ctx: EmitContext, mode: str, signature_and_body: str) -> str:

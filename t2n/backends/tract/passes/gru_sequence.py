@@ -12,8 +12,9 @@ nothing, projecting inside the kernel did: 0.75 ms; artifact-speed grid, ``rnn
 cell=gru``, benchmarks/RESULTS_ARTIFACT_SPEED.md).
 
 The rule: every f32 GRU direction whose step is small enough for tract's fused kernel
-(batch x hidden below ``FUSED_BELOW``; from there the loop in standard operations is
-faster, see :mod:`t2n.backends.tract.emit.rnn`), with a static batch.
+(batch x hidden below ``FUSED_BELOW``, or a sequence of at most ``FUSED_STEPS``; otherwise
+the loop in standard operations is faster, see :mod:`t2n.backends.tract.emit.rnn`), with a
+static batch.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from t2n.backends.tract.emit.rnn import FUSED_BELOW
+from t2n.backends.tract.emit.rnn import fused_pays
 from t2n.backends.tract.ops import with_tract_forms
 from t2n.ir import Builder, DType, Graph, Op, Value
 from t2n.passes.rewrite import Pattern, PatternPass, only_reader, producer_of
@@ -64,8 +65,9 @@ def match(graph: Graph, op: Op) -> _Gru | None:
     if op.kind != "rnn_scan" or op.attrs["mode"] != "gru" or op.attrs.get("proj"):
         return None
     xw = op.inputs[0]
-    batch, hidden = xw.type.shape[1], int(op.attrs["hidden"])
-    if xw.type.dtype is not DType.F32 or not isinstance(batch, int) or batch * hidden >= FUSED_BELOW:
+    steps, batch = xw.type.shape[:2]
+    if xw.type.dtype is not DType.F32 or not isinstance(batch, int) or \
+            not fused_pays(batch, int(op.attrs["hidden"]), steps):
         return None
     return _projection(graph, xw, op)
 
