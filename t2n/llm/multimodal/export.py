@@ -279,49 +279,64 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, sa
     """``OUT/multimodal.json`` (see the module); ``samples``: the encoders' ``tests/io.npz``
     were written; ``sizes``: the image sizes of the encoders written per family (None:
     the default)."""
-    text_config: Any = _config(model).get_text_config()
     dtype = str(next(model.parameters()).dtype).removeprefix("torch.")  # bf16 is exported as f16
-    hidden = int(text_config.hidden_size)
     encoders = []
     for family, size in ((f, s) for f in families for s in (sizes or [None])):
-        name_out, name_in = embeddings_names(family.modality)
         folder = encoder_folder(family, size)
-        entry: dict[str, Any] = {
-            "modality": family.modality, "path": f"{folder}/model.nnef.tgz",
-            "placeholder_token_id": placeholder_of(model, family),
-            "inputs": list(family.input_names),
-            "outputs": [{"name": name_out, "feeds": name_in,
-                         "shape": [SYMBOLS[family.modality], hidden], "dtype": dtype}]}
-        deep = deepstack_names(model, family)
-        if deep:  # added at the placeholder tokens to the output of decoder layer i
-            entry["deepstack"] = [{"layer": i, "name": o, "feeds": n, "shape": [SYMBOLS[family.modality], hidden],
-                                   "dtype": dtype} for i, (o, n) in enumerate(deep)]
-        for o, n in positions_names(family):  # each row's place in its image (3-D rotary positions)
-            entry["outputs"].append({"name": o, "feeds": n, "shape": [SYMBOLS[family.modality], 4],
-                                     "dtype": "int64"})
-        if family.size_symbols is not None:  # any image size within bounds: symbols
-            symbols = family.size_symbols(model)
-            entry["image_size"] = list(symbols)
-            entry["image_size_bounds"] = symbols
-            entry["input_shapes"] = {family.input_names[0]: [1, 3, *symbols]}
-            step = " * ".join(f"({s} / {b['multiple_of']})" for s, b in symbols.items())
-            entry["outputs"][0]["rows"] = step  # the number of rows (IMG) of one image
-        elif family.default_size is not None:  # the image size this encoder takes
-            height, width = size or family.default_size(model)
-            entry["image_size"] = [height, width]
-            if family.grid is not None:
-                patch = int(_config(model).vision_config.patch_size)
-                entry["image_grid_thw"] = [1, height // patch, width // patch]
+        entry = _encoder_outputs(model, family, dtype)
+        sized = _image_size_entries(model, family, size)
+        if "rows" in sized:  # the number of rows (IMG) of one image, on the embeddings output
+            entry["outputs"][0]["rows"] = sized.pop("rows")
+        entry.update(sized)
         if family.fixed:
             entry["fixed_at_export"] = family.fixed
         entry["tests"] = [f"{folder}/tests/io.npz"] if samples else []
-        encoders.append(entry)
+        encoders.append({"modality": entry.pop("modality"), "path": f"{folder}/model.nnef.tgz", **entry})
     manifest = {"format": "t2n-multimodal/1",
                 "decoder": {"path": "decoder/model/model.nnef.tgz", "modes": "decoder/modes.json"},
                 "encoders": encoders}
     path = out / MANIFEST
     path.write_text(json.dumps(manifest, indent=2) + "\n")
     return path
+
+
+def _encoder_outputs(model: torch.nn.Module, family: Family, dtype: str) -> dict[str, Any]:
+    """An encoder's entry without its paths and sizes: its modality, placeholder token, inputs,
+    and every output with the decoder input it feeds (embeddings, DeepStack features, the
+    rows' places in their image)."""
+    hidden = int(_config(model).get_text_config().hidden_size)
+    rows = SYMBOLS[family.modality]
+    name_out, name_in = embeddings_names(family.modality)
+    entry: dict[str, Any] = {
+        "modality": family.modality,
+        "placeholder_token_id": placeholder_of(model, family),
+        "inputs": list(family.input_names),
+        "outputs": [{"name": name_out, "feeds": name_in, "shape": [rows, hidden], "dtype": dtype}]}
+    deep = deepstack_names(model, family)
+    if deep:  # added at the placeholder tokens to the output of decoder layer i
+        entry["deepstack"] = [{"layer": i, "name": o, "feeds": n, "shape": [rows, hidden], "dtype": dtype}
+                              for i, (o, n) in enumerate(deep)]
+    for o, n in positions_names(family):  # each row's place in its image (3-D rotary positions)
+        entry["outputs"].append({"name": o, "feeds": n, "shape": [rows, 4], "dtype": "int64"})
+    return entry
+
+
+def _image_size_entries(model: torch.nn.Module, family: Family, size: tuple[int, int] | None) -> dict[str, Any]:
+    """What image size an encoder takes: symbols with their bounds for a dynamic one, the
+    fixed size (and the Qwens' patch grid) otherwise, nothing for a family without sizes."""
+    if family.size_symbols is not None:  # any image size within bounds: symbols
+        symbols = family.size_symbols(model)
+        step = " * ".join(f"({s} / {b['multiple_of']})" for s, b in symbols.items())
+        return {"image_size": list(symbols), "image_size_bounds": symbols,
+                "input_shapes": {family.input_names[0]: [1, 3, *symbols]}, "rows": step}
+    if family.default_size is None:
+        return {}
+    height, width = size or family.default_size(model)
+    entry: dict[str, Any] = {"image_size": [height, width]}
+    if family.grid is not None:
+        patch = int(_config(model).vision_config.patch_size)
+        entry["image_grid_thw"] = [1, height // patch, width // patch]
+    return entry
 
 
 def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: TextLayout, *, verify: bool = True,
