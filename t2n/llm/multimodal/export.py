@@ -192,6 +192,23 @@ def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: An
                    list(options.input_names or ()), list(options.output_names or ()))
 
 
+@attrs.frozen
+class _DecoderInputs:
+    """The decoder's inputs beyond the text layout's, by name: the rotary shift of the
+    Qwens (fed back like the cache), the encoder's rows, DeepStack features and the rows'
+    places in their image."""
+
+    delta_in: list[str]
+    delta_out: list[str]
+    rows: str
+    deep: list[str]
+    grid: list[str]
+
+    @property
+    def inputs(self) -> list[str]:
+        return [*self.delta_in, self.rows, *self.deep, *self.grid]
+
+
 def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: Any, text: TextLayout, *,
                    verify: bool, naming: str, shards: StreamedCheckpoint | None = None,
                    num_logits_to_keep: int | None = 1) -> Written:
@@ -206,17 +223,44 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
     with stand_ins(model):  # one step on zeros for a model on the meta device (no memory)
         layout = cache_layout(model)
     text_config: Any = _config(model).get_text_config()
-    hidden = int(text_config.hidden_size)
-    embeddings = model.get_input_embeddings()  # type: ignore[operator]
-    vocab = int(embeddings.weight.shape[0])
     wrapper = EmbeddingsDecoder(model, family, placeholder, num_logits_to_keep).eval()
+    example, names = _decoder_example(model, family, layout, placeholder)
+    rows_symbol = SYMBOLS[family.modality]
+    axes = {**layout.dynamic_axes(), **{n: {0: rows_symbol} for n in (names.rows, *names.deep, *names.grid)}}
+    decoder = out / "decoder"
+    (decoder / "model").mkdir(parents=True, exist_ok=True)
+    path = decoder / "model" / "model.nnef.tgz"
+    LOG.info("exporting the decoder of %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
+    options = compile_options(
+        target, input_names=[*layout.input_names(), *names.inputs],
+        output_names=[*layout.output_names(), *names.delta_out],
+        dynamic_axes=axes, custom_extensions=[*text.extension_lines(text_config, layout.has_past()),
+                                             # a call without placeholders gives no rows
+                                             f"tract_assert {rows_symbol} >= 0"],
+        nnef_variable_naming_scheme=naming, weights_from=_streamed_weights(wrapper, model, shards),
+        check_io=verify and shards is None)
+    with torch.no_grad():
+        artifact = export_model(wrapper, example, write_options(path), options)
+    text.write_modes(layout, text_config, decoder, samples=False)
+    modes = _decoder_modes(decoder, family, names, placeholder, int(text_config.hidden_size), num_logits_to_keep)
+    return Written(path, artifact, example,
+                   lambda m: EmbeddingsDecoder(m, family, placeholder, num_logits_to_keep).eval(),
+                   modes["inputs"], modes["outputs"],
+                   (*layout.empty_cache(0), *(torch.zeros(1, dtype=torch.int64) for _ in names.delta_in)))
+
+
+def _decoder_example(model: torch.nn.Module, family: Family, layout: Any,
+                     placeholder: int) -> tuple[tuple[torch.Tensor, ...], _DecoderInputs]:
+    """The decoder's example call (a prompt with placeholder tokens, random cache and rows:
+    two rows, or one image's grid for the Qwens) and the names of its extra inputs."""
+    hidden = int(_config(model).get_text_config().hidden_size)
+    vocab = int(model.get_input_embeddings().weight.shape[0])  # type: ignore[operator]
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(0, min(vocab, placeholder), (1, 5), generator=generator)
     ids[0, 1:3] = placeholder  # two placeholder tokens among text
     rows = torch.randn((2, hidden), generator=generator, dtype=layout.dtype)
-    name_in = embeddings_names(family.modality)[1]
-    delta_in: list[str] = []
-    delta_out: list[str] = []
+    names = _DecoderInputs([], [], embeddings_names(family.modality)[1],
+                           [i for _, i in deepstack_names(model, family)], [i for _, i in positions_names(family)])
     delta: tuple[torch.Tensor, ...] = ()
     if family.grid is not None:
         from t2n.llm.multimodal.mrope import DELTA_IN, DELTA_OUT
@@ -224,54 +268,43 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
         rows_per_image = family.grid(model)[0] * family.grid(model)[1]
         ids = torch.cat([ids[:, :1], torch.full((1, rows_per_image), placeholder), ids[:, 3:]], dim=1)
         rows = torch.randn((rows_per_image, hidden), generator=generator, dtype=layout.dtype)
-        delta_in, delta_out, delta = [DELTA_IN], [DELTA_OUT], (torch.tensor([-3]),)
-    deep_in = [i for _, i in deepstack_names(model, family)]
-    deep = tuple(torch.randn(rows.shape, generator=generator, dtype=layout.dtype) for _ in deep_in)
-    grid_in = [i for _, i in positions_names(family)]
+        names = attrs.evolve(names, delta_in=[DELTA_IN], delta_out=[DELTA_OUT])
+        delta = (torch.tensor([-3]),)
+    deep = tuple(torch.randn(rows.shape, generator=generator, dtype=layout.dtype) for _ in names.deep)
     grid: tuple[torch.Tensor, ...] = ()
-    if grid_in:
+    if names.grid:
         from t2n.llm.multimodal.families import qwen_grid_positions
 
         grid = (qwen_grid_positions(model, None),)
-    example = (ids, *layout.empty_cache(2, random=True), *delta, rows, *deep, *grid)
-    axes = {**layout.dynamic_axes(), **{n: {0: SYMBOLS[family.modality]} for n in (name_in, *deep_in, *grid_in)}}
-    decoder = out / "decoder"
-    (decoder / "model").mkdir(parents=True, exist_ok=True)
-    path = decoder / "model" / "model.nnef.tgz"
-    LOG.info("exporting the decoder of %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
-    options = compile_options(
-        target, input_names=[*layout.input_names(), *delta_in, name_in, *deep_in, *grid_in],
-        output_names=[*layout.output_names(), *delta_out],
-        dynamic_axes=axes, custom_extensions=[*text.extension_lines(text_config, layout.has_past()),
-                                             # a call without placeholders gives no rows
-                                             f"tract_assert {SYMBOLS[family.modality]} >= 0"],
-        nnef_variable_naming_scheme=naming, weights_from=_streamed_weights(wrapper, model, shards),
-        check_io=verify and shards is None)
-    with torch.no_grad():
-        artifact = export_model(wrapper, example, write_options(path), options)
-    text.write_modes(layout, text_config, decoder, samples=False)
-    modes = json.loads((decoder / "modes.json").read_text())
-    modes["inputs"] += [*delta_in, name_in, *deep_in, *grid_in]
-    modes["outputs"] += delta_out
-    if delta_in:
-        modes["rope_delta"] = {"input": delta_in[0], "output": delta_out[0], "shape": [1], "dtype": "int64",
+    return (ids, *layout.empty_cache(2, random=True), *delta, rows, *deep, *grid), names
+
+
+def _decoder_modes(decoder: Path, family: Family, names: _DecoderInputs, placeholder: int, hidden: int,
+                   num_logits_to_keep: int | None) -> dict[str, Any]:
+    """``decoder/modes.json`` of the text layout extended with the extra inputs and outputs,
+    what the embeddings input takes and which positions' logits come out; returned."""
+    rows_symbol = SYMBOLS[family.modality]
+    modes: dict[str, Any] = json.loads((decoder / "modes.json").read_text())
+    modes["inputs"] += names.inputs
+    modes["outputs"] += names.delta_out
+    if names.delta_in:
+        modes["rope_delta"] = {"input": names.delta_in[0], "output": names.delta_out[0], "shape": [1],
+                               "dtype": "int64",
                                "description": "the shift of the 3-D rotary positions by the images so far: "
                                               "[0] for a new sequence, then fed back like the cache"}
-    modes["embeddings"] = {"input": name_in, "placeholder_token_id": placeholder,
-                           "shape": [SYMBOLS[family.modality], hidden],
-                           **({"deepstack": {name: layer for layer, name in enumerate(deep_in)}} if deep_in else {}),
-                           **({"positions": {"input": grid_in[0], "shape": [SYMBOLS[family.modality], 4],
+    modes["embeddings"] = {"input": names.rows, "placeholder_token_id": placeholder,
+                           "shape": [rows_symbol, hidden],
+                           **({"deepstack": {name: layer for layer, name in enumerate(names.deep)}}
+                              if names.deep else {}),
+                           **({"positions": {"input": names.grid[0], "shape": [rows_symbol, 4],
                                              "dtype": "int64",
                                              "description": "each row's (row, column, rows, columns) in its "
                                                             "image's merged patch grid: the encoder's "
-                                                            "out_image_positions"}} if grid_in else {})}
+                                                            "out_image_positions"}} if names.grid else {})}
     modes["logits"] = {"positions": "last" if num_logits_to_keep == 1 else
                        "all" if num_logits_to_keep is None else f"last {num_logits_to_keep}"}
     (decoder / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
-    return Written(path, artifact, example,
-                   lambda m: EmbeddingsDecoder(m, family, placeholder, num_logits_to_keep).eval(),
-                   modes["inputs"], modes["outputs"],
-                   (*layout.empty_cache(0), *(torch.zeros(1, dtype=torch.int64) for _ in delta_in)))
+    return modes
 
 
 def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, samples: bool = False,
