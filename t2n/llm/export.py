@@ -276,26 +276,8 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
             num_logits_to_keep: int | None, tract_version: str | None, verify: bool,
             tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool],
             samples: tuple[str | None, int | None] = (None, None), forms: LLMForms | None = None) -> Path:
-    from t2n.driver.compile import compile_model
-    from t2n.driver.export import export_model
-    from t2n.options import compile_options, write_options
-    from t2n.quant.model import quantize
-
     forms = forms or LLMForms()
-    if next(model.parameters()).dtype == torch.bfloat16:
-        # tract computes bf16 models in f16: trace the f16 model so that PyTorch's
-        # reference outputs and samples are what the artifact computes.
-        LOG.info("bf16 weights are exported as f16")
-        model = model.to(torch.float16)
-    moe = MoeExport.of(model)
-    if compression is not None:
-        LOG.info("quantizing the weights with %s", compression)
-        if reference is not None:
-            quantize_streamed(model, reference["checkpoint"], compression, moe.q4_0_weights())
-        else:
-            quantize(model, compression)
-            if moe.q4_0_weights():
-                quantize(model, compression, tensors=moe.q4_0_weights())
+    model, moe = _weights_as_exported(model, compression, reference)
     with moe.tracing(), kept_buffers(model):  # one real step, on the meta device for a folder
         layout = cache_layout(model)
     check_hybrid_forms(layout, forms)
@@ -305,28 +287,11 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])
     example_ids = torch.randint(0, vocab, (1, 3), generator=torch.Generator().manual_seed(1))
-    names = layout.input_names()
-    axes = layout.dynamic_axes()
     target = _target(tract_version, force, tolerance)
-    (out / "model").mkdir(exist_ok=True)
     path = out / "model" / "model.nnef.tgz"
-    LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
     example = (example_ids, *layout.empty_cache(2, random=True))
-    weights = None
-    if reference is not None:  # streamed: the weights come from the shards
-        prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
-        weights = reference["checkpoint"].weights_for(model, prefix)
-    options = compile_options(
-        target, input_names=names, output_names=layout.output_names(), dynamic_axes=axes,
-        custom_extensions=extension_lines(model.config, layout.has_past()), nnef_variable_naming_scheme=naming,
-        passes=forms.passes(), extractors=moe.extractors, weights_from=weights,
-        check_io=verify and reference is None and not forms.stateful)
-    with torch.no_grad(), moe.tracing():
-        if forms.stateful:  # the stateful graph is the explicit one rewritten
-            artifact = make_stateful(compile_model(wrapper, example, options), layout, forms.kv_bits, windows)
-            artifact.save(path)
-        else:
-            artifact = export_model(wrapper, example, write_options(path), options)
+    artifact = _write_artifact(wrapper, model, example, layout, path, target, weights_from=reference, naming=naming,
+                               forms=forms, moe=moe, windows=windows, verify=verify)
     sampler = wrapper if reference is None else _streamed_reference(
         reference, artifact, example, target, compression=compression, num_logits_to_keep=num_logits_to_keep,
         verify=verify, inputs_dtype=samples[0], check=not forms.stateful, q4_0_extra=moe.q4_0_weights())
@@ -340,6 +305,57 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
     if side_files:
         copy_side_files(folder, model, out)
     return path
+
+
+def _weights_as_exported(model: torch.nn.Module, compression: str | None,
+                         reference: dict[str, Any] | None) -> tuple[torch.nn.Module, MoeExport]:
+    """The model as it is traced: bf16 as f16 (what tract computes, so that PyTorch's reference
+    outputs and samples are the artifact's), quantized when asked (from the shards when
+    streamed, the experts' Q4_0 tensors too); with its experts' export plan."""
+    from t2n.quant.model import quantize
+
+    if next(model.parameters()).dtype == torch.bfloat16:
+        LOG.info("bf16 weights are exported as f16")
+        model = model.to(torch.float16)
+    moe = MoeExport.of(model)
+    if compression is not None:
+        LOG.info("quantizing the weights with %s", compression)
+        if reference is not None:
+            quantize_streamed(model, reference["checkpoint"], compression, moe.q4_0_weights())
+        else:
+            quantize(model, compression)
+            if moe.q4_0_weights():
+                quantize(model, compression, tensors=moe.q4_0_weights())
+    return model, moe
+
+
+def _write_artifact(wrapper: torch.nn.Module, model: torch.nn.Module, example: tuple[torch.Tensor, ...],
+                    layout: Any, path: Path, target: Any, *, weights_from: dict[str, Any] | None, naming: str,
+                    forms: LLMForms, moe: MoeExport, windows: dict[Any, Any], verify: bool) -> Any:
+    """Trace ``wrapper`` on ``example`` and write ``path``: the explicit-cache graph, or the
+    stateful one rewritten from it; weights from the shards when streamed (``weights_from``,
+    the checkpoint reference), checked in tract only when the model was loaded."""
+    from t2n.driver.compile import compile_model
+    from t2n.driver.export import export_model
+    from t2n.options import compile_options, write_options
+
+    path.parent.mkdir(exist_ok=True)
+    LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
+    weights = None
+    if weights_from is not None:  # streamed: the weights come from the shards
+        prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
+        weights = weights_from["checkpoint"].weights_for(model, prefix)
+    options = compile_options(
+        target, input_names=layout.input_names(), output_names=layout.output_names(),
+        dynamic_axes=layout.dynamic_axes(), custom_extensions=extension_lines(model.config, layout.has_past()),
+        nnef_variable_naming_scheme=naming, passes=forms.passes(), extractors=moe.extractors,
+        weights_from=weights, check_io=verify and weights_from is None and not forms.stateful)
+    with torch.no_grad(), moe.tracing():
+        if forms.stateful:  # the stateful graph is the explicit one rewritten
+            artifact = make_stateful(compile_model(wrapper, example, options), layout, forms.kv_bits, windows)
+            artifact.save(path)
+            return artifact
+        return export_model(wrapper, example, write_options(path), options)
 
 
 def nonfinite_parameters(model: torch.nn.Module) -> list[Any]:
