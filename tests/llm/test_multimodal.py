@@ -71,7 +71,7 @@ def test_options_it_does_not_take_are_refused_by_name(tmp_path: Path) -> None:
 
     model = CASES["gemma3"]().model
     for options, named in (({"kv_cache": "stateful"}, "kv_cache='stateful'"),
-                           ({"compression": "min_max_q4_0"}, "compression")):
+                           ({"force_inputs_dtype": "f16"}, "force_inputs_dtype")):
         with pytest.raises(InvalidArgumentError, match=named):
             export_llm(model, tmp_path / "out", **options)  # type: ignore[arg-type]
         assert not (tmp_path / "out").exists()

@@ -16,7 +16,7 @@ from t2n.errors import CheckpointFolderError, InvalidArgumentError
 from t2n.llm.multimodal.export import TextLayout
 from t2n.llm.multimodal.families import FAMILIES, family_of
 
-UNSUPPORTED_OPTIONS = ("compression", "merge_peft", "force_inputs_dtype",
+UNSUPPORTED_OPTIONS = ("merge_peft", "force_inputs_dtype",
                        "sample_generation_total_size", "reify_rope", "reify_rms_norm", "window_kv_cache",
                        "dump_with_tokenizer_and_conf")
 """``export_llm`` options the multimodal export does not take yet (refused by name)."""
@@ -97,10 +97,29 @@ def meta_multimodal(folder: Path, *, dtype: torch.dtype | None, trust_remote_cod
     return meta_model_of(folder, build, dtype=dtype, trust_remote_code=trust_remote_code)
 
 
-def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remote_code: bool
-               ) -> torch.nn.Module | None:
+def _quantized(model: torch.nn.Module, compression: str | None, shards: Any = None) -> torch.nn.Module:
+    """``model`` with the weights ``compression`` picks as Q4_0, encoders' and decoder's
+    alike (in place; from the shards as they stream for a model on the meta device): a
+    weight whose rows do not split into blocks of 32 (a patch embedding of 3 x 14 x 14)
+    stays in float."""
+    if compression is None:
+        return model
+    from t2n.llm.streaming import quantize_streamed
+    from t2n.quant.model import quantize
+
+    LOG.info("quantizing the weights with %s", compression)
+    if shards is not None:
+        quantize_streamed(model, shards, compression)
+    else:
+        quantize(model, compression)
+    return model
+
+
+def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remote_code: bool,
+               compression: str | None = None) -> torch.nn.Module | None:
     """The folder's model loaded whole to check the streamed artifacts, when it fits the
-    memory budget (else None, with a warning saying they are not checked)."""
+    memory budget (else None, with a warning saying they are not checked); quantized as
+    the streamed export was."""
     from t2n.llm.streaming import REFERENCE_MEMORY_FRACTION, fits_in_memory
 
     if not fits_in_memory(shards):
@@ -109,7 +128,7 @@ def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remot
                     "with tract_multimodal_generate on a machine with more memory to check them)",
                     folder, shards.nbytes / 1e9, round(100 * REFERENCE_MEMORY_FRACTION))
         return None
-    return _load(folder, trust_remote_code, dtype)
+    return _quantized(_load(folder, trust_remote_code, dtype), compression)
 
 
 def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | None, verify: bool, target: Any,
@@ -134,7 +153,8 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
         model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
     else:
         model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
-    model = _computed_dtype(model)
+    compression = options.get("compression")
+    model = _quantized(_computed_dtype(model), compression, shards)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -142,7 +162,7 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
             model, out, target, text, verify=verify, naming=naming,
             num_logits_to_keep=options.get("num_logits_to_keep") or None, shards=shards,
             image_sizes=options.get("image_sizes"),
-            reference=None if shards is None else lambda: _reference(folder, shards, dtype, trust_remote_code))
+            reference=None if shards is None else lambda: _reference(folder, shards, dtype, trust_remote_code, compression))
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)
