@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from t2n.llm import export_llm, tract_greedy_generate
 from t2n.llm.generate import load_runnable
 from t2n.llm.wrapper import KVCacheWrapper, cache_layout
 
-from .folders import save_checkpoint
+from .folders import export_memory_growth, save_checkpoint
 from .tiny_models import reference_tokens, tiny_model
 
 PROMPT = torch.randint(1, 96, (1, 5), generator=torch.Generator().manual_seed(3))
@@ -156,23 +154,6 @@ def test_buffer_the_code_does_not_compute(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert not (tmp_path / "out").exists()
 
 
-PEAK_CHILD = r"""
-import json, sys, logging
-import t2n.llm.streaming as streaming
-from t2n.llm import export_llm
-streaming.REFERENCE_MEMORY_FRACTION = 0.0
-folder, out, warm, warm_out = sys.argv[1:5]
-export_llm(warm, warm_out, verify=False)  # every module imported, every code path run once
-def status(key):
-    return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith(key))
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")  # the peak restarts from the current resident size
-before = status("VmRSS:")
-export_llm(folder, out, verify=False)
-print(json.dumps({"before": before, "peak": status("VmHWM:")}))
-"""
-
-
 @pytest.mark.slow
 def test_peak_memory_is_a_small_fraction_of_the_checkpoint(tmp_path: Path) -> None:
     import transformers as tf
@@ -183,10 +164,7 @@ def test_peak_memory_is_a_small_fraction_of_the_checkpoint(tmp_path: Path) -> No
     big = save_checkpoint(tf.LlamaForCausalLM(config), tmp_path / "big", tokenizer=False)
     warm = save_checkpoint(tiny_model("llama"), tmp_path / "warm", tokenizer=False)
     size = sum(p.stat().st_size for p in big.glob("*.safetensors"))
-    result = subprocess.run([sys.executable, "-c", PEAK_CHILD, str(big), str(tmp_path / "out"), str(warm),
-                             str(tmp_path / "warm_out")], capture_output=True, text=True, check=True)
-    measured = json.loads(result.stdout.strip().splitlines()[-1])
-    growth = measured["peak"] - measured["before"]
+    growth = export_memory_growth(big, tmp_path / "out", warm)
     assert size > 190e6
     # a fixed cost (one 64 MiB read chunk of the shard), not a share of the weights:
     # the 3.4 GB checkpoint of benchmarks/llm_export.py stays within a few percent

@@ -20,6 +20,7 @@ from t2n.llm import export_llm
 from t2n.llm.multimodal.generate import tract_multimodal_generate, tract_prefill_logits
 from t2n.serialize.dat import read_dat
 
+from .folders import export_memory_growth
 from .tiny_multimodal import CASES
 
 NEW_TOKENS = 8
@@ -166,30 +167,10 @@ def test_streamed_folder_without_reference_writes_no_samples(never_loaded: None,
     assert not (tmp_path / "out" / "decoder" / "tests").exists()
 
 
-PEAK_CHILD = r"""
-import json, sys
-import t2n.llm.streaming as streaming
-from t2n.llm import export_llm
-streaming.REFERENCE_MEMORY_FRACTION = 0.0
-folder, out, warm, warm_out = sys.argv[1:5]
-export_llm(warm, warm_out, verify=False)  # every module imported, every code path run once
-def status(key):
-    return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith(key))
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")  # the peak restarts from the current resident size
-before = status("VmRSS:")
-export_llm(folder, out, verify=False)
-print(json.dumps({"before": before, "peak": status("VmHWM:")}))
-"""
-
-
 @pytest.mark.slow
 def test_peak_memory_is_a_small_fraction_of_the_checkpoint(tmp_path: Path) -> None:
     """An Idefics3 of about 250 MB exports from its folder with the memory of a fixed
     read chunk, not of its weights."""
-    import subprocess
-    import sys
-
     import transformers as tf
 
     torch.manual_seed(0)
@@ -202,11 +183,7 @@ def test_peak_memory_is_a_small_fraction_of_the_checkpoint(tmp_path: Path) -> No
     tf.Idefics3ForConditionalGeneration(config).save_pretrained(tmp_path / "big")
     CASES["idefics3"]().model.save_pretrained(tmp_path / "warm")
     size = sum(p.stat().st_size for p in (tmp_path / "big").glob("*.safetensors"))
-    result = subprocess.run([sys.executable, "-c", PEAK_CHILD, str(tmp_path / "big"), str(tmp_path / "out"),
-                             str(tmp_path / "warm"), str(tmp_path / "warm_out")], capture_output=True, text=True,
-                            check=True)
-    measured = json.loads(result.stdout.strip().splitlines()[-1])
-    growth = measured["peak"] - measured["before"]
+    growth = export_memory_growth(tmp_path / "big", tmp_path / "out", tmp_path / "warm")
     assert size > 200e6
     # a fixed cost (one 64 MiB read chunk of the shard: 66 MB measured for 238 MB), not a
     # share of the weights; loading the folder whole costs at least its size
