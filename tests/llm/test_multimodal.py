@@ -70,7 +70,7 @@ def test_options_it_does_not_take_are_refused_by_name(tmp_path: Path) -> None:
     from t2n.errors import InvalidArgumentError
 
     model = CASES["gemma3"]().model
-    for options, named in (({"kv_cache": "stateful"}, "kv_cache='stateful'"),
+    for options, named in (({"reify_rope": True}, "reify_rope"),
                            ({"force_inputs_dtype": "f16"}, "force_inputs_dtype")):
         with pytest.raises(InvalidArgumentError, match=named):
             export_llm(model, tmp_path / "out", **options)  # type: ignore[arg-type]

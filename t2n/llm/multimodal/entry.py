@@ -139,20 +139,22 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
     is read from the shards as the artifacts are written (loaded whole only to verify
     them, when it fits in memory). What this call creates is removed if the export fails."""
     from t2n.llm.multimodal.export import export_multimodal
+    from t2n.llm.multimodal.stateful import check_stateful
+    from t2n.llm.stateful import KV_CACHES
 
     given = [name for name in UNSUPPORTED_OPTIONS if options.get(name) is not None]
-    if kv_cache != "explicit":
-        given.append(f"kv_cache={kv_cache!r}")
     if given:
         raise InvalidArgumentError(
-            f"the multimodal export takes the explicit cache and no {', '.join(given)} yet; "
-            "export without them")
+            f"the multimodal export takes no {', '.join(given)} yet; export without them")
     shards = None
     if isinstance(model_or_dir, (str, os.PathLike)):
         folder = Path(model_or_dir)
         model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
     else:
         model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
+    family = family_of(model)
+    if family is not None:
+        check_stateful(model, family, kv_cache)
     compression = options.get("compression")
     model = _quantized(_computed_dtype(model), compression, shards)
     created = not out.exists()
@@ -161,7 +163,7 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
         return export_multimodal(
             model, out, target, text, verify=verify, naming=naming,
             num_logits_to_keep=options.get("num_logits_to_keep") or None, shards=shards,
-            image_sizes=options.get("image_sizes"),
+            image_sizes=options.get("image_sizes"), kv_bits=KV_CACHES[kv_cache],
             reference=None if shards is None else lambda: _reference(folder, shards, dtype, trust_remote_code, compression))
     except BaseException:
         if created:

@@ -59,6 +59,8 @@ class Written:
     output_names: list[str]
     start: tuple[torch.Tensor, ...] = ()
     """The decoder's state inputs of a new sequence (empty cache, zero rotary shift)."""
+    graph_inputs: list[str] | None = None
+    """The inputs of a stateful decoder's graph (None: ``input_names``, the traced module's)."""
 
 
 def _streamed_weights(wrapper: torch.nn.Module, model: torch.nn.Module,
@@ -211,9 +213,12 @@ class _DecoderInputs:
 
 def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: Any, text: TextLayout, *,
                    verify: bool, naming: str, shards: StreamedCheckpoint | None = None,
-                   num_logits_to_keep: int | None = 1) -> Written:
+                   num_logits_to_keep: int | None = 1, kv_bits: int | None = None) -> Written:
     """``OUT/decoder/``: the LLM layout with the embeddings as the last input; the logits
-    of the last ``num_logits_to_keep`` positions (None: every position's)."""
+    of the last ``num_logits_to_keep`` positions (None: every position's). ``kv_bits``:
+    tract's stateful cache of that many bits per value (0: the model's dtype; None: the
+    explicit cache), checked in tract with the samples (see :func:`_write_samples`)."""
+    from t2n.driver.compile import compile_model
     from t2n.driver.export import export_model
     from t2n.frontend.meta_trace import stand_ins
     from t2n.llm.wrapper import cache_layout
@@ -238,15 +243,24 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
                                              # a call without placeholders gives no rows
                                              f"tract_assert {rows_symbol} >= 0"],
         nnef_variable_naming_scheme=naming, weights_from=_streamed_weights(wrapper, model, shards),
-        check_io=verify and shards is None)
+        check_io=verify and shards is None and kv_bits is None)
     with torch.no_grad():
-        artifact = export_model(wrapper, example, write_options(path), options)
+        if kv_bits is None:
+            artifact = export_model(wrapper, example, write_options(path), options)
+        else:  # the stateful graph is the explicit one rewritten
+            from t2n.llm.multimodal.stateful import stateful_decoder
+
+            layout = attrs.evolve(layout, stateful=True, kv_bits=kv_bits)
+            artifact = stateful_decoder(compile_model(wrapper, example, options), layout, kv_bits,
+                                        ["input_ids", *names.inputs])
+            artifact.save(path)
     text.write_modes(layout, text_config, decoder, samples=False)
     modes = _decoder_modes(decoder, family, names, placeholder, int(text_config.hidden_size), num_logits_to_keep)
     return Written(path, artifact, example,
                    lambda m: EmbeddingsDecoder(m, family, placeholder, num_logits_to_keep).eval(),
-                   modes["inputs"], modes["outputs"],
-                   (*layout.empty_cache(0), *(torch.zeros(1, dtype=torch.int64) for _ in names.delta_in)))
+                   [*layout.input_names(), *names.inputs], [*layout.output_names(), *names.delta_out],
+                   (*layout.empty_cache(0), *(torch.zeros(1, dtype=torch.int64) for _ in names.delta_in)),
+                   modes["inputs"] if kv_bits is not None else None)
 
 
 def _decoder_example(model: torch.nn.Module, family: Family, layout: Any,
@@ -376,13 +390,14 @@ def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: Text
                       naming: str = "natural_verbose", num_logits_to_keep: int | None = 1,
                       shards: StreamedCheckpoint | None = None,
                       reference: Callable[[], torch.nn.Module | None] | None = None,
-                      image_sizes: Any = None) -> Path:
+                      image_sizes: Any = None, kv_bits: int | None = None) -> Path:
     """Export ``model`` (a multimodal family of :mod:`t2n.llm.multimodal.families`) into
     ``out``; returns the manifest's path. A model on the meta device takes its weights
     from ``shards`` (streamed into each artifact); with ``verify`` each artifact is then
     checked in tract against ``reference()``, the loaded model (None: too big to load).
     ``image_sizes``: the (height, width) pixel sizes to write an encoder for, one artifact
-    each, for a family whose encoder is fixed to one size (None: its default size)."""
+    each, for a family whose encoder is fixed to one size (None: its default size).
+    ``kv_bits``: the decoder with tract's stateful cache (see :func:`export_decoder`)."""
     family = family_of(model)
     if family is None:
         raise InvalidArgumentError(f"{type(model).__name__} is not a multimodal family t2n exports")
@@ -393,22 +408,23 @@ def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: Text
                 for size in sizes]
     written = [*encoders,
                export_decoder(model, family, out, target, text, verify=verify, naming=naming, shards=shards,
-                              num_logits_to_keep=num_logits_to_keep)]
+                              num_logits_to_keep=num_logits_to_keep, kv_bits=kv_bits)]
     loaded = model if shards is None else reference() if verify and reference is not None else None
     if shards is not None:
         check_against(loaded, written, target)
     if loaded is not None and verify and family.size_symbols is not None:
         check_at_sizes(loaded, family, encoders[0], checked, target)
     if loaded is not None:
-        _write_samples(loaded, family, out, written, sizes)
+        _write_samples(loaded, family, out, written, sizes, verify=verify, target=target)
     return write_manifest(model, [family], out, samples=loaded is not None, sizes=sizes)
 
 
 def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: list[Written],
-                   sizes: list[tuple[int, int] | None]) -> None:
+                   sizes: list[tuple[int, int] | None], *, verify: bool = False, target: Any = None) -> None:
     """Each encoder's and the decoder's ``tests/*.npz`` (see :mod:`t2n.llm.multimodal.samples`),
     computed by ``loaded`` (the model exported, or the streamed folder's loaded whole); the
-    decoder's prefill takes the rows of the first encoder's sample."""
+    decoder's prefill takes the rows of the first encoder's sample. A stateful decoder
+    (``verify``) runs the sample's steps in one tract state against them."""
     from t2n.llm.multimodal.samples import write_decoder_samples, write_encoder_samples
 
     *encoders, decoder = written
@@ -416,8 +432,16 @@ def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: 
                                      encoder.output_names, out / encoder_folder(family, size))
                for encoder, size in zip(encoders, sizes)]
     vocab = int(loaded.get_input_embeddings().weight.shape[0])  # type: ignore[operator]
-    files = write_decoder_samples(decoder.wrap(loaded), placeholder_of(loaded, family), vocab, list(decoder.start),
-                                  samples[0], decoder.input_names, decoder.output_names, out / "decoder")
+    files, steps = write_decoder_samples(decoder.wrap(loaded), placeholder_of(loaded, family), vocab,
+                                         list(decoder.start), samples[0], decoder.input_names, decoder.output_names,
+                                         out / "decoder", kept=decoder.graph_inputs)
+    if verify and decoder.graph_inputs is not None:
+        from t2n.llm.multimodal.stateful import verify_stateful_decoder
+
+        LOG.info("checking the stateful decoder in tract: a prefill with the image, then decode steps")
+        cache = json.loads((out / "decoder" / "modes.json").read_text())["cache"]
+        tolerance = "very" if cache.get("quantized_bits") else target.check_io_tolerance
+        verify_stateful_decoder(str(decoder.path), steps, decoder.graph_inputs, tolerance)
     modes = json.loads((out / "decoder" / "modes.json").read_text())
     modes["tests"] = files
     (out / "decoder" / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
@@ -430,7 +454,7 @@ def check_against(loaded: torch.nn.Module | None, written: list[Written], target
 
     if loaded is None:
         return
-    for item in written:
+    for item in (w for w in written if w.graph_inputs is None):  # a stateful decoder: checked with its samples
         with torch.no_grad():
             expected = item.wrap(loaded)(*item.example)
         expected = expected if isinstance(expected, tuple) else (expected,)

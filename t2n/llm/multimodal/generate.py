@@ -79,7 +79,8 @@ def tract_encode_images(export_dir: str | Path, images: list[tuple[Any, tuple[in
 
 
 class _Decoder:
-    """The decoder of an export in tract, its cache, and the inputs the encoder's outputs feed."""
+    """The decoder of an export in tract, its cache (explicit: fed back; stateful: one
+    tract state), and the inputs the encoder's outputs feed."""
 
     def __init__(self, export_dir: str | Path, modality: str = "image") -> None:
         from t2n.llm.generate import load_runnable
@@ -99,8 +100,10 @@ class _Decoder:
         self.empty = [np.zeros((0, int(fed[n]["shape"][1])),
                                dtype=self.dtype if fed[n]["dtype"] != "int64" else np.int64) for n in self.fed]
         delta = [np.zeros(1, dtype=np.int64)] if "rope_delta" in modes else []
-        self.cache = [np.zeros((1, modes["cache"]["kv_heads"], 0, modes["cache"]["head_dim"]), dtype=self.dtype)
-                      for _ in range(2 * int(modes["cache"]["num_layers"]))] + delta
+        self.state = self.runnable.spawn_state() if modes["cache"]["form"] == "stateful" else None
+        self.cache = [] if self.state is not None else [
+            np.zeros((1, modes["cache"]["kv_heads"], 0, modes["cache"]["head_dim"]), dtype=self.dtype)
+            for _ in range(2 * int(modes["cache"]["num_layers"]))] + delta
 
     def rows(self, rows: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """The encoder's outputs (in its order, None: no rows) as the decoder takes them."""
@@ -114,6 +117,8 @@ class _Decoder:
 
         from t2n.backends.tract.child import _to_numpy
 
+        if self.state is not None:  # tract keeps the cache
+            return [_to_numpy(tract, np, o) for o in self.state.run([ids, *self.rows(rows)])]
         outputs = [_to_numpy(tract, np, o) for o in self.runnable.run([ids, *self.cache, *self.rows(rows)])]
         self.cache = outputs[1:]
         return outputs
@@ -138,7 +143,8 @@ def tract_multimodal_generate(export_dir: str | Path, prompt_ids: Any, max_new_t
     (``[1, S]``, holding one placeholder token per embedding row) with the encoder's rows
     of ``raw`` (none: a text-only prompt; ``image_size``: which encoder, see
     :func:`encoder_entry`), or the encoder outputs ``rows`` already computed (several
-    images: :func:`tract_encode_images`)."""
+    images: :func:`tract_encode_images`). A decoder with tract's stateful cache generates
+    in one tract state."""
     from t2n.llm.generate import _greedy
 
     decoder = _Decoder(export_dir, modality)

@@ -41,10 +41,12 @@ def write_encoder_samples(encoder: torch.nn.Module, example: tuple[torch.Tensor,
 
 def write_decoder_samples(decoder: torch.nn.Module, placeholder: int, vocab: int, start: list[torch.Tensor],
                           rows: tuple[torch.Tensor, ...], input_names: list[str], output_names: list[str],
-                          folder: Path) -> list[str]:
+                          folder: Path, kept: list[str] | None = None) -> tuple[list[str], list[IOStep]]:
     """``folder/tests/{prefill,decode,io}.npz`` of the decoder (see the module); ``start``
     the empty cache (and the zero rotary shift), ``rows`` the encoder's sample outputs.
-    Returns the files' paths relative to ``folder``."""
+    ``kept``: a stateful decoder's inputs, the only ones (with ``outputs``) its npz files
+    hold (decode runs after prefill in the same tract state; no ``io.npz``, whose steps
+    are replayed one by one). Returns the files' paths relative to ``folder`` and the steps."""
     generator = torch.Generator().manual_seed(0)
     text = torch.randint(0, min(vocab, placeholder), (3,), generator=generator)
     prompt = torch.cat([text[:1], torch.full((rows[0].shape[0],), placeholder), text[1:]]).unsqueeze(0)
@@ -66,8 +68,12 @@ def write_decoder_samples(decoder: torch.nn.Module, placeholder: int, vocab: int
             tokens.append(int(outputs[0][0, -1].float().argmax()))
             ids, past = torch.tensor([[tokens[-1]]]), list(outputs[1:])
     (folder / "tests").mkdir(exist_ok=True)
+    names = None if kept is None else {*kept, "outputs"}
     for step in steps[:2]:
-        arrays: dict[str, Any] = {**step.inputs, **step.outputs}
+        arrays: dict[str, Any] = {n: a for n, a in {**step.inputs, **step.outputs}.items()
+                                  if names is None or n in names}
         np.savez(folder / "tests" / f"{step.name}.npz", **arrays)
+    if kept is not None:
+        return ["tests/prefill.npz", "tests/decode.npz"], steps
     write_io_npz(folder / "tests" / "io.npz", steps, tokens=np.asarray([tokens], dtype=np.int64))
-    return ["tests/prefill.npz", "tests/decode.npz", "tests/io.npz"]
+    return ["tests/prefill.npz", "tests/decode.npz", "tests/io.npz"], steps

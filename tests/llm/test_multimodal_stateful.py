@@ -1,0 +1,59 @@
+"""Multimodal decoders with tract's stateful KV cache (``kv_cache="stateful"`` and the
+quantized forms): the decoder takes ``input_ids`` and the encoder's rows, tract keeps
+the keys and values, and generating in one tract state gives, with an image and
+without, the tokens of transformers' ``generate(do_sample=False)``. The Qwens, whose
+rotary shift is fed back from call to call, are refused by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from t2n.errors import InvalidArgumentError
+from t2n.llm import export_llm
+from t2n.llm.multimodal.generate import tract_multimodal_generate
+
+from .tiny_multimodal import CASES
+
+NEW_TOKENS = 8
+
+
+@pytest.mark.parametrize("family", ["gemma3", "idefics3"])
+def test_stateful_decoder_generates_as_transformers(family: str, tmp_path: Path) -> None:
+    case = CASES[family]()
+    out = tmp_path / "out"
+    export_llm(case.model, out, kv_cache="stateful")
+    manifest = json.loads((out / "multimodal.json").read_text())
+    modes = json.loads((out / manifest["decoder"]["modes"]).read_text())
+    assert modes["cache"]["form"] == "stateful" and modes["cache"]["states"][0] == "cache_key_0"
+    assert modes["inputs"] == ["input_ids", "in_image_embeddings"] and modes["outputs"] == ["outputs"]
+    assert modes["tests"] == ["tests/prefill.npz", "tests/decode.npz"]
+    assert sorted(np.load(out / "decoder" / "tests" / "prefill.npz").files) == \
+        ["in_image_embeddings", "input_ids", "outputs"]
+
+    pixels = [p.numpy() for p in case.pixels]
+    assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
+        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+    assert tract_multimodal_generate(out, case.text_prompt, NEW_TOKENS) == \
+        case.reference_tokens(case.text_prompt, NEW_TOKENS, with_image=False)
+
+
+def test_int8_stateful_decoder_generates_with_an_image(tmp_path: Path) -> None:
+    """The prefill and a decode step checked in tract at the 'very' tolerance (verify)."""
+    case = CASES["gemma3"]()
+    export_llm(case.model, tmp_path / "out", kv_cache="stateful_int8")
+    modes = json.loads((tmp_path / "out" / "decoder" / "modes.json").read_text())
+    assert modes["cache"]["form"] == "stateful" and modes["cache"]["quantized_bits"] == 8
+    pixels = [p.numpy() for p in case.pixels]
+    assert tract_multimodal_generate(tmp_path / "out", case.image_prompt, NEW_TOKENS, *pixels) == \
+        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+
+
+def test_qwen_stateful_is_refused_with_the_reason(tmp_path: Path) -> None:
+    model = CASES["qwen2_5_vl"]().model
+    with pytest.raises(InvalidArgumentError, match=r"rope_delta.*kv_cache='explicit'"):
+        export_llm(model, tmp_path / "out", kv_cache="stateful")
+    assert not (tmp_path / "out").exists()
