@@ -57,3 +57,14 @@ def test_qwen_stateful_is_refused_with_the_reason(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match=r"rope_delta.*kv_cache='explicit'"):
         export_llm(model, tmp_path / "out", kv_cache="stateful")
     assert not (tmp_path / "out").exists()
+
+
+def test_stateful_decoder_from_a_streamed_folder(tmp_path: Path) -> None:
+    """A folder's weights stream into the stateful decoder, checked against the loaded model."""
+    case = CASES["gemma3"]()
+    case.model.save_pretrained(tmp_path / "checkpoint")
+    export_llm(tmp_path / "checkpoint", tmp_path / "out", kv_cache="stateful")
+    assert json.loads((tmp_path / "out" / "decoder" / "modes.json").read_text())["cache"]["form"] == "stateful"
+    pixels = [p.numpy() for p in case.pixels]
+    assert tract_multimodal_generate(tmp_path / "out", case.image_prompt, NEW_TOKENS, *pixels) == \
+        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
