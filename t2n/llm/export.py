@@ -223,16 +223,16 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     check_total_size(sample_generation_total_size)
     check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm,
                     window_kv_cache=window_kv_cache)
+    force = {"force_attention_inner_in_f32": force_f32_attention,
+             "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
+             "force_norm_in_f32": force_f32_normalization, "reify_sdpa_operator": reify_sdpa_operator}
     from t2n.llm.multimodal.entry import export_multimodal_llm, is_multimodal
     from t2n.llm.multimodal.export import TextLayout
 
     if is_multimodal(model_or_dir):  # encoders, decoder and multimodal.json
         return export_multimodal_llm(
             model_or_dir, out, dtype=DTYPES[dtype] if dtype else None, verify=verify, naming=naming_scheme,
-            target=_target(tract_version, {"force_attention_inner_in_f32": force_f32_attention,
-                                           "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
-                                           "force_norm_in_f32": force_f32_normalization,
-                                           "reify_sdpa_operator": reify_sdpa_operator}, tract_check_io_tolerance),
+            target=_target(tract_version, force, tract_check_io_tolerance),
             text=TextLayout(write_modes, extension_lines), trust_remote_code=trust_remote_code, kv_cache=kv_cache,
             options={"compression": compression, "merge_peft": merge_peft, "num_logits_to_keep": num_logits_to_keep,
                      "force_inputs_dtype": force_inputs_dtype,
@@ -244,6 +244,20 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     if image_sizes is not None:
         raise InvalidArgumentError("image_sizes is for a vision-language model's encoder; a text model takes "
                                    "no images: export without it")
+    return _export_text(
+        model_or_dir, out, dtype=dtype, trust_remote_code=trust_remote_code, merge_peft=merge_peft,
+        compression=compression, num_logits_to_keep=num_logits_to_keep or None, tract_version=tract_version,
+        verify=verify, tolerance=tract_check_io_tolerance, side_files=dump_with_tokenizer_and_conf,
+        naming=naming_scheme, samples=(force_inputs_dtype, sample_generation_total_size),
+        forms=LLMForms.of(kv_cache, reify_rope, reify_rms_norm, window_kv_cache),
+        force={**force, "reify_sdpa_operator": reify_sdpa_operator or window_kv_cache})
+
+
+def _export_text(model_or_dir: Any, out: Path, *, dtype: str | None, trust_remote_code: bool,
+                 merge_peft: str | os.PathLike[str] | None, **export: Any) -> Path:
+    """A text LLM: the model loaded (or, without an adapter to merge, built on the meta
+    device and streamed from its folder), exported into ``out`` by :func:`_export` with the
+    ``export`` options; an ``out`` this call created is removed again when it fails."""
     model, folder, shards = _resolve_model(model_or_dir, dtype, trust_remote_code, stream=merge_peft is None)
     if merge_peft is not None:
         from t2n.llm.peft import merge_adapter
@@ -255,16 +269,7 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
         reference = None if shards is None else {
             "checkpoint": shards, "dtype": DTYPES[dtype] if dtype else None,
             "trust_remote_code": trust_remote_code}
-        return _export(model, folder, out, reference, compression=compression,
-                       num_logits_to_keep=num_logits_to_keep or None,
-                       tract_version=tract_version, verify=verify, tolerance=tract_check_io_tolerance,
-                       side_files=dump_with_tokenizer_and_conf, naming=naming_scheme,
-                       samples=(force_inputs_dtype, sample_generation_total_size),
-                       forms=LLMForms.of(kv_cache, reify_rope, reify_rms_norm, window_kv_cache), force={
-                           "force_attention_inner_in_f32": force_f32_attention,
-                           "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
-                           "force_norm_in_f32": force_f32_normalization,
-                           "reify_sdpa_operator": reify_sdpa_operator or window_kv_cache})
+        return _export(model, folder, out, reference, **export)
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)
