@@ -3,10 +3,7 @@ docstrings not counted, nor the signature and decorators (a public entry point d
 thirty keywords one per line, a command its click options; what it does is the body).
 
 A long function is split into helpers whose names and docstrings say what each step is
-for. t2n/llm/ is not held to the limit yet: the functions listed in ``LLM_ALLOWANCE``
-are over it today and are allowed to stay so, by name, until they are split; any other
-function over the limit, in t2n/llm/ or anywhere else in t2n/, fails the test, and so
-does an allowance that is no longer needed (delete its line).
+for; there is no allowance list.
 """
 
 from __future__ import annotations
@@ -19,11 +16,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "t2n"
 LIMIT = 40
-
-LLM_ALLOWANCE = {
-    "t2n/llm/multimodal/wrappers.py::EmbeddingsDecoder.forward",
-}
-"""Functions of t2n/llm/ over the limit when it was set (to be split, then removed here)."""
 
 
 def _docstring_lines(tree: ast.Module) -> set[int]:
@@ -77,16 +69,11 @@ def long_functions() -> dict[str, int]:
 
 
 def test_no_function_is_over_the_limit() -> None:
-    over = {key: n for key, n in long_functions().items() if key not in LLM_ALLOWANCE}
+    over = long_functions()
     assert not over, (
         f"functions over {LIMIT} code lines (split each into helpers with names and "
         "docstrings that say why): " + "; ".join(f"{k} ({n})" for k, n in sorted(over.items()))
     )
-
-
-def test_the_llm_allowance_is_still_needed() -> None:
-    stale = sorted(LLM_ALLOWANCE - set(long_functions()))
-    assert not stale, f"no longer over {LIMIT} code lines, remove from LLM_ALLOWANCE: {', '.join(stale)}"
 
 
 def test_the_count_skips_signature_docstrings_comments_and_blank_lines() -> None:

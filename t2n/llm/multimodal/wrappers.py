@@ -47,9 +47,11 @@ class EmbeddingsDecoder(torch.nn.Module):
         self.placeholder = placeholder
         self.num_logits_to_keep = num_logits_to_keep
 
-    def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        from transformers import DynamicCache
-
+    def _split_inputs(self, rest: tuple[torch.Tensor, ...]) -> tuple[
+            list[torch.Tensor], torch.Tensor | None, torch.Tensor, list[torch.Tensor], torch.Tensor | None]:
+        """The inputs after ``input_ids``, in the order of the class docstring: the cache,
+        the rotary shift (Qwens), the encoder's rows, the DeepStack features and each row's
+        place in its image (Qwens)."""
         grid_rows = None
         if self.family.grid is not None:  # each row's place in its image: the last input
             *others, grid_rows = rest
@@ -62,6 +64,12 @@ class EmbeddingsDecoder(torch.nn.Module):
             *past, delta, rows = rest
         else:
             *past, rows = rest
+        return past, delta, rows, deep, grid_rows
+
+    def forward(self, input_ids: torch.Tensor, *rest: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache
+
+        past, delta, rows, deep, grid_rows = self._split_inputs(rest)
         model: Any = self.model
         table = model.get_input_embeddings()
         embeds = table(text_ids(input_ids, self.placeholder, int(table.weight.shape[0])))
