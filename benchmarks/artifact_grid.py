@@ -317,22 +317,12 @@ def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str,
     return out
 
 
-def _load(loader: Any, path: Path) -> tuple[Any, float]:
-    """(runnable, CPU seconds to load and optimise it)."""
-    start = time.process_time()
-    model = loader.load(str(path))
-    if hasattr(model, "into_model"):  # ONNX: an inference model, typed from the file's facts
-        model = model.into_model()
-    runnable = model.into_runnable()
-    return runnable, time.process_time() - start
-
-
 def _quickest_load(loader: Any, path: Path) -> tuple[Any, float]:
     """The runnable and the shortest of up to three loads (one when a load takes more than
     50 ms)."""
-    runnable, best = _load(loader, path)
+    runnable, best = speed_engines.load_runnable(loader, path, time.process_time)
     for _ in range(2 if best < 0.05 else 0):
-        runnable, seconds = _load(loader, path)
+        runnable, seconds = speed_engines.load_runnable(loader, path, time.process_time)
         best = min(best, seconds)
     return runnable, best
 

@@ -53,6 +53,7 @@ from benchmarks.speed_engines import (
     KEEP,
     export_onnx,
     first_line,
+    load_runnable,
     mismatch,
     nnef_loader,
     onnx_missing,
@@ -82,16 +83,6 @@ def _passes(names: Sequence[str]) -> list[Any]:
 
     known = {"reify-rope": ReifyRope, "reify-rms-norm": ReifyRmsNorm}
     return [known[n]() for n in names]
-
-
-def _load(loader: Any, path: Path) -> tuple[Any, float]:
-    """(runnable, seconds to load and optimise it)."""
-    start = time.perf_counter()
-    model = loader.load(str(path))
-    if hasattr(model, "into_model"):  # ONNX: an inference model, typed from the file's facts
-        model = model.into_model()
-    runnable = model.into_runnable()
-    return runnable, time.perf_counter() - start
 
 
 def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int,
@@ -168,7 +159,7 @@ def _load_peers(tract: Any, made: dict[str, Any], row: dict[str, Any]) -> tuple[
         elif path is not None:
             loader = tract.onnx() if side == "onnx" else nnef_loader(tract, registries(path))
             try:
-                runnables[side], loads[side] = _load(loader, path)
+                runnables[side], loads[side] = load_runnable(loader, path)
             except Exception as exc:  # tract refused the file: the table says so
                 row[f"{side}_error"] = f"tract could not load it: {first_line(exc)}"
     return runnables, loads
@@ -187,7 +178,8 @@ def measure(name: str, runs: int, tmp: Path, peers: Peers, min_seconds: float = 
                          passes=_passes(passes))
     made = peers.get(model_name, model, args)
     runnables, loads = _load_peers(tract, made, row)
-    runnables["t2n"], loads["t2n"] = _load(nnef_loader(tract, art.rendered.registries), tmp / "model.nnef.tar")
+    runnables["t2n"], loads["t2n"] = load_runnable(nnef_loader(tract, art.rendered.registries),
+                                                     tmp / "model.nnef.tar")
     order = {k: runnables[k] for k in SIDES if k in runnables}
     medians, first = _time_interleaved(order, inputs, runs, min_seconds)
     for k in order:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import importlib
 import re
 import tarfile
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,17 @@ def nnef_loader(tract: Any, registries: Sequence[str]) -> Any:
         if method is not None:
             loader = getattr(loader, method)()
     return loader
+
+
+def load_runnable(loader: Any, path: Path, clock: Callable[[], float] = time.perf_counter) -> tuple[Any, float]:
+    """(runnable, seconds of ``clock`` to load and optimise it): the model rows time the
+    wall clock, the grids CPU time (``time.process_time``)."""
+    start = clock()
+    model = loader.load(str(path))
+    if hasattr(model, "into_model"):  # ONNX: an inference model, typed from the file's facts
+        model = model.into_model()
+    runnable = model.into_runnable()
+    return runnable, clock() - start
 
 
 def export_onnx(model: torch.nn.Module, args: tuple[torch.Tensor, ...], path: Path) -> Path | str:

@@ -10,18 +10,8 @@ import torch
 from torch import nn
 
 import t2n
+from benchmarks.grid_models import FirstOutput
 from t2n.backends.tract.emit.rnn import FUSED_BELOW, FUSED_STEPS
-
-
-class First(nn.Module):
-    def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = self.inner(x)[0]
-        return out
-
 
 FUSED = {"lstm": "tract_core_lstm_epilogue", "gru": "tract_core_gru_seq"}
 
@@ -32,7 +22,7 @@ def test_the_form_follows_batch_times_hidden(cell, batch, hidden):
     torch.manual_seed(0)
     layer = {"lstm": nn.LSTM, "gru": nn.GRU}[cell](8, hidden, batch_first=True, bidirectional=True)
     x = torch.randn(batch, FUSED_STEPS + 1, 8)
-    artifact = t2n.compile(First(layer).eval(), (x,), t2n.TractNNEF.latest())
+    artifact = t2n.compile(FirstOutput(layer).eval(), (x,), t2n.TractNNEF.latest())
     fused = FUSED[cell] in artifact.graph_nnef
     assert fused == (batch * hidden < FUSED_BELOW)
     assert "tract_core_scan" in artifact.graph_nnef or fused
@@ -46,7 +36,7 @@ def test_a_short_sequence_of_large_steps_keeps_the_fused_kernel(cell):
     torch.manual_seed(0)
     layer = {"lstm": nn.LSTM, "gru": nn.GRU}[cell](8, 256, batch_first=True)
     x = torch.randn(8, 8, 8)
-    artifact = t2n.compile(First(layer).eval(), (x,), t2n.TractNNEF.latest())
+    artifact = t2n.compile(FirstOutput(layer).eval(), (x,), t2n.TractNNEF.latest())
     assert FUSED[cell] in artifact.graph_nnef
     assert "projected = 0" in artifact.graph_nnef or cell == "lstm"
     assert artifact.check().ok
@@ -54,11 +44,11 @@ def test_a_short_sequence_of_large_steps_keeps_the_fused_kernel(cell):
 
 def test_a_dynamic_batch_keeps_the_fused_kernel():
     layer = nn.GRU(8, 256, batch_first=True)
-    artifact = t2n.compile(First(layer).eval(), (torch.randn(8, 5, 8),), t2n.TractNNEF.latest(),
+    artifact = t2n.compile(FirstOutput(layer).eval(), (torch.randn(8, 5, 8),), t2n.TractNNEF.latest(),
                            dynamic_axes={"input_0": {0: "B"}})
     assert FUSED["gru"] in artifact.graph_nnef
     x = torch.randn(3, 5, 8)
-    assert artifact.check(inputs=[x.numpy()], expected=[First(layer).eval()(x).detach().numpy()]).ok
+    assert artifact.check(inputs=[x.numpy()], expected=[FirstOutput(layer).eval()(x).detach().numpy()]).ok
 
 
 @pytest.mark.parametrize("layer, x", [
@@ -70,7 +60,7 @@ def test_a_small_gru_projects_its_input_in_tracts_kernel(layer, x):
     """tract 0.23.9: one ``tract_core_gru_seq`` per direction reading the input itself
     (``projected = 0``), as tract's ONNX loader builds it."""
     torch.manual_seed(0)
-    artifact = t2n.compile(First(layer).eval(), (x,), t2n.TractNNEF.latest())
+    artifact = t2n.compile(FirstOutput(layer).eval(), (x,), t2n.TractNNEF.latest())
     text = artifact.graph_nnef
     directions = layer.num_layers * (2 if layer.bidirectional else 1)
     assert text.count("projected = 0") == directions and "projected = 1" not in text
@@ -78,7 +68,7 @@ def test_a_small_gru_projects_its_input_in_tracts_kernel(layer, x):
 
 
 def test_older_tract_keeps_the_projection_outside():
-    artifact = t2n.compile(First(nn.GRU(8, 16, batch_first=True)).eval(), (torch.randn(2, 5, 8),),
+    artifact = t2n.compile(FirstOutput(nn.GRU(8, 16, batch_first=True)).eval(), (torch.randn(2, 5, 8),),
                            t2n.TractNNEF("0.23.5"))
     assert "projected = 0" not in artifact.graph_nnef
 
