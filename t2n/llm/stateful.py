@@ -187,12 +187,14 @@ def check_llm_forms(kv_cache: object, tract_version: str | None, **flags: object
                 f"tract {target.version}")
 
 
-def make_stateful(artifact: Any, layout: Any, bits: int = 0, windows: dict[int, int] | None = None) -> Any:
+def make_stateful(artifact: Any, layout: Any, bits: int = 0, windows: dict[int, int] | None = None,
+                  inputs: Sequence[str] = ("input_ids",)) -> Any:
     """The compiled explicit-cache ``artifact`` with tract's stateful cache instead: its
     graph rewritten by :class:`StatefulKVCache` (quantized to ``bits`` per value) and
-    rendered again, with ``input_ids`` as the only input and ``outputs`` as the only
-    output. ``windows`` (layer → window): those layers' attention becomes tract's
-    sliding-window cache and attention (:mod:`t2n.llm.kv_cache_forms`)."""
+    rendered again, with ``inputs`` as its inputs (``input_ids``; a multimodal decoder
+    adds the encoder's outputs) and ``outputs`` as the only output. ``windows`` (layer →
+    window): those layers' attention becomes tract's sliding-window cache and attention
+    (:mod:`t2n.llm.kv_cache_forms`)."""
     graph = artifact.ir
     StatefulKVCache(layout.kv_pairs(), bits=bits)(graph)
     if windows:
@@ -200,6 +202,7 @@ def make_stateful(artifact: Any, layout: Any, bits: int = 0, windows: dict[int, 
 
         WindowKvAttention(windows)(graph)
     rendered = artifact.target.renderer().render(graph)
-    return attrs.evolve(artifact, ir=graph, rendered=rendered, input_names=["input_ids"],
-                        output_names=["outputs"], example_inputs=artifact.example_inputs[:1],
+    kept = [i for i, n in enumerate(artifact.input_names) if n in set(inputs)]
+    return attrs.evolve(artifact, ir=graph, rendered=rendered, input_names=list(inputs),
+                        output_names=["outputs"], example_inputs=[artifact.example_inputs[i] for i in kept],
                         reference_outputs=artifact.reference_outputs[:1])

@@ -248,11 +248,11 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
         if kv_bits is None:
             artifact = export_model(wrapper, example, write_options(path), options)
         else:  # the stateful graph is the explicit one rewritten
-            from t2n.llm.multimodal.stateful import stateful_decoder
+            from t2n.llm.stateful import make_stateful
 
             layout = attrs.evolve(layout, stateful=True, kv_bits=kv_bits)
-            artifact = stateful_decoder(compile_model(wrapper, example, options), layout, kv_bits,
-                                        ["input_ids", *names.inputs])
+            artifact = make_stateful(compile_model(wrapper, example, options), layout, kv_bits,
+                                     inputs=["input_ids", *names.inputs])
             artifact.save(path)
     text.write_modes(layout, text_config, decoder, samples=False)
     modes = _decoder_modes(decoder, family, names, placeholder, int(text_config.hidden_size), num_logits_to_keep)

@@ -2,7 +2,9 @@
 ``"stateful_int8"``, ``"stateful_int4"``): the explicit-cache decoder rewritten by
 :class:`~t2n.llm.stateful.StatefulKVCache`, so that it takes ``input_ids`` and the
 encoder's outputs (the embedding rows of this call's placeholder tokens) and returns
-the logits, tract keeping the keys and values in its state.
+the logits, tract keeping the keys and values in its state (the rewrite is
+:func:`~t2n.llm.stateful.make_stateful`'s; here: the refusal, and the check of the
+samples' steps, whose inputs include the encoder's rows).
 
 The Qwens are refused: their 3-D rotary shift (``rope_delta``) is fed back from call to
 call, and tract keeps as state only a cache that each call appends to."""
@@ -12,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
 import numpy as np
 
 from t2n.check.compare import Tolerance
@@ -29,21 +30,6 @@ def check_stateful(model: Any, family: Family, kv_cache: str) -> None:
             f"kv_cache={kv_cache!r}: {type(model).__name__}'s decoder feeds back its 3-D rotary shift "
             "(rope_delta, the positions the images so far took) from call to call, and tract keeps as state "
             "only a cache each call appends to; export it with kv_cache='explicit'")
-
-
-def stateful_decoder(artifact: Any, layout: Any, bits: int, input_names: Sequence[str]) -> Any:
-    """The compiled explicit-cache decoder ``artifact`` with tract's stateful cache
-    (``bits`` per kept value, 0: the model's dtype): its inputs ``input_names``
-    (``input_ids`` and the encoder's outputs), its only output the logits."""
-    from t2n.llm.stateful import StatefulKVCache
-
-    graph = artifact.ir
-    StatefulKVCache(layout.kv_pairs(), bits=bits)(graph)
-    kept = [i for i, n in enumerate(artifact.input_names) if n in set(input_names)]
-    rendered = artifact.target.renderer().render(graph)
-    return attrs.evolve(artifact, ir=graph, rendered=rendered, input_names=list(input_names),
-                        output_names=["outputs"], example_inputs=[artifact.example_inputs[i] for i in kept],
-                        reference_outputs=artifact.reference_outputs[:1])
 
 
 def run_stateful_steps(path: str, steps: Sequence[IOStep], input_names: Sequence[str]) -> list[np.ndarray]:
