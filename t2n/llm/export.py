@@ -305,8 +305,8 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
         steps = write_samples(sampler, layout, vocab, out, samples[1])
         if verify and forms.stateful:
             LOG.info("checking the stateful artifact in tract: a prefill, then a decode step")
-            verify_stateful(str(path), [(s.inputs["input_ids"], s.outputs["outputs"]) for s in steps[:2]],
-                            tolerance or ("very" if forms.kv_bits else None), one_token=forms.window)
+            verify_stateful(str(path), steps[:2], ["input_ids"],
+                            tolerance or ("very" if forms.kv_bits else "approximate"), one_token=forms.window)
     if side_files:
         copy_side_files(folder, model, out)
     return path

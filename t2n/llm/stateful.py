@@ -18,6 +18,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from t2n.check.compare import Tolerance
+from t2n.check.io_npz import IOStep
 from t2n.errors import CheckMismatchError, InvalidArgumentError, NotExpressibleError, OpProblem
 from t2n.ir import Graph, Value
 from t2n.passes.base import Pass, PassResult
@@ -88,10 +90,11 @@ class StatefulKVCache(Pass):
         return PassResult(graph, bool(self.pairs), {"kv caches": len(self.pairs)} if self.pairs else {})
 
 
-def run_steps(path: str, steps: Sequence[Any], *, one_token: bool = False) -> list[np.ndarray]:
-    """The logits tract gives for each ``input_ids`` of ``steps``, run one after the
-    other in one state (the first with an empty cache). ``one_token``: each step's
-    tokens are fed one call each (a graph with tract's window cache), the logits of the
+def run_steps(path: str, calls: Sequence[Sequence[np.ndarray]], *, one_token: bool = False) -> list[np.ndarray]:
+    """The logits tract gives for each call's inputs (in the graph's order: ``input_ids``,
+    then a multimodal decoder's encoder rows), the calls run one after the other in one
+    state (the first with an empty cache). ``one_token``: each call's tokens (its only
+    input) are fed one call each (a graph with tract's window cache), the logits of the
     calls put side by side."""
     import tract
 
@@ -100,26 +103,28 @@ def run_steps(path: str, steps: Sequence[Any], *, one_token: bool = False) -> li
 
     state = load_runnable(path).spawn_state()
 
-    def run(ids: np.ndarray) -> np.ndarray:
-        return np.asarray(_to_numpy(tract, np, state.run([np.asarray(ids, dtype=np.int64)])[0]))
+    def run(inputs: Sequence[np.ndarray]) -> np.ndarray:
+        return np.asarray(_to_numpy(tract, np, state.run([np.asarray(x) for x in inputs])[0]))
 
     if not one_token:
-        return [run(ids) for ids in steps]
-    return [np.concatenate([run(ids[:, i:i + 1]) for i in range(ids.shape[1])], axis=1) for ids in steps]
+        return [run(inputs) for inputs in calls]
+    return [np.concatenate([run([ids[:, i:i + 1]]) for i in range(ids.shape[1])], axis=1) for ids, in calls]
 
 
-def verify_stateful(path: str, steps: Sequence[tuple[np.ndarray, np.ndarray]], tolerance: str | None,
+def verify_stateful(path: str, steps: Sequence[IOStep], input_names: Sequence[str], tolerance: Tolerance | str,
                     *, one_token: bool = False) -> None:
-    """Run the ``(input_ids, PyTorch's logits)`` steps in one tract state and compare:
-    :class:`~t2n.errors.CheckMismatchError` with the report when they differ. With
-    ``one_token``, PyTorch's logits of every position are compared with the calls'."""
+    """Run the samples' steps (a prefill, then decode steps) in one tract state and
+    compare with PyTorch's logits (``outputs``): :class:`~t2n.errors.CheckMismatchError`
+    with the report when they differ. With ``one_token``, PyTorch's logits of every
+    position are compared with the calls'."""
     from t2n.check.compare import compare
 
-    got = run_steps(path, [ids for ids, _ in steps], one_token=one_token)
+    got = run_steps(path, [[s.inputs[n] for n in input_names] for s in steps], one_token=one_token)
+    expected = [s.outputs["outputs"] for s in steps]
     if one_token:  # PyTorch may have kept only the last positions' logits
-        got = [g[:, g.shape[1] - ref.shape[1]:] for g, (_, ref) in zip(got, steps)]
-    names = [f"outputs (step {i}, {ids.shape[1]} token(s))" for i, (ids, _) in enumerate(steps)]
-    report = compare("tract (stateful cache)", names, got, [ref for _, ref in steps], tolerance or "approximate")
+        got = [g[:, g.shape[1] - ref.shape[1]:] for g, ref in zip(got, expected)]
+    names = [f"outputs ({s.name})" for s in steps]
+    report = compare("tract (stateful cache)", names, got, expected, tolerance)
     if not report.ok:
         raise CheckMismatchError(f"{report}\nThe stateful artifact at {path} does not compute what PyTorch "
                                  "computes; export with kv_cache='explicit' and report the model", report)

@@ -51,7 +51,7 @@ def test_modes_and_samples_describe_the_stateful_form(tmp_path: Path) -> None:
     prefill = np.load(tmp_path / "out" / "tests" / "prefill.npz")
     decode = np.load(tmp_path / "out" / "tests" / "decode.npz")
     assert sorted(prefill.files) == ["input_ids", "outputs"] and decode["input_ids"].shape == (1, 1)
-    got = run_steps(str(tmp_path / "out" / "model" / "model.nnef.tgz"), [prefill["input_ids"], decode["input_ids"]])
+    got = run_steps(str(tmp_path / "out" / "model" / "model.nnef.tgz"), [[prefill["input_ids"]], [decode["input_ids"]]])
     np.testing.assert_allclose(got[0], prefill["outputs"], atol=1e-4, rtol=5e-4)
     np.testing.assert_allclose(got[1], decode["outputs"], atol=1e-4, rtol=5e-4)
 

@@ -436,12 +436,12 @@ def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: 
                                          list(decoder.start), samples[0], decoder.input_names, decoder.output_names,
                                          out / "decoder", kept=decoder.graph_inputs)
     if verify and decoder.graph_inputs is not None:
-        from t2n.llm.multimodal.stateful import verify_stateful_decoder
+        from t2n.llm.stateful import verify_stateful
 
         LOG.info("checking the stateful decoder in tract: a prefill with the image, then decode steps")
         cache = json.loads((out / "decoder" / "modes.json").read_text())["cache"]
         tolerance = "very" if cache.get("quantized_bits") else target.check_io_tolerance
-        verify_stateful_decoder(str(decoder.path), steps, decoder.graph_inputs, tolerance)
+        verify_stateful(str(decoder.path), steps, decoder.graph_inputs, tolerance)
     modes = json.loads((out / "decoder" / "modes.json").read_text())
     modes["tests"] = files
     (out / "decoder" / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
