@@ -12,6 +12,7 @@ from torch import nn
 import t2n
 from benchmarks.grid_models import FirstOutput
 from t2n.backends.tract.emit.rnn import FUSED_BELOW, FUSED_STEPS
+from t2n.errors import InvalidArgumentError
 
 FUSED = {"lstm": "tract_core_lstm_epilogue", "gru": "tract_core_gru_seq"}
 
@@ -86,3 +87,22 @@ def test_the_ir_op_evaluates_like_pytorch():
     y, h = _gru_eval([x.numpy(), w_ih.numpy(), w_hh.numpy(), h0.numpy(), b.numpy()], {"hidden": 4})
     want = gru(x)[0].detach().numpy()
     assert abs(y - want).max() < 1e-5 and abs(h - want[:, -1]).max() < 1e-5
+
+
+@pytest.mark.parametrize("kernels, batch, hidden", [("fused", 8, 256), ("loop", 1, 16)])
+def test_recurrent_kernels_overrides_the_rule(kernels, batch, hidden):
+    """``TractNNEF(recurrent_kernels=...)``: the fused kernels where the rule writes the
+    loop (a faster load), the loop where the rule keeps the kernels; PyTorch's numbers."""
+    torch.manual_seed(0)
+    for cell in ("lstm", "gru"):
+        layer = {"lstm": nn.LSTM, "gru": nn.GRU}[cell](8, hidden, batch_first=True, bidirectional=True)
+        x = torch.randn(batch, FUSED_STEPS + 1, 8)
+        artifact = t2n.compile(FirstOutput(layer).eval(), (x,), t2n.TractNNEF.latest(recurrent_kernels=kernels))
+        assert (FUSED[cell] in artifact.graph_nnef) == (kernels == "fused")
+        assert ("tract_core_scan" in artifact.graph_nnef) == (kernels == "loop" or cell == "lstm")
+        assert artifact.check().ok
+
+
+def test_recurrent_kernels_is_checked():
+    with pytest.raises(InvalidArgumentError, match="recurrent_kernels"):
+        t2n.TractNNEF.latest(recurrent_kernels="fast")

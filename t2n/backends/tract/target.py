@@ -66,6 +66,17 @@ def _flag(name: str) -> Any:
     return attrs.field(default=False, kw_only=True, converter=check)
 
 
+RECURRENT_KERNELS = ("auto", "fused", "loop")
+"""The forms of an LSTM or GRU step ``TractNNEF(recurrent_kernels=...)`` takes."""
+
+
+def _recurrent_kernels(value: object) -> str:
+    if value not in RECURRENT_KERNELS:
+        raise InvalidArgumentError(f"TractNNEF(recurrent_kernels=...) is one of {', '.join(RECURRENT_KERNELS)}, "
+                                   f"got {value!r}")
+    return str(value)
+
+
 def _tolerance(value: object) -> Tolerance:
     return Tolerance.parse(value)
 
@@ -123,7 +134,11 @@ class TractNNEF(Target):
     ``reify_sdpa_operator``: scaled dot-product attention as one
     ``tract_transformers_sdpa`` op (tract 0.22 and newer; older versions keep the
     decomposed form). ``upsample_with_debox``: integer-factor nearest upsampling as
-    ``debox`` (tract 0.23 and newer).
+    ``debox`` (tract 0.23 and newer). ``recurrent_kernels``: how LSTM and GRU steps are
+    written: ``"auto"`` by the measured rule (:func:`~t2n.backends.tract.emit.rnn.fused_pays`),
+    ``"fused"`` always tract's own kernels (the ONNX path's form: loads fastest, runs as
+    the ONNX path does), ``"loop"`` always standard operations in the loop (runs up to
+    1.4x faster on large steps over long sequences, loads 3-8x slower).
     """
 
     version: str = attrs.field(default=TRACT_LATEST, converter=_tract_version)
@@ -140,6 +155,7 @@ class TractNNEF(Target):
     feature_flags: frozenset[str] = attrs.field(default=None, kw_only=True, converter=_feature_flags)
     reify_sdpa_operator: bool = _flag("reify_sdpa_operator")
     upsample_with_debox: bool = _flag("upsample_with_debox")
+    recurrent_kernels: str = attrs.field(default="auto", kw_only=True, converter=_recurrent_kernels)
     # f32-forcing (t2n.passes.precision): parts of an f16 model computed in f32
     force_attention_inner_in_f32: bool = _flag("force_attention_inner_in_f32")
     force_linear_accumulation_in_f32: bool = _flag("force_linear_accumulation_in_f32")
@@ -188,7 +204,7 @@ class TractNNEF(Target):
             out.append(DeboxUpsample())
         if self.at_least("0.23.9"):
             out.append(NearestUpsample())  # why: backends/tract/passes/nearest_upsample.py
-            out.append(GruSequence())  # why: backends/tract/passes/gru_sequence.py
+            out.append(GruSequence(self.recurrent_kernels))  # why: backends/tract/passes/gru_sequence.py
         elif self.at_least("0.23.0"):
             out.append(NearestAsDeconv())
         return out

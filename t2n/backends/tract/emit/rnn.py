@@ -51,7 +51,10 @@ epilogue ran 1.12x the best peer (the loop 1.00-1.01) and the GRU sequence 1.33-
 (1.05-1.11 both ways; the loop 0.98-1.00); at 32 steps the GRU 1.09x; at hidden 512
 batch 8, 64 steps, the LSTM 1.06-1.10x, the GRU 1.01-1.04x. The loop in standard
 operations, also torch_to_nnef's form, loads 2.1-8x slower than the ONNX path (16-39 ms
-against 2-15 ms: tract types and optimises its body), the fused forms 0.5-1.1x; so over
+against 2-15 ms: tract types and optimises its body, and its scan tries each axis change
+of the body through every op of it, about 1 ms per op at hidden 256: 5 ms for a 4-op
+body, 17 ms for the LSTM's 17 ops, 10.7 ms even for the body tract itself ends with), the
+fused forms 0.5-1.1x; so over
 at most ``FUSED_STEPS`` steps, where the kernels run even with the loop, they are kept
 (artifact-speed grid, ``rnn`` cases, and hidden 256-512 at batch 8 over 8-64 steps; load
 average 7-10; benchmarks/RESULTS_ARTIFACT_SPEED.md). A symbolic batch keeps the fused
@@ -65,17 +68,20 @@ steps the GRU 1.02-1.03x (hidden 256) and 1.00-1.01x (512), the LSTM 1.02x (256)
 loading 3-6x faster than the loop; at 32 steps the GRU at hidden 256 ran 1.09x."""
 
 
-def fused_pays(batch: Dim, hidden: int, steps: Dim) -> bool:
-    """Whether tract's fused kernels are the faster form of a recurrent step
+def fused_pays(batch: Dim, hidden: int, steps: Dim, kernels: str = "auto") -> bool:
+    """Whether a recurrent step takes tract's fused kernels: as ``kernels``
+    (``TractNNEF(recurrent_kernels=...)``) says, or where they are the faster form
     (``FUSED_BELOW``, ``FUSED_STEPS``); a symbolic batch keeps them."""
+    if kernels != "auto":
+        return kernels == "fused"
     if not isinstance(batch, int) or batch * hidden < FUSED_BELOW:
         return True
     return isinstance(steps, int) and steps <= FUSED_STEPS
 
 
-def _fused_pays(op: Op) -> bool:
+def _fused_pays(ctx: EmitContext, op: Op) -> bool:
     steps, batch = op.inputs[0].type.shape[:2]  # time-major [T, B, gates]
-    return fused_pays(batch, int(op.attrs["hidden"]), steps)
+    return fused_pays(batch, int(op.attrs["hidden"]), steps, getattr(ctx.target, "recurrent_kernels", "auto"))
 
 
 def _shared_body(ctx: EmitContext, mode: str, signature_and_body: str) -> str:
@@ -93,7 +99,7 @@ def _shared_body(ctx: EmitContext, mode: str, signature_and_body: str) -> str:
 @TRACT.emitter("rnn_scan")
 def rnn_scan_tract(ctx: EmitContext, op: Op) -> None:
     mode, hidden = op.attrs["mode"], int(op.attrs["hidden"])
-    fused = _fused_pays(op)
+    fused = _fused_pays(ctx, op)
     # tract 0.23.9 loads an f16 gru_seq but fails to plan it (codegen): f32 only
     if mode == "gru" and fused and op.inputs[0].type.dtype is DType.F32 and tract_has(ctx, GRU_SEQ):
         gru_seq_tract(ctx, op)

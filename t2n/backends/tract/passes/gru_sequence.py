@@ -61,13 +61,13 @@ def _projection(graph: Graph, xw: Value, scan: Op) -> _Gru | None:
     return _Gru(x, True, w_ih, b_ih)
 
 
-def match(graph: Graph, op: Op) -> _Gru | None:
+def match(graph: Graph, op: Op, kernels: str = "auto") -> _Gru | None:
     if op.kind != "rnn_scan" or op.attrs["mode"] != "gru" or op.attrs.get("proj"):
         return None
     xw = op.inputs[0]
     steps, batch = xw.type.shape[:2]
     if xw.type.dtype is not DType.F32 or not isinstance(batch, int) or \
-            not fused_pays(batch, int(op.attrs["hidden"]), steps):
+            not fused_pays(batch, int(op.attrs["hidden"]), steps, kernels):
         return None
     return _projection(graph, xw, op)
 
@@ -96,9 +96,11 @@ def _sequence(graph: Graph, scan: Op, gru: _Gru) -> Mapping[Value, Value]:
 
 @attrs.frozen
 class GruSequence(PatternPass):
-    """GRU directions as ``tract_gru_seq`` ops (the input projection inside)."""
+    """GRU directions as ``tract_gru_seq`` ops (the input projection inside), where
+    ``kernels`` (``TractNNEF(recurrent_kernels=...)``) takes the fused kernel."""
 
+    kernels: str = "auto"
     name = "gru-sequence"
 
     def patterns(self) -> list[Pattern[Any]]:
-        return [Pattern("grus", match, _sequence)]
+        return [Pattern("grus", lambda graph, op: match(graph, op, self.kernels), _sequence)]
