@@ -18,7 +18,8 @@ without a convolution before; the decoder block at 64²) are always in.
 
 Each cell's three artifacts (t2n, ONNX, peer) are loaded and run in this one process, their
 runs alternating, the side that runs first rotating (as :mod:`benchmarks.artifact_speed`),
-timed in CPU time (:func:`time_interleaved` says why);
+timed in CPU time, each timed run right after an untimed one of the same artifact
+(:func:`benchmarks.speed_engines.time_interleaved` says why);
 the whole grid is measured ``--repeat`` times, each pass loading the artifacts again, and
 cells whose median ratio is above 1 are measured twice more at the end. A cell's ratio is
 the median over its passes of t2n's run time over the faster peer's in that pass (a peer
@@ -304,7 +305,12 @@ def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str,
         out[side] = {"load": load}
     if runnables:
         try:
-            medians, first = time_interleaved(runnables, inputs, runs, min_seconds)
+            # CPU time, not wall time: on a machine whose cores other jobs share, a run longer
+            # than the scheduler's slice waits for a core a varying number of times (a 2.5 ms
+            # model measured 2.5 to 26 ms of wall time under a load average of 11; its CPU
+            # time stayed at 2.5-2.6 ms); tract runs on the calling thread.
+            medians, first = speed_engines.time_interleaved(runnables, inputs, runs, min_seconds,
+                                                           clock=time.process_time, settle=True)
         except Exception as exc:  # a runnable failed at run time: recorded for every side
             for side in runnables:
                 out[side] = {"error": f"tract could not run it: {speed_engines.first_line(exc)}"}
@@ -325,30 +331,6 @@ def _quickest_load(loader: Any, path: Path) -> tuple[Any, float]:
         runnable, seconds = speed_engines.load_runnable(loader, path, time.process_time)
         best = min(best, seconds)
     return runnable, best
-
-
-def time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int,
-                     min_seconds: float) -> tuple[dict[str, float], dict[str, np.ndarray]]:
-    """Median CPU time of each runnable's runs (this process's user and system time: tract
-    runs on the calling thread), the runnables alternating, the first side rotating, after
-    one warm-up each, whose output is returned. CPU time, not wall time: on a machine
-    whose cores other jobs share, a run longer than the scheduler's slice waits for a core
-    a varying number of times (a 2.5 ms model measured 2.5 to 26 ms of wall time under a
-    load average of 11; its CPU time stayed at 2.5-2.6 ms)."""
-    times: dict[str, list[float]] = {k: [] for k in runnables}
-    first, warm = {}, []
-    for k, r in runnables.items():
-        start = time.process_time()
-        first[k] = np.asarray(r.run(list(inputs))[0].to_numpy())
-        warm.append(time.process_time() - start)
-    rounds = min(max(runs, int(min_seconds / max(max(warm, default=1.0), 1e-5))), max(runs, 2000))
-    order = list(runnables)
-    for i in range(rounds):
-        for k in order[i % len(order):] + order[:i % len(order)]:
-            start = time.process_time()
-            runnables[k].run(list(inputs))
-            times[k].append(time.process_time() - start)
-    return {k: statistics.median(v) for k, v in times.items()}, first
 
 
 def _ok(m: dict[str, Any], side: str) -> bool:

@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
-import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,6 +57,7 @@ from benchmarks.speed_engines import (
     onnx_missing,
     peer_missing,
     registries,
+    time_interleaved,
 )
 from benchmarks.speed_models import MODELS, build
 
@@ -83,32 +82,6 @@ def _passes(names: Sequence[str]) -> list[Any]:
 
     known = {"reify-rope": ReifyRope, "reify-rms-norm": ReifyRmsNorm}
     return [known[n]() for n in names]
-
-
-def _time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int,
-                      min_seconds: float = 0.0) -> tuple[dict[str, float], dict[str, np.ndarray]]:
-    """Median run time of each runnable, their runs alternating, after one warm-up each
-    (whose first output is returned, to compare with PyTorch's). The side that runs first
-    in a round rotates, so that none always runs right after the same other artifact
-    (right after the peer's cumulative-sum loop, t2n's artifact ran ~1.5 % slower than a
-    copy of itself). Fast models get more
-    than ``runs`` rounds, enough for each side to run about ``min_seconds`` (at most
-    2000 rounds): a median over a few milliseconds of a shared machine's time is one
-    burst of someone else's load."""
-    times: dict[str, list[float]] = {k: [] for k in runnables}
-    first, warm = {}, []
-    for k, r in runnables.items():
-        start = time.perf_counter()
-        first[k] = np.asarray(r.run(list(inputs))[0].to_numpy())
-        warm.append(time.perf_counter() - start)
-    rounds = min(max(runs, int(min_seconds / max(warm, default=1.0))), max(runs, 2000))
-    order = list(runnables)
-    for i in range(rounds):
-        for k in order[i % len(order):] + order[:i % len(order)]:  # each side first in turn
-            start = time.perf_counter()
-            runnables[k].run(list(inputs))
-            times[k].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}, first
 
 
 def _export_peer(name: str, model: torch.nn.Module, args: tuple[torch.Tensor, ...], folder: Path,
@@ -181,7 +154,7 @@ def measure(name: str, runs: int, tmp: Path, peers: Peers, min_seconds: float = 
     runnables["t2n"], loads["t2n"] = load_runnable(nnef_loader(tract, art.rendered.registries),
                                                      tmp / "model.nnef.tar")
     order = {k: runnables[k] for k in SIDES if k in runnables}
-    medians, first = _time_interleaved(order, inputs, runs, min_seconds)
+    medians, first = time_interleaved(order, inputs, runs, min_seconds)
     for k in order:
         row[k] = {"load": loads[k], "run": medians[k]}
         wrong = mismatch(first[k], made["reference"])

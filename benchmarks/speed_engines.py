@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import statistics
 import tarfile
 import time
 import warnings
@@ -50,6 +51,41 @@ def nnef_loader(tract: Any, registries: Sequence[str]) -> Any:
         if method is not None:
             loader = getattr(loader, method)()
     return loader
+
+
+def time_interleaved(runnables: dict[str, Any], inputs: Sequence[np.ndarray], runs: int, min_seconds: float = 0.0,
+                     *, clock: Callable[[], float] = time.perf_counter, settle: bool = False
+                     ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Median run time of each runnable by ``clock``, their runs alternating, after one
+    warm-up each (whose output is returned, to compare with PyTorch's). The side that
+    runs first in a round rotates, so that none always runs right after the same other
+    artifact (right after the peer's cumulative-sum loop, t2n's artifact ran ~1.5 % slower
+    than a copy of itself). Fast models get more than ``runs`` rounds, enough for each
+    side to run about ``min_seconds`` (at most 2000 rounds): a median over a few
+    milliseconds of a shared machine's time is one burst of someone else's load.
+
+    ``settle``: each timed run follows an untimed run of the same artifact, so that every
+    side is timed warm whatever ran before it. Without it, a 70 µs attention ran 80-200 µs
+    right after the other exporter's ``tract_transformers_sdpa`` (which runs on several
+    threads) and 118 µs after a 0.1 ms pause, against 69-71 µs for it and the ONNX path
+    back to back (``attention mask=none c=256 s=32 n=1`` of the grid: 1.9x with the peer
+    in the rounds, 0.97x settled)."""
+    times: dict[str, list[float]] = {k: [] for k in runnables}
+    first, warm = {}, []
+    for k, r in runnables.items():
+        start = clock()
+        first[k] = np.asarray(r.run(list(inputs))[0].to_numpy())
+        warm.append(clock() - start)
+    rounds = min(max(runs, int(min_seconds / max(max(warm, default=1.0), 1e-5))), max(runs, 2000))
+    order = list(runnables)
+    for i in range(rounds):
+        for k in order[i % len(order):] + order[:i % len(order)]:  # each side first in turn
+            if settle:
+                runnables[k].run(list(inputs))
+            start = clock()
+            runnables[k].run(list(inputs))
+            times[k].append(clock() - start)
+    return {k: statistics.median(v) for k, v in times.items()}, first
 
 
 def load_runnable(loader: Any, path: Path, clock: Callable[[], float] = time.perf_counter) -> tuple[Any, float]:

@@ -141,11 +141,14 @@ class _Counting:
 
 def test_fast_models_run_more_rounds_alternating_up_to_a_cap():
     a, b = _Counting(), _Counting()
-    medians, first = artifact_speed._time_interleaved({"t2n": a, "peer": b}, [], runs=3)
+    medians, first = speed_engines.time_interleaved({"t2n": a, "peer": b}, [], runs=3)
     assert a.calls == b.calls == 4 and set(medians) == set(first) == {"t2n", "peer"}  # warm-up + 3
     a, b = _Counting(), _Counting()
-    artifact_speed._time_interleaved({"t2n": a, "peer": b}, [], runs=3, min_seconds=10.0)
+    speed_engines.time_interleaved({"t2n": a, "peer": b}, [], runs=3, min_seconds=10.0)
     assert a.calls == b.calls == 2001  # warm-up + the cap
+    a, b = _Counting(), _Counting()
+    speed_engines.time_interleaved({"t2n": a, "peer": b}, [], runs=3, settle=True)
+    assert a.calls == b.calls == 7  # warm-up + 3 x (untimed, timed)
 
 
 def test_grid_write_of_some_cases_replaces_only_their_rows_and_notes(tmp_path):
