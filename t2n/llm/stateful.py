@@ -193,13 +193,14 @@ def check_llm_forms(kv_cache: object, tract_version: str | None, **flags: object
 
 
 def make_stateful(artifact: Any, layout: Any, bits: int = 0, windows: dict[int, int] | None = None,
-                  inputs: Sequence[str] = ("input_ids",)) -> Any:
+                  inputs: Sequence[str] = ("input_ids",), outputs: Sequence[str] = ("outputs",)) -> Any:
     """The compiled explicit-cache ``artifact`` with tract's stateful cache instead: its
     graph rewritten by :class:`StatefulKVCache` (quantized to ``bits`` per value) and
     rendered again, with ``inputs`` as its inputs (``input_ids``; a multimodal decoder
-    adds the encoder's outputs) and ``outputs`` as the only output. ``windows`` (layer →
-    window): those layers' attention becomes tract's sliding-window cache and attention
-    (:mod:`t2n.llm.kv_cache_forms`)."""
+    adds the encoder's outputs, the Qwens their rotary shift) and ``outputs`` as its
+    outputs (the logits; the Qwens' shift after the call, which the caller feeds back).
+    ``windows`` (layer → window): those layers' attention becomes tract's sliding-window
+    cache and attention (:mod:`t2n.llm.kv_cache_forms`)."""
     graph = artifact.ir
     StatefulKVCache(layout.kv_pairs(), bits=bits)(graph)
     if windows:
@@ -208,6 +209,8 @@ def make_stateful(artifact: Any, layout: Any, bits: int = 0, windows: dict[int, 
         WindowKvAttention(windows)(graph)
     rendered = artifact.target.renderer().render(graph)
     kept = [i for i, n in enumerate(artifact.input_names) if n in set(inputs)]
+    given = [i for i, n in enumerate(artifact.output_names) if n in set(outputs)]
+    reference = artifact.reference_outputs  # none for weights streamed from a folder
     return attrs.evolve(artifact, ir=graph, rendered=rendered, input_names=list(inputs),
-                        output_names=["outputs"], example_inputs=[artifact.example_inputs[i] for i in kept],
-                        reference_outputs=artifact.reference_outputs[:1])
+                        output_names=list(outputs), example_inputs=[artifact.example_inputs[i] for i in kept],
+                        reference_outputs=[reference[i] for i in given] if reference else [])

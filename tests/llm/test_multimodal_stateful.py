@@ -1,8 +1,8 @@
 """Multimodal decoders with tract's stateful KV cache (``kv_cache="stateful"`` and the
 quantized forms): the decoder takes ``input_ids`` and the encoder's rows, tract keeps
 the keys and values, and generating in one tract state gives, with an image and
-without, the tokens of transformers' ``generate(do_sample=False)``. The Qwens, whose
-rotary shift is fed back from call to call, are refused by name."""
+without, the tokens of transformers' ``generate(do_sample=False)``. The Qwens keep their
+rotary shift an input and an output, fed back from call to call beside the state."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from t2n.errors import InvalidArgumentError
 from t2n.llm import export_llm
 from t2n.llm.multimodal.generate import tract_multimodal_generate
 
@@ -52,11 +51,22 @@ def test_int8_stateful_decoder_generates_with_an_image(tmp_path: Path) -> None:
         case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
 
 
-def test_qwen_stateful_is_refused_with_the_reason(tmp_path: Path) -> None:
-    model = CASES["qwen2_5_vl"]().model
-    with pytest.raises(InvalidArgumentError, match=r"rope_delta.*kv_cache='explicit'"):
-        export_llm(model, tmp_path / "out", kv_cache="stateful")
-    assert not (tmp_path / "out").exists()
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_qwen_stateful_decoder_feeds_its_rotary_shift_back(family: str, tmp_path: Path) -> None:
+    case = CASES[family]()
+    out = tmp_path / "out"
+    export_llm(case.model, out, kv_cache="stateful")
+    modes = json.loads((out / "decoder" / "modes.json").read_text())
+    assert modes["cache"]["form"] == "stateful"
+    assert modes["inputs"][:3] == ["input_ids", "in_rope_delta", "in_image_embeddings"]
+    assert modes["inputs"][-1] == "in_image_positions"
+    assert modes["outputs"] == ["outputs", "out_rope_delta"]
+    assert not any(n.startswith(("in_cache", "out_cache")) for n in modes["inputs"] + modes["outputs"])
+    pixels = [p.numpy() for p in case.pixels]
+    assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
+        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+    assert tract_multimodal_generate(out, case.text_prompt, NEW_TOKENS) == \
+        case.reference_tokens(case.text_prompt, NEW_TOKENS, with_image=False)
 
 
 def test_stateful_decoder_from_a_streamed_folder(tmp_path: Path) -> None:

@@ -139,7 +139,6 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
     is read from the shards as the artifacts are written (loaded whole only to verify
     them, when it fits in memory). What this call creates is removed if the export fails."""
     from t2n.llm.multimodal.export import export_multimodal
-    from t2n.llm.multimodal.stateful import check_stateful
     from t2n.llm.stateful import KV_CACHES
 
     given = [name for name in UNSUPPORTED_OPTIONS if options.get(name) is not None]
@@ -152,9 +151,6 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
         model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
     else:
         model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
-    family = family_of(model)
-    if family is not None:
-        check_stateful(model, family, kv_cache)
     compression = options.get("compression")
     model = _quantized(_computed_dtype(model), compression, shards)
     created = not out.exists()

@@ -252,7 +252,7 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
 
             layout = attrs.evolve(layout, stateful=True, kv_bits=kv_bits)
             artifact = make_stateful(compile_model(wrapper, example, options), layout, kv_bits,
-                                     inputs=["input_ids", *names.inputs])
+                                     inputs=["input_ids", *names.inputs], outputs=["outputs", *names.delta_out])
             artifact.save(path)
     text.write_modes(layout, text_config, decoder, samples=False)
     modes = _decoder_modes(decoder, family, names, placeholder, int(text_config.hidden_size), num_logits_to_keep)

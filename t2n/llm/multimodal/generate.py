@@ -101,7 +101,7 @@ class _Decoder:
                                dtype=self.dtype if fed[n]["dtype"] != "int64" else np.int64) for n in self.fed]
         delta = [np.zeros(1, dtype=np.int64)] if "rope_delta" in modes else []
         self.state = self.runnable.spawn_state() if modes["cache"]["form"] == "stateful" else None
-        self.cache = [] if self.state is not None else [
+        self.cache = delta if self.state is not None else [  # a stateful decoder: the Qwens' shift only
             np.zeros((1, modes["cache"]["kv_heads"], 0, modes["cache"]["head_dim"]), dtype=self.dtype)
             for _ in range(2 * int(modes["cache"]["num_layers"]))] + delta
 
@@ -117,9 +117,8 @@ class _Decoder:
 
         from t2n.backends.tract.child import _to_numpy
 
-        if self.state is not None:  # tract keeps the cache
-            return [_to_numpy(tract, np, o) for o in self.state.run([ids, *self.rows(rows)])]
-        outputs = [_to_numpy(tract, np, o) for o in self.runnable.run([ids, *self.cache, *self.rows(rows)])]
+        run = self.state.run if self.state is not None else self.runnable.run  # stateful: tract keeps the cache
+        outputs = [_to_numpy(tract, np, o) for o in run([ids, *self.cache, *self.rows(rows)])]
         self.cache = outputs[1:]
         return outputs
 
