@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,7 @@ from t2n.llm.multimodal.export import TextLayout
 from t2n.llm.multimodal.families import FAMILIES, family_of
 
 UNSUPPORTED_OPTIONS = ("merge_peft", "force_inputs_dtype",
-                       "sample_generation_total_size", "reify_rope", "reify_rms_norm", "window_kv_cache",
-                       "dump_with_tokenizer_and_conf")
+                       "sample_generation_total_size", "reify_rope", "reify_rms_norm", "window_kv_cache")
 """``export_llm`` options the multimodal export does not take yet (refused by name)."""
 
 LOG = logging.getLogger(__name__)
@@ -131,6 +131,20 @@ def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remot
     return _quantized(_load(folder, trust_remote_code, dtype), compression)
 
 
+def _source(model_or_dir: Any, dtype: torch.dtype | None, trust_remote_code: bool, compression: str | None
+            ) -> tuple[torch.nn.Module, Path | None, Any, Callable[[], torch.nn.Module | None] | None]:
+    """(the model to export, its folder, its shards, the loaded reference's maker): a
+    folder's model is built on the meta device (its weights streamed from the shards), an
+    object is taken as it is; either quantized as ``compression`` asks."""
+    if not isinstance(model_or_dir, (str, os.PathLike)):
+        model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
+        return _quantized(_computed_dtype(model), compression, None), None, None, None
+    folder = Path(model_or_dir)
+    model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
+    return (_quantized(_computed_dtype(model), compression, shards), folder, shards,
+            lambda: _reference(folder, shards, dtype, trust_remote_code, compression))
+
+
 def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | None, verify: bool, target: Any,
                           text: TextLayout, naming: str, trust_remote_code: bool, kv_cache: str,
                           options: dict[str, Any]) -> Path:
@@ -138,6 +152,7 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
     checkpoint folder is streamed: the model is built on the meta device and every weight
     is read from the shards as the artifacts are written (loaded whole only to verify
     them, when it fits in memory). What this call creates is removed if the export fails."""
+    from t2n.llm.checkpoint import PROCESSOR_FILES, copy_side_files
     from t2n.llm.multimodal.export import export_multimodal
     from t2n.llm.stateful import KV_CACHES
 
@@ -145,22 +160,17 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
     if given:
         raise InvalidArgumentError(
             f"the multimodal export takes no {', '.join(given)} yet; export without them")
-    shards = None
-    if isinstance(model_or_dir, (str, os.PathLike)):
-        folder = Path(model_or_dir)
-        model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
-    else:
-        model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
-    compression = options.get("compression")
-    model = _quantized(_computed_dtype(model), compression, shards)
+    model, folder, shards, reference = _source(model_or_dir, dtype, trust_remote_code, options.get("compression"))
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        return export_multimodal(
+        manifest = export_multimodal(
             model, out, target, text, verify=verify, naming=naming,
             num_logits_to_keep=options.get("num_logits_to_keep") or None, shards=shards,
-            image_sizes=options.get("image_sizes"), kv_bits=KV_CACHES[kv_cache],
-            reference=None if shards is None else lambda: _reference(folder, shards, dtype, trust_remote_code, compression))
+            image_sizes=options.get("image_sizes"), kv_bits=KV_CACHES[kv_cache], reference=reference)
+        if options.get("dump_with_tokenizer_and_conf"):
+            copy_side_files(folder, model, out, files=PROCESSOR_FILES, into="processor")
+        return manifest
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)
