@@ -18,7 +18,7 @@ from t2n.llm.multimodal.export import TextLayout
 from t2n.llm.multimodal.families import FAMILIES, family_of
 
 UNSUPPORTED_OPTIONS = ("merge_peft", "force_inputs_dtype",
-                       "sample_generation_total_size", "reify_rope", "reify_rms_norm", "window_kv_cache")
+                       "sample_generation_total_size", "window_kv_cache")
 """``export_llm`` options the multimodal export does not take yet (refused by name)."""
 
 LOG = logging.getLogger(__name__)
