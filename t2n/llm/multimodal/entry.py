@@ -17,7 +17,7 @@ from t2n.errors import CheckpointFolderError, InvalidArgumentError
 from t2n.llm.multimodal.export import TextLayout
 from t2n.llm.multimodal.families import FAMILIES, family_of
 
-UNSUPPORTED_OPTIONS = ("merge_peft", "force_inputs_dtype",
+UNSUPPORTED_OPTIONS = ("force_inputs_dtype",
                        "sample_generation_total_size", "window_kv_cache")
 """``export_llm`` options the multimodal export does not take yet (refused by name)."""
 
@@ -62,7 +62,8 @@ def _check_weights(folder: Path) -> None:
 
 
 def _load(folder: Path, trust_remote_code: bool, dtype: torch.dtype | None) -> torch.nn.Module:
-    """The folder's model loaded whole (the reference a streamed export is checked against)."""
+    """The folder's model loaded whole (the reference a streamed export is checked against, or
+    the base an adapter is merged into)."""
     import transformers
 
     model_class = getattr(transformers, str(_folder_architecture(folder)))
@@ -131,15 +132,22 @@ def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remot
     return _quantized(_load(folder, trust_remote_code, dtype), compression)
 
 
-def _source(model_or_dir: Any, dtype: torch.dtype | None, trust_remote_code: bool, compression: str | None
+def _source(model_or_dir: Any, dtype: torch.dtype | None, trust_remote_code: bool, options: dict[str, Any]
             ) -> tuple[torch.nn.Module, Path | None, Any, Callable[[], torch.nn.Module | None] | None]:
     """(the model to export, its folder, its shards, the loaded reference's maker): a
     folder's model is built on the meta device (its weights streamed from the shards), an
-    object is taken as it is; either quantized as ``compression`` asks."""
-    if not isinstance(model_or_dir, (str, os.PathLike)):
-        model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
-        return _quantized(_computed_dtype(model), compression, None), None, None, None
-    folder = Path(model_or_dir)
+    object is taken as it is; with an adapter to merge (``merge_peft``), a folder's model
+    is loaded whole and merged; then quantized as ``compression`` asks."""
+    compression, adapter = options.get("compression"), options.get("merge_peft")
+    folder = Path(model_or_dir) if isinstance(model_or_dir, (str, os.PathLike)) else None
+    if folder is None or adapter is not None:
+        model = model_or_dir if folder is None else _load(folder, trust_remote_code, dtype)
+        model = model.to(dtype) if dtype is not None else model
+        if adapter is not None:
+            from t2n.llm.peft import merge_adapter
+
+            model = merge_adapter(model, adapter)
+        return _quantized(_computed_dtype(model), compression, None), folder, None, None
     model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
     return (_quantized(_computed_dtype(model), compression, shards), folder, shards,
             lambda: _reference(folder, shards, dtype, trust_remote_code, compression))
@@ -160,7 +168,7 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
     if given:
         raise InvalidArgumentError(
             f"the multimodal export takes no {', '.join(given)} yet; export without them")
-    model, folder, shards, reference = _source(model_or_dir, dtype, trust_remote_code, options.get("compression"))
+    model, folder, shards, reference = _source(model_or_dir, dtype, trust_remote_code, options)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
