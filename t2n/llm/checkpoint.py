@@ -15,6 +15,12 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
                    "merges.txt", "special_tokens_map.json", "added_tokens.json", "vocab.txt")
 """Files beside a checkpoint that make up its tokenizer (copied when asked)."""
 
+PROCESSOR_FILES = (*TOKENIZER_FILES, "preprocessor_config.json", "processor_config.json", "chat_template.json",
+                   "chat_template.jinja", "video_preprocessor_config.json")
+"""Files beside a multimodal checkpoint that make up its processor (its tokenizer's, the
+image or audio preprocessor's and the chat template): ``AutoProcessor`` loads them from
+one folder."""
+
 CONFIG_FILES = ("config.json", "generation_config.json")
 
 PROVEN_FAMILIES = ("Llama", "Qwen2", "Qwen3", "Mistral", "Phi3", "Gemma2", "Gemma3 (text)", "GPT-2",
@@ -183,18 +189,20 @@ def _refuse_disagreement(folder: Path, info: dict[str, Any]) -> None:
             "re-save the model with save_pretrained or fix config.json")
 
 
-def copy_side_files(folder: Path | None, model: torch.nn.Module, out: Path) -> None:
-    """The config (``OUT/config.json``) and, from a folder, the tokenizer files
-    (``OUT/tokenizer/``) beside the graph."""
+def copy_side_files(folder: Path | None, model: torch.nn.Module, out: Path, *,
+                    files: tuple[str, ...] = TOKENIZER_FILES, into: str = "tokenizer") -> None:
+    """The config (``OUT/config.json``) and, from a folder, the ``files`` that make up
+    its tokenizer (``OUT/tokenizer/``; a multimodal model's processor files too, in
+    ``OUT/processor/``) and ``generation_config.json`` beside the graph."""
     config: Any = model.config
     config.save_pretrained(str(out))
     if folder is None:
         return
-    found = [folder / n for n in (*TOKENIZER_FILES, "generation_config.json") if (folder / n).is_file()]
+    found = [folder / n for n in (*files, "generation_config.json") if (folder / n).is_file()]
     if found:
-        (out / "tokenizer").mkdir(exist_ok=True)
+        (out / into).mkdir(exist_ok=True)
         for path in found:
-            if path.name in TOKENIZER_FILES:
-                (out / "tokenizer" / path.name).write_bytes(path.read_bytes())
+            if path.name in files:
+                (out / into / path.name).write_bytes(path.read_bytes())
             elif not (out / path.name).exists():
                 (out / path.name).write_bytes(path.read_bytes())

@@ -233,11 +233,11 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
         return export_multimodal_llm(
             model_or_dir, out, dtype=DTYPES[dtype] if dtype else None, verify=verify, naming=naming_scheme,
             target=_target(tract_version, force, tract_check_io_tolerance),
-            text=TextLayout(write_modes, extension_lines), trust_remote_code=trust_remote_code, kv_cache=kv_cache,
+            text=TextLayout(write_modes, extension_lines, LLMForms.of(kv_cache, reify_rope, reify_rms_norm).passes()),
+            trust_remote_code=trust_remote_code, kv_cache=kv_cache,
             options={"compression": compression, "merge_peft": merge_peft, "num_logits_to_keep": num_logits_to_keep,
                      "force_inputs_dtype": force_inputs_dtype,
                      "sample_generation_total_size": sample_generation_total_size,
-                     "reify_rope": reify_rope or None, "reify_rms_norm": reify_rms_norm or None,
                      "window_kv_cache": window_kv_cache or None,
                      "dump_with_tokenizer_and_conf": dump_with_tokenizer_and_conf or None,
                      "image_sizes": image_sizes})

@@ -70,7 +70,7 @@ def test_options_it_does_not_take_are_refused_by_name(tmp_path: Path) -> None:
     from t2n.errors import InvalidArgumentError
 
     model = CASES["gemma3"]().model
-    for options, named in (({"reify_rope": True}, "reify_rope"),
+    for options, named in (({"window_kv_cache": True}, "window_kv_cache"),
                            ({"force_inputs_dtype": "f16"}, "force_inputs_dtype")):
         with pytest.raises(InvalidArgumentError, match=named):
             export_llm(model, tmp_path / "out", **options)  # type: ignore[arg-type]
@@ -119,3 +119,22 @@ def test_f16_generates_identically(tmp_path: Path) -> None:
                 {"pixel_values": case.pixels[0][None].half()})
     assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
         half.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+
+
+@pytest.mark.parametrize("family, norms", [("gemma3", 13), ("qwen2_5_vl", 5)])
+def test_reified_rope_and_rms_norm_in_the_decoder(family: str, norms: int, tmp_path: Path) -> None:
+    """``reify_rope`` / ``reify_rms_norm``: the decoder's rotary embedding (Qwen's 3-D one
+    too) and RMS norms as tract's own ops, tokens still transformers'."""
+    import tarfile
+
+    case = CASES[family]()
+    export_llm(case.model, tmp_path / "out", reify_rope=True, reify_rms_norm=True)
+    with tarfile.open(tmp_path / "out" / "decoder" / "model" / "model.nnef.tgz") as tar:
+        handle = tar.extractfile("graph.nnef")
+        assert handle is not None
+        text = handle.read().decode()
+    assert text.count("tract_transformers_apply_rope(") == 4  # q and k of 2 layers
+    assert text.count("tract_core_rms_norm(") == norms
+    pixels = [p.numpy() for p in case.pixels]
+    assert tract_multimodal_generate(tmp_path / "out", case.image_prompt, NEW_TOKENS, *pixels) == \
+        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)

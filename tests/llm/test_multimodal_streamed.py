@@ -189,3 +189,28 @@ def test_peak_memory_is_a_small_fraction_of_the_checkpoint(tmp_path: Path) -> No
     # share of the weights; loading the folder whole costs at least its size
     assert growth < 72 << 20, (growth, size)
     assert growth < 0.5 * size, (growth, size)
+
+
+def test_side_files_carry_the_processor(tmp_path: Path) -> None:
+    """``dump_with_tokenizer_and_conf``: ``OUT/config.json`` and, from a folder, its
+    tokenizer, preprocessor and chat template in ``OUT/processor/`` (one folder
+    ``AutoProcessor`` loads), byte for byte; a model object gives the config only."""
+    import transformers
+
+    case = CASES["gemma3"]()
+    folder = tmp_path / "checkpoint"
+    case.model.save_pretrained(folder)
+    side = {"tokenizer_config.json": b'{"model_max_length": 128}', "preprocessor_config.json": b'{"size": 32}',
+            "chat_template.jinja": b"{{ messages }}", "generation_config.json": b'{"max_length": 20}'}
+    for name, data in side.items():
+        (folder / name).write_bytes(data)
+    export_llm(folder, tmp_path / "out", dump_with_tokenizer_and_conf=True, verify=False)
+    for name in ("tokenizer_config.json", "preprocessor_config.json", "chat_template.jinja"):
+        assert (tmp_path / "out" / "processor" / name).read_bytes() == side[name]
+    assert (tmp_path / "out" / "generation_config.json").read_bytes() == side["generation_config.json"]
+    config = transformers.AutoConfig.from_pretrained(tmp_path / "out")
+    assert config.model_type == case.model.config.model_type
+    assert (tmp_path / "out" / "multimodal.json").is_file()
+
+    export_llm(case.model, tmp_path / "object", dump_with_tokenizer_and_conf=True, verify=False)
+    assert (tmp_path / "object" / "config.json").is_file() and not (tmp_path / "object" / "processor").exists()

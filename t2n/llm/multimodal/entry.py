@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,8 @@ from t2n.errors import CheckpointFolderError, InvalidArgumentError
 from t2n.llm.multimodal.export import TextLayout
 from t2n.llm.multimodal.families import FAMILIES, family_of
 
-UNSUPPORTED_OPTIONS = ("merge_peft", "force_inputs_dtype",
-                       "sample_generation_total_size", "reify_rope", "reify_rms_norm", "window_kv_cache",
-                       "dump_with_tokenizer_and_conf")
+UNSUPPORTED_OPTIONS = ("force_inputs_dtype",
+                       "sample_generation_total_size", "window_kv_cache")
 """``export_llm`` options the multimodal export does not take yet (refused by name)."""
 
 LOG = logging.getLogger(__name__)
@@ -62,7 +62,8 @@ def _check_weights(folder: Path) -> None:
 
 
 def _load(folder: Path, trust_remote_code: bool, dtype: torch.dtype | None) -> torch.nn.Module:
-    """The folder's model loaded whole (the reference a streamed export is checked against)."""
+    """The folder's model loaded whole (the reference a streamed export is checked against, or
+    the base an adapter is merged into)."""
     import transformers
 
     model_class = getattr(transformers, str(_folder_architecture(folder)))
@@ -131,6 +132,27 @@ def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remot
     return _quantized(_load(folder, trust_remote_code, dtype), compression)
 
 
+def _source(model_or_dir: Any, dtype: torch.dtype | None, trust_remote_code: bool, options: dict[str, Any]
+            ) -> tuple[torch.nn.Module, Path | None, Any, Callable[[], torch.nn.Module | None] | None]:
+    """(the model to export, its folder, its shards, the loaded reference's maker): a
+    folder's model is built on the meta device (its weights streamed from the shards), an
+    object is taken as it is; with an adapter to merge (``merge_peft``), a folder's model
+    is loaded whole and merged; then quantized as ``compression`` asks."""
+    compression, adapter = options.get("compression"), options.get("merge_peft")
+    folder = Path(model_or_dir) if isinstance(model_or_dir, (str, os.PathLike)) else None
+    if folder is None or adapter is not None:
+        model = model_or_dir if folder is None else _load(folder, trust_remote_code, dtype)
+        model = model.to(dtype) if dtype is not None else model
+        if adapter is not None:
+            from t2n.llm.peft import merge_adapter
+
+            model = merge_adapter(model, adapter)
+        return _quantized(_computed_dtype(model), compression, None), folder, None, None
+    model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
+    return (_quantized(_computed_dtype(model), compression, shards), folder, shards,
+            lambda: _reference(folder, shards, dtype, trust_remote_code, compression))
+
+
 def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | None, verify: bool, target: Any,
                           text: TextLayout, naming: str, trust_remote_code: bool, kv_cache: str,
                           options: dict[str, Any]) -> Path:
@@ -138,6 +160,7 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
     checkpoint folder is streamed: the model is built on the meta device and every weight
     is read from the shards as the artifacts are written (loaded whole only to verify
     them, when it fits in memory). What this call creates is removed if the export fails."""
+    from t2n.llm.checkpoint import PROCESSOR_FILES, copy_side_files
     from t2n.llm.multimodal.export import export_multimodal
     from t2n.llm.stateful import KV_CACHES
 
@@ -145,22 +168,17 @@ def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | 
     if given:
         raise InvalidArgumentError(
             f"the multimodal export takes no {', '.join(given)} yet; export without them")
-    shards = None
-    if isinstance(model_or_dir, (str, os.PathLike)):
-        folder = Path(model_or_dir)
-        model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
-    else:
-        model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
-    compression = options.get("compression")
-    model = _quantized(_computed_dtype(model), compression, shards)
+    model, folder, shards, reference = _source(model_or_dir, dtype, trust_remote_code, options)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        return export_multimodal(
+        manifest = export_multimodal(
             model, out, target, text, verify=verify, naming=naming,
             num_logits_to_keep=options.get("num_logits_to_keep") or None, shards=shards,
-            image_sizes=options.get("image_sizes"), kv_bits=KV_CACHES[kv_cache],
-            reference=None if shards is None else lambda: _reference(folder, shards, dtype, trust_remote_code, compression))
+            image_sizes=options.get("image_sizes"), kv_bits=KV_CACHES[kv_cache], reference=reference)
+        if options.get("dump_with_tokenizer_and_conf"):
+            copy_side_files(folder, model, out, files=PROCESSOR_FILES, into="processor")
+        return manifest
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,11 +38,13 @@ SYMBOLS = {"image": "IMG", "audio": "AUD"}
 @attrs.frozen
 class TextLayout:
     """What the decoder shares with the text export's layout, handed over by
-    ``t2n.llm.export`` (which dispatches here): its ``modes.json`` writer and its
-    ``tract_assert`` lines."""
+    ``t2n.llm.export`` (which dispatches here): its ``modes.json`` writer, its
+    ``tract_assert`` lines and its passes (attention rows without a guard, the last
+    rows computed alone, tract's rotary and RMS-norm ops where asked)."""
 
     write_modes: Callable[..., None]
     extension_lines: Callable[..., list[str]]
+    passes: Sequence[Any] = ()
 
 
 @attrs.frozen
@@ -243,7 +245,7 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
                                              # a call without placeholders gives no rows
                                              f"tract_assert {rows_symbol} >= 0"],
         nnef_variable_naming_scheme=naming, weights_from=_streamed_weights(wrapper, model, shards),
-        check_io=verify and shards is None and kv_bits is None)
+        passes=list(text.passes), check_io=verify and shards is None and kv_bits is None)
     with torch.no_grad():
         if kv_bits is None:
             artifact = export_model(wrapper, example, write_options(path), options)
