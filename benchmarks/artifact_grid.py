@@ -465,7 +465,8 @@ def portable(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], seconds: float) -> str:
+def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], seconds: float, venv: Path,
+           extra: int) -> str:
     import platform
 
     import tract
@@ -473,8 +474,10 @@ def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], second
     loads = [m["load_average"] for ms in results.values() for m in ms]
     load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
     return (f"## Over grids of shapes\n\n`python -m benchmarks.artifact_speed --grid {shlex.join(portable(argv))}` (tract "
-            f"{tract.version()}, torch {torch.__version__}, {os.cpu_count()} cores, {platform.machine()}; "
-            f"load average {load} during the run, {seconds / 60:.0f} min). Per case: the cell with the "
+            f"{tract.version()}, torch {torch.__version__}, torch_to_nnef {speed_engines.peer_version(venv)}, "
+            f"{os.cpu_count()} cores, {platform.machine()}; load average {load} during the run, "
+            f"{seconds / 60:.0f} min; {len(results)} cells, the cells above 1 measured {extra} more times, each "
+            "timed run right after an untimed run of the same artifact). Per case: the cell with the "
             "highest median ratio of t2n's run time (CPU time, the three artifacts' runs alternating) to the "
             "faster of tract's ONNX path and torch_to_nnef, "
             "the lowest and highest of its passes, the number of cells above 1.05, the highest median "
@@ -482,7 +485,9 @@ def header(argv: Sequence[str], results: dict[str, list[dict[str, Any]]], second
             "cells whose load is slow (above 1.5x the ONNX path's and more than 2 ms longer). Cells are "
             "`family key=value...` of `benchmarks/grid_models.py`: c channels, s spatial size (sequence "
             "length for recurrent layers and attention), n batch, conv 1 when a convolution precedes, f the "
-            "factor, spell how it is given (scale_factor or size).\n\n")
+            "factor, spell how it is given (scale_factor or size). A cell counts only where a peer gives "
+            "PyTorch's output: the adaptive pools with uneven windows have none (the ONNX exporter refuses "
+            "them, torch_to_nnef's output has the wrong shape).\n\n")
 
 
 def merge_rows(block: str, text: str, names: Sequence[str], argv: Sequence[str], load: str) -> str:
@@ -582,7 +587,7 @@ def main(argv: Sequence[str]) -> str:
         saved = json.loads(ns.baseline.read_text())
         before = summarize([tuple(c) for c in saved["cells"]], saved["results"])  # type: ignore[misc]
     notes = [n for n in (speed_engines.onnx_missing(), speed_engines.peer_missing(ns.peer_venv)) if n]
-    text = header(argv, results, seconds) + table(summary, before) + "".join(f"\n{n}\n" for n in notes)
+    text = header(argv, results, seconds, ns.peer_venv, ns.extra) + table(summary, before) + "".join(f"\n{n}\n" for n in notes)
     print(text)
     if ns.json:
         ns.json.write_text(json.dumps({"argv": list(argv), "cells": cells, "results": results}, indent=1))

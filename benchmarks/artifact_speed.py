@@ -56,6 +56,7 @@ from benchmarks.speed_engines import (
     nnef_loader,
     onnx_missing,
     peer_missing,
+    peer_version,
     registries,
     time_interleaved,
 )
@@ -199,11 +200,6 @@ def table(rows: Sequence[dict[str, Any]], notes: Sequence[str | None] = ()) -> s
     return "\n".join(lines) + "\n"
 
 
-def _peer_version(venv: Path) -> str:
-    found = sorted(venv.glob("lib/python*/site-packages/torch_to_nnef-*.dist-info"))
-    return found[0].name.removeprefix("torch_to_nnef-").removesuffix(".dist-info") if found else "?"
-
-
 def header(runs: int, min_seconds: float, venv: Path) -> str:
     import platform
 
@@ -211,7 +207,7 @@ def header(runs: int, min_seconds: float, venv: Path) -> str:
 
     return (f"# Artifact speed in tract: t2n against torch.onnx and {PEER}\n\n`python -m benchmarks.artifact_speed "
             f"--runs {runs} --min-seconds {min_seconds:g} --write` (tract {tract.version()}, torch {torch.__version__}, {PEER} "
-            f"{_peer_version(venv)}, {os.cpu_count()} cores, {platform.machine()}). Times in ms; load = parse, "
+            f"{peer_version(venv)}, {os.cpu_count()} cores, {platform.machine()}). Times in ms; load = parse, "
             "type and optimise; run = median of the runs after one warm-up, the artifacts' runs alternating "
             f"(t2n, ONNX, peer, each first in turn; at least {runs} runs each, more for fast models: about {min_seconds:g} s "
             f"per artifact, at most 2000 runs). *peer* is {PEER}'s `export_model_to_nnef` (`TractNNEF` for tract "

@@ -35,6 +35,12 @@ def onnx_missing() -> str | None:
     return None
 
 
+def peer_version(venv: Path) -> str:
+    """The torch_to_nnef version installed in the peer's environment ("?" when none is)."""
+    found = sorted(venv.glob("lib/python*/site-packages/torch_to_nnef-*.dist-info"))
+    return found[0].name.removeprefix("torch_to_nnef-").removesuffix(".dist-info") if found else "?"
+
+
 def registries(path: Path) -> list[str]:
     """The tract registries an NNEF archive's ``graph.nnef`` declares (``extension tract_registry X``)."""
     with tarfile.open(path) as tar:
