@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +19,15 @@ from t2n.llm.multimodal.generate import tract_multimodal_generate
 from .tiny_multimodal import CASES
 
 NEW_TOKENS = 8
+
+
+def _generates_as_transformers(case: Any, out: Path) -> None:
+    """Greedy tokens in one tract state, with the image and text only, are transformers'."""
+    pixels = [p.numpy() for p in case.pixels]
+    assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
+        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+    assert tract_multimodal_generate(out, case.text_prompt, NEW_TOKENS) == \
+        case.reference_tokens(case.text_prompt, NEW_TOKENS, with_image=False)
 
 
 @pytest.mark.parametrize("family", ["gemma3", "idefics3"])
@@ -32,12 +42,7 @@ def test_stateful_decoder_generates_as_transformers(family: str, tmp_path: Path)
     assert modes["tests"] == ["tests/prefill.npz", "tests/decode.npz"]
     assert sorted(np.load(out / "decoder" / "tests" / "prefill.npz").files) == \
         ["in_image_embeddings", "input_ids", "outputs"]
-
-    pixels = [p.numpy() for p in case.pixels]
-    assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
-        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
-    assert tract_multimodal_generate(out, case.text_prompt, NEW_TOKENS) == \
-        case.reference_tokens(case.text_prompt, NEW_TOKENS, with_image=False)
+    _generates_as_transformers(case, out)
 
 
 def test_int8_stateful_decoder_generates_with_an_image(tmp_path: Path) -> None:
@@ -62,11 +67,7 @@ def test_qwen_stateful_decoder_feeds_its_rotary_shift_back(family: str, tmp_path
     assert modes["inputs"][-1] == "in_image_positions"
     assert modes["outputs"] == ["outputs", "out_rope_delta"]
     assert not any(n.startswith(("in_cache", "out_cache")) for n in modes["inputs"] + modes["outputs"])
-    pixels = [p.numpy() for p in case.pixels]
-    assert tract_multimodal_generate(out, case.image_prompt, NEW_TOKENS, *pixels) == \
-        case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
-    assert tract_multimodal_generate(out, case.text_prompt, NEW_TOKENS) == \
-        case.reference_tokens(case.text_prompt, NEW_TOKENS, with_image=False)
+    _generates_as_transformers(case, out)
 
 
 def test_stateful_decoder_from_a_streamed_folder(tmp_path: Path) -> None:
