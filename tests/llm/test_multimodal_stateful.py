@@ -67,6 +67,8 @@ def test_qwen_stateful_decoder_feeds_its_rotary_shift_back(family: str, tmp_path
     assert modes["inputs"][-1] == "in_image_positions"
     assert modes["outputs"] == ["outputs", "out_rope_delta"]
     assert not any(n.startswith(("in_cache", "out_cache")) for n in modes["inputs"] + modes["outputs"])
+    prefill = np.load(out / "decoder" / "tests" / "prefill.npz")
+    assert sorted(prefill.files) == sorted([*modes["inputs"], *modes["outputs"]])  # the shift after the call too
     _generates_as_transformers(case, out)
 
 

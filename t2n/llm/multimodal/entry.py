@@ -141,8 +141,10 @@ def _source(model_or_dir: Any, dtype: torch.dtype | None, trust_remote_code: boo
     compression, adapter = options.get("compression"), options.get("merge_peft")
     folder = Path(model_or_dir) if isinstance(model_or_dir, (str, os.PathLike)) else None
     if folder is None or adapter is not None:
-        model = model_or_dir if folder is None else _load(folder, trust_remote_code, dtype)
-        model = model.to(dtype) if dtype is not None else model
+        if folder is None:
+            model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
+        else:  # loaded in ``dtype``
+            model = _load(folder, trust_remote_code, dtype)
         if adapter is not None:
             from t2n.llm.peft import merge_adapter
 

@@ -436,7 +436,8 @@ def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: 
     vocab = int(loaded.get_input_embeddings().weight.shape[0])  # type: ignore[operator]
     files, steps = write_decoder_samples(decoder.wrap(loaded), placeholder_of(loaded, family), vocab,
                                          list(decoder.start), samples[0], decoder.input_names, decoder.output_names,
-                                         out / "decoder", kept=decoder.graph_inputs)
+                                         out / "decoder", kept=None if decoder.graph_inputs is None else
+                                         [*decoder.artifact.input_names, *decoder.artifact.output_names])
     if verify and decoder.graph_inputs is not None:
         from t2n.llm.stateful import verify_stateful
 

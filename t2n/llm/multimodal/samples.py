@@ -44,7 +44,7 @@ def write_decoder_samples(decoder: torch.nn.Module, placeholder: int, vocab: int
                           folder: Path, kept: list[str] | None = None) -> tuple[list[str], list[IOStep]]:
     """``folder/tests/{prefill,decode,io}.npz`` of the decoder (see the module); ``start``
     the empty cache (and the zero rotary shift), ``rows`` the encoder's sample outputs.
-    ``kept``: a stateful decoder's inputs, the only ones (with ``outputs``) its npz files
+    ``kept``: a stateful decoder's graph inputs and outputs, the only arrays its npz files
     hold (decode runs after prefill in the same tract state; no ``io.npz``, whose steps
     are replayed one by one). Returns the files' paths relative to ``folder`` and the steps."""
     generator = torch.Generator().manual_seed(0)
@@ -68,7 +68,7 @@ def write_decoder_samples(decoder: torch.nn.Module, placeholder: int, vocab: int
             tokens.append(int(outputs[0][0, -1].float().argmax()))
             ids, past = torch.tensor([[tokens[-1]]]), list(outputs[1:])
     (folder / "tests").mkdir(exist_ok=True)
-    names = None if kept is None else {*kept, "outputs"}
+    names = None if kept is None else set(kept)
     for step in steps[:2]:
         arrays: dict[str, Any] = {n: a for n, a in {**step.inputs, **step.outputs}.items()
                                   if names is None or n in names}
