@@ -37,6 +37,7 @@ _LAZY = {
     "BakedSizeWarning": "t2n.passes.dynamic_axes",
     "SpecializedTraceWarning": "t2n.frontend.specialization",
     "NonFiniteWeightWarning": "t2n.serialize.finite",
+    "UntestedReleaseWarning": "t2n.reference.releases",
     # naming schemes
     "VariableNamingScheme": "t2n.backends.nnef.naming",
     # drop-in entry point (names of the widely used exporter)
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
     from t2n.quant.model import quantize, quantize_tensor, quantized_state
     from t2n.quant.recipes import Q40Recipe
     from t2n.reading import NNEFModel, read
+    from t2n.reference.releases import UntestedReleaseWarning
     from t2n.remodel.plan import RemodelPlan
     from t2n.serialize.finite import NonFiniteWeightWarning
     from t2n.serialize.torch_io import (
@@ -105,7 +107,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Artifact", "BakedSizeWarning", "CheckReport", "ExtractorContext", "ModuleExtractor", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
-    "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "NonFiniteWeightWarning", "Target", "Tolerance", "TractNNEF", "__version__",
+    "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "NonFiniteWeightWarning", "UntestedReleaseWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export", "VariableNamingScheme",
     "export_model_to_nnef", "SemanticVersion", "TractCheckTolerance", "TractFeatureFlag",

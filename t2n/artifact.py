@@ -216,10 +216,10 @@ class Artifact:
             if not report.ok:
                 bundle = self._debug_bundle(path, ins, refs, outputs, str(report), debug_dir,
                                             replay_spec(self, path, tolerance, symbols))
-                raise CheckMismatchError(str(report) + self._weights_note(), report, bundle.path, note=bundle.note)
+                raise CheckMismatchError(str(report) + self.nonfinite_weights_note(), report, bundle.path, note=bundle.note)
         return report
 
-    def _weights_note(self) -> str:
+    def nonfinite_weights_note(self) -> str:
         """The weights found not finite when compiling (the likely cause of a mismatch)."""
         found = self.stats.get("nonfinite_weights") or []
         if not found:

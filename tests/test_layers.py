@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("t2n.options", "t2n.reading"),
     ("t2n.driver",),
     ("t2n.api",),
+    ("t2n.reference",),
     ("t2n.dropin", "t2n.llm", "t2n.nemo", "t2n.testing"),
     ("t2n.cli",),
     ("t2n",),

@@ -5,7 +5,8 @@ passes are not public API: they can change between PyTorch releases. Every use i
 goes through this module, which checks at import that the installed torch is in the
 range t2n is known to work with, and says so in a typed error otherwise.
 
-Tested: torch 2.13.x. Floor: 2.3 (the oldest release with every dtype t2n reads).
+Supported: torch 2.13.x, the release the test suite runs on (pyproject declares the
+same range; an untested release is not declared).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import torch
 
 from t2n.errors import UnsupportedTorchError
 
-SUPPORTED_RANGE = ((2, 3), (2, 13))
-"""Oldest and newest (major, minor) torch releases t2n accepts; 2.13 is the one tested."""
+SUPPORTED_RANGE = ((2, 13), (2, 13))
+"""Oldest and newest (major, minor) torch releases t2n accepts: those the tests run on."""
 
 _C: Any = torch._C  # most of the tracer's bindings are not in torch's stubs
 
@@ -29,13 +30,13 @@ def torch_version(text: str) -> tuple[int, int]:
     match = re.match(r"(\d+)\.(\d+)", text)
     if match is None:
         raise UnsupportedTorchError(f"cannot read the torch version {text!r}; t2n supports torch "
-                                    f"{_range_text()} (tested on 2.13)")
+                                    f"{_range_text()}")
     return int(match.group(1)), int(match.group(2))
 
 
 def _range_text() -> str:
     (a, b), (c, d) = SUPPORTED_RANGE
-    return f"{a}.{b} to {c}.{d}.x"
+    return f"{a}.{b}.x" if (a, b) == (c, d) else f"{a}.{b} to {c}.{d}.x"
 
 
 def check_torch_version(text: str) -> None:
@@ -46,7 +47,7 @@ def check_torch_version(text: str) -> None:
     if not low <= version <= high:
         raise UnsupportedTorchError(
             f"torch {text} is not supported by t2n's tracing frontend, which uses private "
-            f"PyTorch APIs known to work with torch {_range_text()} (tested on 2.13); install "
+            f"PyTorch APIs known to work with torch {_range_text()} (the releases its tests run on); install "
             "a torch in that range"
         )
 

@@ -23,8 +23,8 @@ from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
 from t2n.llm.kv_cache_forms import check_windows
 from t2n.llm.moe import MoeExport
 from t2n.llm.recurrent_state import check_hybrid_forms, describe_states
-from t2n.llm.samples import check_total_size, to_numpy, write_samples
-from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful, verify_stateful
+from t2n.llm.samples import check_total_size, write_samples
+from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful
 from t2n.llm.streaming import (
     StreamedCheckpoint,
     kept_buffers,
@@ -32,6 +32,7 @@ from t2n.llm.streaming import (
     quantize_streamed,
     reference_wrapper,
 )
+from t2n.llm.verify import verify_against_transformers
 from t2n.llm.wrapper import CacheLayout, KVCacheWrapper, cache_layout
 from t2n.serialize.finite import report_nonfinite
 
@@ -215,8 +216,10 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     (see ``docs/multimodal.md``).
     """
     from t2n.backends.nnef.naming import check_naming_scheme
+    from t2n.reference.releases import check_transformers
 
     out = Path(export_dirpath)
+    check_transformers()  # a warning naming the tested releases, outside them
     check_naming_scheme(naming_scheme)
     _check_options(dtype, compression, num_logits_to_keep, out, overwrite)
     check_inputs_dtype(force_inputs_dtype)
@@ -296,17 +299,20 @@ def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: d
     path = out / "model" / "model.nnef.tgz"
     example = (example_ids, *layout.empty_cache(2, random=True))
     artifact = _write_artifact(wrapper, model, example, layout, path, target, weights_from=reference, naming=naming,
-                               forms=forms, moe=moe, windows=windows, verify=verify)
-    sampler = wrapper if reference is None else _streamed_reference(
-        reference, artifact, example, target, compression=compression, num_logits_to_keep=num_logits_to_keep,
-        verify=verify, inputs_dtype=samples[0], check=not forms.stateful, q4_0_extra=moe.q4_0_weights())
+                               forms=forms, moe=moe, windows=windows)
+    loaded = None if reference is None or not verify else _streamed_reference(
+        reference, artifact, compression=compression, num_logits_to_keep=num_logits_to_keep,
+        q4_0_extra=moe.q4_0_weights())
+    sampler = wrapper if reference is None else None if loaded is None else \
+        with_inputs_dtype(loaded, cache_layout(loaded.model), samples[0])[0]
+    if verify and (reference is None or loaded is not None):
+        verify_against_transformers(path, model if loaded is None else loaded.model, layout, vocab,
+                                    tolerance or ("very" if forms.kv_bits else target.check_io_tolerance),
+                                    keep=num_logits_to_keep, one_token=forms.window,
+                                    note=artifact.nonfinite_weights_note())
     write_modes(layout, model.config, out, samples=sampler is not None)
     if sampler is not None:
-        steps = write_samples(sampler, layout, vocab, out, samples[1])
-        if verify and forms.stateful:
-            LOG.info("checking the stateful artifact in tract: a prefill, then a decode step")
-            verify_stateful(str(path), steps[:2], ["input_ids"],
-                            tolerance or ("very" if forms.kv_bits else "approximate"), one_token=forms.window)
+        write_samples(sampler, layout, vocab, out, samples[1])
     if side_files:
         copy_side_files(folder, model, out)
     return path
@@ -336,10 +342,11 @@ def _weights_as_exported(model: torch.nn.Module, compression: str | None,
 
 def _write_artifact(wrapper: torch.nn.Module, model: torch.nn.Module, example: tuple[torch.Tensor, ...],
                     layout: Any, path: Path, target: Any, *, weights_from: dict[str, Any] | None, naming: str,
-                    forms: LLMForms, moe: MoeExport, windows: dict[Any, Any], verify: bool) -> Any:
+                    forms: LLMForms, moe: MoeExport, windows: dict[Any, Any]) -> Any:
     """Trace ``wrapper`` on ``example`` and write ``path``: the explicit-cache graph, or the
     stateful one rewritten from it; weights from the shards when streamed (``weights_from``,
-    the checkpoint reference), checked in tract only when the model was loaded."""
+    the checkpoint reference). Not checked here against the wrapper it traces: the caller
+    checks the written artifact against transformers' own model."""
     from t2n.driver.compile import compile_model
     from t2n.driver.export import export_model
     from t2n.options import compile_options, write_options
@@ -354,7 +361,7 @@ def _write_artifact(wrapper: torch.nn.Module, model: torch.nn.Module, example: t
         target, input_names=layout.input_names(), output_names=layout.output_names(),
         dynamic_axes=layout.dynamic_axes(), custom_extensions=extension_lines(model.config, layout.has_past()),
         nnef_variable_naming_scheme=naming, passes=forms.passes(), extractors=moe.extractors,
-        weights_from=weights, check_io=verify and weights_from is None and not forms.stateful)
+        weights_from=weights)
     with torch.no_grad(), moe.tracing():
         if forms.stateful:  # the stateful graph is the explicit one rewritten
             artifact = make_stateful(compile_model(wrapper, example, options), layout, forms.kv_bits, windows)
@@ -376,25 +383,17 @@ def nonfinite_parameters(model: torch.nn.Module) -> list[Any]:
                              infinities=params.__contains__)
 
 
-def _streamed_reference(reference: dict[str, Any], artifact: Any, example: tuple[torch.Tensor, ...], target: Any, *,
-                        compression: str | None, num_logits_to_keep: int | None, verify: bool,
-                        inputs_dtype: str | None, check: bool, q4_0_extra: list[str] | None = None
-                        ) -> torch.nn.Module | None:
-    """For a streamed checkpoint: the model loaded in PyTorch (if verifying and it fits
-    the memory budget), wrapped as the traced module, and the explicit-cache artifact
-    checked against it (``check``); ``None`` when it is not loaded (no samples then)."""
+def _streamed_reference(reference: dict[str, Any], artifact: Any, *, compression: str | None,
+                        num_logits_to_keep: int | None, q4_0_extra: list[str] | None = None) -> Any:
+    """For a streamed checkpoint being verified: the model loaded in PyTorch (if it fits
+    the memory budget), wrapped as the traced module for the samples; ``None`` when it is
+    not loaded (no check and no samples then). Non-finite weights are reported."""
     loaded = reference_wrapper(**reference, compression=compression, num_logits_to_keep=num_logits_to_keep,
-                               q4_0_extra=q4_0_extra or ()) if verify else None
+                               q4_0_extra=q4_0_extra or ())
     if loaded is None:
         return None
-    sampler: torch.nn.Module = with_inputs_dtype(loaded, cache_layout(loaded.model), inputs_dtype)[0]
     found = nonfinite_parameters(loaded.model)
     if found:  # the streamed weights were not read at compile: named from the loaded model
         artifact.stats["nonfinite_weights"] = [str(f) for f in found]
         report_nonfinite(found, strict=False)
-    if check:
-        with torch.no_grad():
-            expected = sampler(*example)
-        artifact.check(target.check_io_tolerance, inputs=[to_numpy(t) for t in example],
-                       expected=[to_numpy(t) for t in expected])
-    return sampler
+    return loaded

@@ -1,8 +1,8 @@
 """What ``t2n.llm`` does with each causal-LM family of ``transformers``: proven (its export
 generates transformers' tokens) or refused, with the reason.
 
-:data:`FAMILIES` covers every model type of ``MODEL_FOR_CAUSAL_LM_MAPPING`` in the pinned
-transformers (a test checks it). A family is *proven* when a tiny random model of it,
+:data:`FAMILIES` covers every model type of ``MODEL_FOR_CAUSAL_LM_MAPPING`` in the
+transformers releases t2n declares, the pinned one and the newest (a test checks it on both). A family is *proven* when a tiny random model of it,
 exported and run in tract, generates the 16 tokens ``generate(do_sample=False)`` does:
 in the tests (the note names them) or in the sweep of ``python -m tools.llm_families
 sweep`` (its outcomes are in ``tools/llm_families_sweep.json``). Every other family is
@@ -50,6 +50,7 @@ NOT_DECODER = ("not a decoder-only language model (an encoder used as a decoder,
 _ROWS: tuple[Family, ...] = (
     _refused('afmoe', 'tract generates other tokens than transformers from token 2 of 16 on a tiny random model: not exported until this is found'),
     _proven('apertus', SWEEP),
+    _proven('apertus1p5_text', SWEEP),
     _proven('arcee', SWEEP),
     _proven('aria_text', SWEEP),
     _refused('axk1', "its export fails (RuntimeError: shape '[-1, 8, 0]' is invalid for input of size 4)"),
@@ -85,14 +86,17 @@ _ROWS: tuple[Family, ...] = (
     _refused('deepseek_v4', 'its attention keeps an indexer or compression cache beside the keys and values, which the exported cache does not hold yet'),
     _proven('diffllama', SWEEP),
     _proven('doge', SWEEP),
+    _refused('dory', 'its export fails (TraceError: torch.jit.trace failed on the model: RuntimeError: The size of tensor a (8) must match the size of tensor b (5) at non-singleton dimension 3)'),
     _refused('dots1', "not proven: the sweep could not build a tiny model from its configuration's defaults (TypeError: unsupported operand type(s) for *: 'int' and 'NoneType')"),
     _refused('dots3_note', "not proven: the sweep could not build a tiny model from its configuration's defaults (ValueError: `per_layer_config` keys must be integer layer indices in the range [0, 2); got [2, 3, 4, 6, 7, 8, 10, 11, 12, 14, 15, 16, 18, 19, 20, 22, 23, 24, 26)"),
     _refused('dots3_note_text', 'its attention keeps an indexer or compression cache beside the keys and values, which the exported cache does not hold yet'),
     _refused('electra', 'its output holds no key/value cache (a recurrent or encoder model): export it with t2n.export'),
     _proven('emu3', SWEEP),
+    _refused('ergo', "its export fails (UnsupportedOpsError: 3 op use(s) cannot be exported; nothing was written: - aten::histc in module 'model.model.layers.1.mlp.experts' (transformers/integrations/moe.py(449): grouped_mm_experts_forward))"),
     _refused('ernie', 'its output holds no key/value cache (a recurrent or encoder model): export it with t2n.export'),
     _proven('ernie4_5', SWEEP),
     _proven('ernie4_5_moe', SWEEP),
+    _proven('exaone', SWEEP),
     _proven('exaone4', SWEEP),
     _proven('exaone_moe', SWEEP),
     _proven('falcon', SWEEP),
@@ -141,6 +145,7 @@ _ROWS: tuple[Family, ...] = (
     _proven('hy_v3', SWEEP),
     _refused('hy_v4', 'its attention keeps an indexer or compression cache beside the keys and values, which the exported cache does not hold yet'),
     _proven('hyperclovax', SWEEP),
+    _refused('inkling2_loop_text', 'it keeps a recurrent state (state-space, linear-attention or xLSTM layers) that the exported cache does not hold yet: export it with t2n.export'),
     _refused('inkling2_text', 'it keeps a recurrent state (state-space, linear-attention or xLSTM layers) that the exported cache does not hold yet: export it with t2n.export'),
     _refused('inkling_text', 'it keeps a recurrent state (state-space, linear-attention or xLSTM layers) that the exported cache does not hold yet: export it with t2n.export'),
     _proven('internlm3', SWEEP),
@@ -150,7 +155,9 @@ _ROWS: tuple[Family, ...] = (
     _proven('jetmoe', SWEEP),
     _refused('kimi_linear', "not proven: the tiny model the sweep builds from its configuration's defaults has only recurrent layers, on which transformers' cache cannot count the tokens seen (its hybrids with attention layers may export: the proven ones are listed here)"),
     _proven('kolibri1', SWEEP),
+    _refused('kolibri1_1', "not proven: the sweep could not build a tiny model from its configuration's defaults (StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': ValueError: `index_num_heads` must be between 1 and the numbe)"),
     _proven('laguna', SWEEP),
+    _refused('lara_mini', 'its export fails (UnsupportedArchitectureError: LaraMiniForCausalLM keeps recurrent states in layer(s) [0], computed by LaraMiniGatedDeltaNet that t2n.llm has no explicit-state form for (it has: BambaMixer, FalconH1Mix)'),
     _proven('lfm2', SWEEP),
     _refused('lfm2_moe', "not proven: the sweep could not build a tiny model from its configuration's defaults (TypeError: 'NoneType' object is not subscriptable)"),
     _refused('lfm3', "not proven: the tiny model the sweep builds from its configuration's defaults has only recurrent layers, on which transformers' cache cannot count the tokens seen (its hybrids with attention layers may export: the proven ones are listed here)"),
@@ -166,6 +173,7 @@ _ROWS: tuple[Family, ...] = (
     _proven('mellum', SWEEP),
     _refused('mimo_v2_flash', 'its export fails (TraceError: torch.jit.trace failed on the model: RuntimeError: Sizes of tensors must match except in dimension 2. Expected size 2 but got size 4 for tensor number 1 in the list.)'),
     _proven('minicpm3', SWEEP),
+    _proven('minicpm5_moe', SWEEP),
     _refused('minimax', "it keeps a cache of its own instead of transformers' DynamicCache"),
     _proven('minimax_m2', SWEEP),
     _proven('minimax_m3_vl_text', SWEEP),
@@ -191,6 +199,7 @@ _ROWS: tuple[Family, ...] = (
     _proven('olmoe', 'tests: `tract_moe_ffn` (softmax over all experts); f32, streamed folder'),
     _refused('openai-gpt', 'its output holds no key/value cache (a recurrent or encoder model): export it with t2n.export'),
     _proven('opt', SWEEP),
+    _proven('param2moe', SWEEP),
     _refused('pegasus', 'tract generates other tokens than transformers from token 16 of 16 on a tiny random model: not exported until this is found'),
     _proven('persimmon', SWEEP),
     _proven('phi', SWEEP),
@@ -218,6 +227,8 @@ _ROWS: tuple[Family, ...] = (
     _refused('roc_bert', 'its output holds no key/value cache (a recurrent or encoder model): export it with t2n.export'),
     _refused('roformer', 'its output holds no key/value cache (a recurrent or encoder model): export it with t2n.export'),
     _refused('rwkv', 'its output holds no key/value cache (a recurrent or encoder model): export it with t2n.export'),
+    _proven('sarvam_mla', SWEEP),
+    _proven('sarvam_moe', SWEEP),
     _proven('seed_oss', SWEEP),
     _proven('smollm3', SWEEP),
     _proven('solar_open', SWEEP),
@@ -237,7 +248,6 @@ _ROWS: tuple[Family, ...] = (
     _proven('zamba', 'tests: multi-head Mamba layers and a shared attention block, their states as cache inputs/outputs; f32, f16 streamed folder'),
     _proven('zamba2', 'tests: Mamba-2 layers and a shared attention block, their states as cache inputs/outputs; f32, f16 streamed folder'),
     _refused('zaya', "not proven: the sweep could not build a tiny model from its configuration's defaults (StrictDataclassClassValidationError: Class validation error for validator 'validate_architecture': ValueError: ZAYA currently supports `num_experts_per_tok=1` o)"),
-
 )
 """One row per model type, sorted (written by ``python -m tools.llm_families rows`` from
 the sweep, the families the tests prove named with their forms)."""

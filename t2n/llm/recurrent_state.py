@@ -27,6 +27,7 @@ import attrs
 import torch
 
 from t2n.errors import UnsupportedArchitectureError
+from t2n.llm.cache_api import cache_keyword
 from t2n.llm.layout import CacheLayout, StateSpec
 from t2n.llm.recurrent_mixers import MIXERS, Mixer
 
@@ -128,8 +129,7 @@ class StateMixers:
                 layers.append(DummyLayer())  # type: ignore[no-untyped-call]
         cache: Any = Cache(layers=layers)
         accepts = inspect.signature(model.forward).parameters
-        kwargs: dict[str, Any] = {"past_key_values" if "past_key_values" in accepts else "cache_params": cache,
-                                  "use_cache": True}
+        kwargs: dict[str, Any] = {cache_keyword(model): cache, "use_cache": True}
         if layout.kv_layers != () and "position_ids" in accepts:
             past_length = io[next(e for e in entries if e[0] == "key")].shape[2]
             kwargs["position_ids"] = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0) + past_length

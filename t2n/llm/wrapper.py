@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from t2n.llm.cache_api import cache_keyword, returned_cache
 from t2n.llm.layout import CacheLayout, StateSpec
 
 __all__ = ["CacheLayout", "KVCacheWrapper", "StateSpec", "cache_layout"]
@@ -21,19 +22,21 @@ __all__ = ["CacheLayout", "KVCacheWrapper", "StateSpec", "cache_layout"]
 def cache_layout(model: torch.nn.Module) -> CacheLayout:
     """Read the cache layout off one real step of ``model`` (whatever names its config
     uses for heads and sizes, and whichever layers hold keys or recurrent states)."""
-    import contextlib
-
-    from t2n.frontend.meta_trace import stand_ins
     from t2n.llm.recurrent_state import StateMixers, recurrent_states
 
     parameter = next(model.parameters())
     # a hybrid model built on the meta device may hold real buffers (Falcon-H1's MuP
-    # vector): its step runs on zero stand-ins of the weights, which cost no memory
+    # vector): its step runs on zero stand-ins of the weights, which cost no memory; so
+    # does a model whose computed buffer meets the meta weights (GPT-J's rotary table,
+    # transformers 5.25 and later)
     real = parameter.is_meta and StateMixers.find(model) is not None
-    with torch.no_grad(), stand_ins(model) if real else contextlib.nullcontext():
-        device = "cpu" if real else parameter.device
-        out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), use_cache=True)
-    cache: Any = getattr(out, "past_key_values", None) or getattr(out, "cache_params", None)
+    try:
+        out = _one_step(model, real)
+    except RuntimeError:
+        if not parameter.is_meta or real:
+            raise
+        out = _one_step(model, True)
+    cache: Any = returned_cache(out)
     layers = cache.layers
     kv = [i for i, layer in enumerate(layers) if getattr(layer, "keys", None) is not None]
     states = recurrent_states(layers)
@@ -44,6 +47,18 @@ def cache_layout(model: torch.nn.Module) -> CacheLayout:
     return CacheLayout(len(layers), int(keys.shape[1]), int(keys.shape[3]), keys.dtype,
                        kv_layers=None if len(kv) == len(layers) else tuple(kv), states=states,
                        value_head_dim=None if value_dim == int(keys.shape[3]) else value_dim)
+
+
+def _one_step(model: torch.nn.Module, on_stand_ins: bool) -> Any:
+    """``model``'s output for one token with a cache, on the weights' device or, with
+    ``on_stand_ins``, on the CPU with zero stand-ins of its meta tensors."""
+    import contextlib
+
+    from t2n.frontend.meta_trace import stand_ins
+
+    device = "cpu" if on_stand_ins else next(model.parameters()).device
+    with torch.no_grad(), stand_ins(model) if on_stand_ins else contextlib.nullcontext():
+        return model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), use_cache=True)
 
 
 class KVCacheWrapper(torch.nn.Module):
@@ -77,9 +92,9 @@ class KVCacheWrapper(torch.nn.Module):
         extra: dict[str, Any] = {}
         if self.num_logits_to_keep is not None:
             extra["logits_to_keep"] = self.num_logits_to_keep
-        out = self.model(input_ids=input_ids, past_key_values=cache, position_ids=positions,
-                         use_cache=True, **extra)
+        extra[cache_keyword(self.model)] = cache
+        out = self.model(input_ids=input_ids, position_ids=positions, use_cache=True, **extra)
         grown: list[torch.Tensor] = []
-        for layer in out.past_key_values.layers:
+        for layer in returned_cache(out).layers:
             grown += [layer.keys, layer.values]
         return (out.logits, *grown)

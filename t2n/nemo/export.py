@@ -31,6 +31,7 @@ from t2n.nemo.subnets import (
     joint_subnet,
     preprocessor_subnet,
 )
+from t2n.nemo.verify import verify_asr
 from t2n.remodel.interface import graph_interface
 from t2n.remodel.plan import GraphPlan, RemodelPlan, as_plan
 from t2n.serialize.destination import check_name_length
@@ -86,7 +87,9 @@ def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = 
     ``plan`` (a multi-graph plan mapping, ``RemodelPlan`` or YAML/JSON file, keyed by
     sub-network name) replaces the default plan of the sub-networks it names;
     ``remodel=False`` keeps NeMo's batched interfaces. With ``check``, every artifact
-    runs in tract at two sizes and is compared with NeMo's module (``CheckMismatchError``).
+    runs in tract at two sizes and is compared with NeMo's module, and the artifacts run
+    one after the other on two synthetic utterances are compared with the model's own
+    preprocessor, forward and CTC head (``CheckMismatchError``; see :mod:`t2n.nemo.verify`).
     ``preprocessor=False`` leaves the features to the application.
 
     The folder is written under a temporary name and moved into place when complete;
@@ -115,8 +118,11 @@ def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = 
         data = {"format": FORMAT, "version": VERSION, "t2n_version": __version__,
                 "target": str(target), "model": {"class": facts.class_name, "kind": facts.kind, "source": source},
                 "audio": _audio(facts, preprocessor), "decoding": _decoding(facts), "artifacts": entries}
-        manifest = Manifest(data)
-        (tmp / FILE).write_text(manifest.to_json())
+        (tmp / FILE).write_text(Manifest(data).to_json())
+        if check:  # the artifacts chained in tract against NeMo's own model; the manifest says so
+            data["checked_against_nemo"] = verify_asr(nemo_model, tmp, preprocessor=preprocessor,
+                                                      tolerance=tolerance)
+            (tmp / FILE).write_text(Manifest(data).to_json())
         install(tmp, dest, lambda: _check_destination(dest, overwrite))
     except BaseException:
         if tmp.exists():

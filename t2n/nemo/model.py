@@ -29,10 +29,14 @@ MODEL_PACKAGE = "nemo.collections.asr.models."
 def import_nemo_asr() -> Any:
     """``nemo.collections.asr``, or :class:`NemoUnavailableError` saying how to install it."""
     try:
-        return importlib.import_module("nemo.collections.asr")
+        asr = importlib.import_module("nemo.collections.asr")
     except ImportError as exc:
         raise NemoUnavailableError(
             f"NeMo is not installed here ({exc}): pip install 't2n[nemo]' (nemo-toolkit[asr])") from exc
+    from t2n.reference.releases import check_release
+
+    check_release("nemo_toolkit", str(getattr(importlib.import_module("nemo"), "__version__", "")))
+    return asr
 
 
 @attrs.frozen

@@ -1,4 +1,4 @@
-"""The family registry covers every causal-LM model type of the pinned transformers,
+"""The family registry covers every causal-LM model type of the declared transformers releases,
 ``docs/llm.md`` shows it as it is, and a refused family is refused before anything is
 written, with its reason."""
 
@@ -17,9 +17,11 @@ from .tiny_models import MOE_FAMILIES
 
 
 def test_every_causal_lm_type_has_a_row() -> None:
+    """Every type of the installed release (the pinned one or the newest declared: the
+    registry also holds the types a newer release adds)."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    assert sorted(FAMILIES) == sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    assert sorted(set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) - set(FAMILIES)) == []
     assert all(f.status in (PROVEN, REFUSED) and f.note for f in FAMILIES.values())
     for family in (*MOE_FAMILIES, *HYBRID_FAMILIES, "llama", "qwen2", "gpt2", "gpt_neox", "gptj"):
         assert FAMILIES[family].status == PROVEN, family

@@ -208,3 +208,31 @@ def test_an_existing_export_is_replaced(tmp_path):
     done = t2n.nemo.export_asr(model, out, preprocessor=False, check=False, remodel=False)
     assert done.manifest.data["artifacts"]["encoder"]["plan"] is None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("name", ["fastconformer_ctc", "fastconformer_rnnt"])
+def test_a_wrong_encoder_wrapper_is_refused(tmp_path, monkeypatch, name):
+    """The encoder's wrapper scales NeMo's output by 1.01: the artifact agrees with the
+    wrapper (the per-artifact check passes) but not with the model's own forward, which the
+    export is checked against; nothing is written."""
+    from t2n.errors import CheckMismatchError
+    from t2n.nemo import subnets
+
+    model = build(name)
+    real = subnets.Encoder.forward
+
+    def scaled(self, audio_signal, length):
+        outputs, lengths = real(self, audio_signal, length)
+        return outputs * 1.01, lengths
+
+    monkeypatch.setattr(subnets.Encoder, "forward", scaled)
+    with pytest.raises(CheckMismatchError, match="(?s)FAIL encoded.*differs from what .* own modules compute"):
+        t2n.nemo.export_asr(model, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_manifest_records_the_check_against_nemo(tmp_path):
+    done = t2n.nemo.export_asr(build("fastconformer_hybrid"), tmp_path / "out")
+    checks = done.manifest.data["checked_against_nemo"]
+    assert [c["utterance_samples"] for c in checks] == [16077, 8013]
+    assert all(c["max_abs"] < 1e-3 for c in checks)

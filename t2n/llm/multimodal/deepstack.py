@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from t2n.llm.cache_api import CACHE_KEYWORDS, returned_cache
 from t2n.llm.multimodal.mrope import interleaved_frequencies
 from t2n.llm.multimodal.scatter import scatter_at_placeholders
 
@@ -19,7 +20,7 @@ def forward_with_deepstack(model: Any, embeds: torch.Tensor, is_placeholder: tor
                            **kwargs: Any) -> Any:
     """The model's decoder and head on ``embeds`` with ``streams`` added after its first
     layers; an output with ``logits`` (of the last ``num_logits_to_keep`` positions, None:
-    all) and ``past_key_values``."""
+    all) and the cache (under this release's name: see cache_api)."""
     from transformers.modeling_outputs import CausalLMOutputWithPast
 
     language = model.model.language_model
@@ -41,4 +42,5 @@ def forward_with_deepstack(model: Any, embeds: torch.Tensor, is_placeholder: tor
     hidden = out.last_hidden_state
     if num_logits_to_keep is not None:
         hidden = hidden[:, -num_logits_to_keep:]
-    return CausalLMOutputWithPast(logits=model.lm_head(hidden), past_key_values=out.past_key_values)
+    field = next(n for n in CACHE_KEYWORDS if n in CausalLMOutputWithPast.__dataclass_fields__)
+    return CausalLMOutputWithPast(logits=model.lm_head(hidden), **{field: returned_cache(out)})

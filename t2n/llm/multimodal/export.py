@@ -23,6 +23,7 @@ import torch
 
 from t2n.errors import InvalidArgumentError
 from t2n.llm.multimodal.families import Family, family_of
+from t2n.llm.multimodal.verify import verify_multimodal
 from t2n.llm.multimodal.wrappers import EmbeddingsDecoder, EncoderWrapper
 
 if TYPE_CHECKING:
@@ -131,23 +132,6 @@ def encoder_sizes(family: Family, sizes: list[tuple[int, int] | None]) -> list[t
     return [None] if family.size_symbols is not None else sizes
 
 
-def check_at_sizes(model: torch.nn.Module, family: Family, encoder: Written, sizes: list[tuple[int, int] | None],
-                   target: Any) -> None:
-    """A symbolic-size encoder run in tract on an image of each of ``sizes`` against ``model``."""
-    from t2n.llm.samples import to_numpy
-
-    for size in sizes:
-        if size is None:
-            continue
-        example = family.example(model, size)
-        with torch.no_grad():
-            expected = encoder.wrap(model)(*example)
-        expected = expected if isinstance(expected, tuple) else (expected,)
-        LOG.info("checking %s in tract on a %d x %d image", encoder.path, size[0], size[1])
-        encoder.artifact.check(target.check_io_tolerance, inputs=[to_numpy(t) for t in example],
-                               expected=[to_numpy(t) for t in expected])
-
-
 def deepstack_names(model: torch.nn.Module, family: Family) -> list[tuple[str, str]]:
     """(encoder output, decoder input) names of the DeepStack streams, in layer order."""
     count = family.deepstack(model) if family.deepstack is not None else 0
@@ -168,12 +152,12 @@ def placeholder_of(model: torch.nn.Module, family: Family) -> int:
     return value
 
 
-def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: Any, *, verify: bool,
+def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: Any, *,
                    naming: str, shards: StreamedCheckpoint | None = None,
                    size: tuple[int, int] | None = None) -> Written:
     """``OUT/<modality>/model.nnef.tgz`` (``OUT/<modality>/<h>x<w>/`` for an image ``size``
-    of a family fixed to one size), checked in tract on the example input (``verify``; a
-    model streamed from ``shards`` is checked afterwards, against the loaded one)."""
+    of a family fixed to one size); checked afterwards with the decoder against the model's
+    own forward (:mod:`t2n.llm.multimodal.verify`)."""
     from t2n.driver.export import export_model
     from t2n.options import compile_options, write_options
 
@@ -188,8 +172,7 @@ def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: An
                                             *(o for o, _ in positions_names(family))],
                               dynamic_axes=family.dynamic_axes, nnef_variable_naming_scheme=naming,
                               custom_extensions=size_assertions(model, family),
-                              weights_from=_streamed_weights(wrapper, model, shards),
-                              check_io=verify and shards is None)
+                              weights_from=_streamed_weights(wrapper, model, shards))
     with torch.no_grad():
         artifact = export_model(wrapper, example, write_options(path), options)
     return Written(path, artifact, example, lambda m: EncoderWrapper(m, family, size).eval(),
@@ -214,12 +197,12 @@ class _DecoderInputs:
 
 
 def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: Any, text: TextLayout, *,
-                   verify: bool, naming: str, shards: StreamedCheckpoint | None = None,
+                   naming: str, shards: StreamedCheckpoint | None = None,
                    num_logits_to_keep: int | None = 1, kv_bits: int | None = None) -> Written:
     """``OUT/decoder/``: the LLM layout with the embeddings as the last input; the logits
     of the last ``num_logits_to_keep`` positions (None: every position's). ``kv_bits``:
     tract's stateful cache of that many bits per value (0: the model's dtype; None: the
-    explicit cache), checked in tract with the samples (see :func:`_write_samples`)."""
+    explicit cache); checked afterwards with the encoders against the model's own forward."""
     from t2n.driver.compile import compile_model
     from t2n.driver.export import export_model
     from t2n.frontend.meta_trace import stand_ins
@@ -245,7 +228,7 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
                                              # a call without placeholders gives no rows
                                              f"tract_assert {rows_symbol} >= 0"],
         nnef_variable_naming_scheme=naming, weights_from=_streamed_weights(wrapper, model, shards),
-        passes=list(text.passes), check_io=verify and shards is None and kv_bits is None)
+        passes=list(text.passes))
     with torch.no_grad():
         if kv_bits is None:
             artifact = export_model(wrapper, example, write_options(path), options)
@@ -395,8 +378,9 @@ def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: Text
                       image_sizes: Any = None, kv_bits: int | None = None) -> Path:
     """Export ``model`` (a multimodal family of :mod:`t2n.llm.multimodal.families`) into
     ``out``; returns the manifest's path. A model on the meta device takes its weights
-    from ``shards`` (streamed into each artifact); with ``verify`` each artifact is then
-    checked in tract against ``reference()``, the loaded model (None: too big to load).
+    from ``shards`` (streamed into each artifact); with ``verify`` the artifacts are then run
+    in tract together and checked against the model's own forward (``reference()``, the
+    loaded model, for a streamed one; None: too big to load).
     ``image_sizes``: the (height, width) pixel sizes to write an encoder for, one artifact
     each, for a family whose encoder is fixed to one size (None: its default size).
     ``kv_bits``: the decoder with tract's stateful cache (see :func:`export_decoder`)."""
@@ -406,27 +390,26 @@ def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: Text
     model = model.eval()
     checked = checked_sizes(model, family, image_sizes)
     sizes = encoder_sizes(family, checked)
-    encoders = [export_encoder(model, family, out, target, verify=verify, naming=naming, shards=shards, size=size)
+    encoders = [export_encoder(model, family, out, target, naming=naming, shards=shards, size=size)
                 for size in sizes]
     written = [*encoders,
-               export_decoder(model, family, out, target, text, verify=verify, naming=naming, shards=shards,
+               export_decoder(model, family, out, target, text, naming=naming, shards=shards,
                               num_logits_to_keep=num_logits_to_keep, kv_bits=kv_bits)]
     loaded = model if shards is None else reference() if verify and reference is not None else None
-    if shards is not None:
-        check_against(loaded, written, target)
-    if loaded is not None and verify and family.size_symbols is not None:
-        check_at_sizes(loaded, family, encoders[0], checked, target)
+    if verify and loaded is not None:  # every artifact against the model's own forward, at each size
+        checks = [(encoders[0], s) for s in checked] if family.size_symbols is not None else list(zip(encoders, sizes))
+        verify_multimodal(loaded, family, checks, written[-1], "very" if kv_bits else target.check_io_tolerance,
+                          placeholder=placeholder_of(loaded, family), keep=num_logits_to_keep)
     if loaded is not None:
-        _write_samples(loaded, family, out, written, sizes, verify=verify, target=target)
+        _write_samples(loaded, family, out, written, sizes)
     return write_manifest(model, [family], out, samples=loaded is not None, sizes=sizes)
 
 
 def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: list[Written],
-                   sizes: list[tuple[int, int] | None], *, verify: bool = False, target: Any = None) -> None:
+                   sizes: list[tuple[int, int] | None]) -> None:
     """Each encoder's and the decoder's ``tests/*.npz`` (see :mod:`t2n.llm.multimodal.samples`),
     computed by ``loaded`` (the model exported, or the streamed folder's loaded whole); the
-    decoder's prefill takes the rows of the first encoder's sample. A stateful decoder
-    (``verify``) runs the sample's steps in one tract state against them."""
+    decoder's prefill takes the rows of the first encoder's sample."""
     from t2n.llm.multimodal.samples import write_decoder_samples, write_encoder_samples
 
     *encoders, decoder = written
@@ -434,33 +417,10 @@ def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: 
                                      encoder.output_names, out / encoder_folder(family, size))
                for encoder, size in zip(encoders, sizes)]
     vocab = int(loaded.get_input_embeddings().weight.shape[0])  # type: ignore[operator]
-    files, steps = write_decoder_samples(decoder.wrap(loaded), placeholder_of(loaded, family), vocab,
-                                         list(decoder.start), samples[0], decoder.input_names, decoder.output_names,
-                                         out / "decoder", kept=None if decoder.graph_inputs is None else
-                                         [*decoder.artifact.input_names, *decoder.artifact.output_names])
-    if verify and decoder.graph_inputs is not None:
-        from t2n.llm.stateful import verify_stateful
-
-        LOG.info("checking the stateful decoder in tract: a prefill with the image, then decode steps")
-        cache = json.loads((out / "decoder" / "modes.json").read_text())["cache"]
-        tolerance = "very" if cache.get("quantized_bits") else target.check_io_tolerance
-        verify_stateful(str(decoder.path), steps, decoder.graph_inputs, tolerance)
+    files, _ = write_decoder_samples(decoder.wrap(loaded), placeholder_of(loaded, family), vocab,
+                                     list(decoder.start), samples[0], decoder.input_names, decoder.output_names,
+                                     out / "decoder", kept=None if decoder.graph_inputs is None else
+                                     [*decoder.artifact.input_names, *decoder.artifact.output_names])
     modes = json.loads((out / "decoder" / "modes.json").read_text())
     modes["tests"] = files
     (out / "decoder" / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")
-
-
-def check_against(loaded: torch.nn.Module | None, written: list[Written], target: Any) -> None:
-    """Each streamed artifact run in tract on its example against ``loaded`` (skipped, as
-    the warning that made it None says, when the model was too big or not verified)."""
-    from t2n.llm.samples import to_numpy
-
-    if loaded is None:
-        return
-    for item in (w for w in written if w.graph_inputs is None):  # a stateful decoder: checked with its samples
-        with torch.no_grad():
-            expected = item.wrap(loaded)(*item.example)
-        expected = expected if isinstance(expected, tuple) else (expected,)
-        LOG.info("checking %s in tract against the loaded model", item.path)
-        item.artifact.check(target.check_io_tolerance, inputs=[to_numpy(t) for t in item.example],
-                            expected=[to_numpy(t) for t in expected])

@@ -60,6 +60,43 @@ class Family:
     symbols of ``dynamic_axes``): each symbol's ``min``, ``max`` and ``multiple_of``
     pixels. ``image_sizes`` then writes no encoder per size: the one encoder is checked
     at each of them."""
+    forward_inputs: Callable[..., dict[str, Any]] | None = None
+    """``(model, example, input_ids, size)`` → the keywords beside ``input_ids`` with which
+    the model's own ``forward`` (the reference an export is checked against) takes the
+    encoder's raw input ``example`` (of the image ``size``), as the family's processor
+    gives them."""
+
+
+def _placeholders(model: Any, ids: torch.Tensor) -> torch.Tensor:
+    """Where the prompt holds the model's image token (1) or not (0)."""
+    return (ids == int(model.config.image_token_id)).long()
+
+
+def _gemma3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
+                   size: tuple[int, int] | None = None) -> dict[str, Any]:
+    return {"pixel_values": example[0], "token_type_ids": _placeholders(model, ids)}
+
+
+def _idefics3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
+                     size: tuple[int, int] | None = None) -> dict[str, Any]:
+    return {"pixel_values": example[0][None]}  # the processor's [1, IMAGES, 3, H, W]
+
+
+def _mistral3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
+                     size: tuple[int, int] | None = None) -> dict[str, Any]:
+    pixels = example[0]
+    return {"pixel_values": pixels, "image_sizes": torch.tensor([[pixels.shape[2], pixels.shape[3]]])}
+
+
+def _qwen_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
+                 size: tuple[int, int] | None = None) -> dict[str, Any]:
+    return {"pixel_values": example[0], "image_grid_thw": torch.tensor([[1, *_qwen_grid_of(model, size)]]),
+            "mm_token_type_ids": _placeholders(model, ids).int()}
+
+
+def _voxtral_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
+                    size: tuple[int, int] | None = None) -> dict[str, Any]:
+    return {"input_features": example[0]}
 
 
 def _image_size(model: torch.nn.Module) -> int:
@@ -77,7 +114,8 @@ def _gemma3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
 
 
 GEMMA3 = Family("gemma3", "image", "image_token_id", ("pixel_values",), _gemma3_example, _gemma3_encode,
-                dynamic_axes={"pixel_values": {0: "IMAGES"}}, token_types=True)
+                dynamic_axes={"pixel_values": {0: "IMAGES"}}, token_types=True,
+                forward_inputs=_gemma3_inputs)
 
 def _idefics3_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
     size = _image_size(model)
@@ -97,7 +135,8 @@ IDEFICS3 = Family("idefics3", "image", "image_token_id", ("pixel_values",), _ide
                   dynamic_axes={"pixel_values": {0: "IMAGES"}},
                   fixed="pixel_values are the real images (tiles) of full size, [IMAGES, 3, H, W]: drop the "
                         "all-zero padding images of the processor's [1, IMAGES, 3, H, W] and its "
-                        "pixel_attention_mask (every pixel is taken as real)")
+                        "pixel_attention_mask (every pixel is taken as real)",
+                  forward_inputs=_idefics3_inputs)
 
 def _mistral3_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None) -> torch.Tensor:
     """Pixtral's tower (2-D rotary over the patch grid) and the patch merger, for one image
@@ -141,7 +180,8 @@ MISTRAL3 = Family("mistral3", "image", "image_token_id", ("pixel_values",), _mis
                   fixed="one image a call, pixel_values [1, 3, H, W] of its own size (the processor's image_sizes; "
                         "not the padded batch): H and W multiples of patch_size * spatial_merge_size, at most "
                         "the vision tower's image_size (image_size_bounds)",
-                  default_size=_square, check_size=_mistral3_check, size_symbols=_mistral3_symbols)
+                  default_size=_square, check_size=_mistral3_check, size_symbols=_mistral3_symbols,
+                  forward_inputs=_mistral3_inputs)
 
 def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
     """The patch grid (rows, columns) an image is exported at: two attention windows a
@@ -219,7 +259,8 @@ QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), 
                     fixed="one image of the artifact's image_grid_thw [1, H, W] (default: two attention "
                           "windows a side), pixel_values [H * W, C * T * P * P]: the windows, 2-D positions and "
                           "merge order are computed from the grid in Python, one artifact per size",
-                    grid=_qwen_merged_grid, default_size=_qwen_size, check_size=_qwen_check)
+                    grid=_qwen_merged_grid, default_size=_qwen_size, check_size=_qwen_check,
+                    forward_inputs=_qwen_inputs)
 
 def _voxtral_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
     audio: Any = model.config.audio_config  # type: ignore[union-attr]
@@ -234,7 +275,8 @@ def _voxtral_encode(model: Any, input_features: torch.Tensor) -> torch.Tensor:
 VOXTRAL = Family("voxtral", "audio", "audio_token_id", ("input_features",), _voxtral_example, _voxtral_encode,
                  dynamic_axes={"input_features": {0: "CLIPS"}},
                  fixed="clips of the Whisper encoder's fixed length: input_features [CLIPS, mel bins, "
-                       "2 * max_source_positions] (30 s each, as the processor pads them)")
+                       "2 * max_source_positions] (30 s each, as the processor pads them)",
+                 forward_inputs=_voxtral_inputs)
 
 def _qwen3_vl_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None
                      ) -> tuple[torch.Tensor, ...]:
@@ -256,7 +298,8 @@ QWEN3_VL = Family("qwen3_vl", "image", "image_token_id", ("pixel_values",), _qwe
                   fixed="one image of the artifact's image_grid_thw [1, H, W] (default: the grid of the "
                         "learned position embeddings, interpolated to the grid in Python), pixel_values "
                         "[H * W, C * T * P * P], one artifact per size", grid=_qwen_merged_grid,
-                  deepstack=_qwen3_vl_streams, default_size=_qwen_size, check_size=_qwen_check)
+                  deepstack=_qwen3_vl_streams, default_size=_qwen_size, check_size=_qwen_check,
+                  forward_inputs=_qwen_inputs)
 
 FAMILIES: dict[str, Family] = {
     "Qwen3VLForConditionalGeneration": QWEN3_VL,

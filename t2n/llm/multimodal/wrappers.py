@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from t2n.llm.cache_api import cache_keyword, returned_cache
 from t2n.llm.multimodal.families import Family
 from t2n.llm.multimodal.scatter import placeholder_mask, scatter_at_placeholders, text_ids
 
@@ -96,11 +97,12 @@ class EmbeddingsDecoder(torch.nn.Module):
             from t2n.llm.multimodal.deepstack import forward_with_deepstack
 
             out = forward_with_deepstack(model, embeds, is_placeholder, deep, self.num_logits_to_keep,
-                                         past_key_values=cache, position_ids=positions, use_cache=True)
+                                         position_ids=positions, use_cache=True,
+                                         **{cache_keyword(model.model.language_model): cache})
         else:
-            out = model(inputs_embeds=embeds, past_key_values=cache, position_ids=positions, use_cache=True,
-                        **extra)
+            extra[cache_keyword(model)] = cache
+            out = model(inputs_embeds=embeds, position_ids=positions, use_cache=True, **extra)
         grown: list[torch.Tensor] = []
-        for layer in out.past_key_values.layers:
+        for layer in returned_cache(out).layers:
             grown += [layer.keys, layer.values]
         return (out.logits, *grown, *grown_delta)

@@ -1,0 +1,64 @@
+"""An exported decoder checked against ``transformers``' own model, never against the
+wrapper t2n traced: the artifact runs in tract as a runtime runs it (a prefill, then one
+token per call with its own cache fed back, or in one tract state), and each call's
+logits are compared with the model's forward on the whole sequence without a cache
+(:mod:`t2n.reference.causal_lm`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from t2n.check.compare import Tolerance
+from t2n.llm.layout import CacheLayout
+from t2n.reference.causal_lm import Call, calls, check_logits, token_ids
+
+LOG = logging.getLogger(__name__)
+
+
+def _explicit_logits(path: Path, layout: CacheLayout, ids: np.ndarray, steps: Sequence[Call]) -> list[np.ndarray]:
+    """Each call's logits, the cache the artifact returned fed to the next call."""
+    import tract
+
+    from t2n.backends.tract.child import _to_numpy
+    from t2n.llm.generate import load_runnable
+    from t2n.llm.samples import to_numpy
+
+    runnable = load_runnable(path)
+    cache = [to_numpy(t) for t in layout.empty_cache(0)]
+    out = []
+    for step in steps:
+        results = [np.asarray(_to_numpy(tract, np, o)) for o in runnable.run([ids[:, step.start:step.end], *cache])]
+        out.append(results[0])
+        cache = results[1:]
+    return out
+
+
+def artifact_logits(path: Path, layout: CacheLayout, ids: np.ndarray, steps: Sequence[Call], *,
+                    keep: int | None, one_token: bool = False) -> list[np.ndarray]:
+    """The logits the artifact at ``path`` gives for each call of ``steps`` in tract:
+    explicit cache fed back, or tract's stateful cache in one state (``one_token``: a
+    window cache, fed one token per call, the last ``keep`` positions' logits kept)."""
+    from t2n.llm.stateful import run_steps
+
+    if not layout.stateful:
+        return _explicit_logits(path, layout, ids, steps)
+    got = run_steps(str(path), [[ids[:, s.start:s.end]] for s in steps], one_token=one_token)
+    lengths = [min(s.end - s.start, keep) if keep else s.end - s.start for s in steps]
+    return [g[:, g.shape[1] - n:] for g, n in zip(got, lengths)]
+
+
+def verify_against_transformers(path: Path, model: Any, layout: CacheLayout, vocab: int, tolerance: Tolerance | str,
+                                *, keep: int | None, one_token: bool = False, note: str = "") -> None:
+    """Refuse (:class:`~t2n.errors.CheckMismatchError`) an artifact whose calls do not give
+    ``model``'s logits on the whole sequence (a prefill, then one-token calls)."""
+    steps = calls()
+    ids = token_ids(vocab, steps[-1].end)
+    LOG.info("checking the artifact in tract against %s's own forward (no cache): a prefill and %d "
+             "one-token calls", type(model).__name__, len(steps) - 1)
+    got = artifact_logits(path, layout, ids, steps, keep=keep, one_token=one_token)
+    check_logits(model, ids, steps, got, tolerance, keep=keep, artifact=str(path), note=note)
