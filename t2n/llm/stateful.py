@@ -50,6 +50,18 @@ def _cache_concat(graph: Graph, past: Value, out_name: str) -> tuple[Value, int]
     return cat.inputs[1], int(cat.attrs["axis"]) % past.rank
 
 
+def _drop_interface_names(graph: Graph, past: Value, out: Value) -> None:
+    """The names the artifact reports for its inputs and outputs without those of ``past``
+    and ``out`` (the graph's values are named apart from them: the renderer reads these)."""
+    info = graph.info
+    if info.input_names is not None:
+        i = next(k for k, v in enumerate(graph.inputs) if v is past)
+        info.input_names = info.input_names[:i] + info.input_names[i + 1:]
+    if info.output_names is not None:
+        j = next(k for k, v in enumerate(graph.outputs) if v is out)
+        info.output_names = info.output_names[:j] + info.output_names[j + 1:]
+
+
 @attrs.frozen
 class StatefulKVCache(Pass):
     """Explicit cache inputs/outputs (``pairs``: input name → output name) → tract's
@@ -84,6 +96,7 @@ class StatefulKVCache(Pass):
                 attrs_.update(bits=self.bits, per_channel="_key_" in in_name)
             grown = graph.create_op("kv_cache_append", [new], attrs_, loc=cat.loc, names=[state]).output
             graph.replace_all_uses_with(cat.output, grown, outputs=False)
+            _drop_interface_names(graph, past, cat.output)
             graph.set_outputs([v for v in graph.outputs if v is not cat.output])
             graph.remove(cat)
             graph.remove_input(past)

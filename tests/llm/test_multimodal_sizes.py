@@ -178,3 +178,39 @@ def test_cli_writes_an_encoder_per_image_size_of_a_folder(tmp_path: Path) -> Non
     bad = make_runner()("llm", "--local-dir", str(tmp_path / "checkpoint"), "--export-dirpath",
                         str(tmp_path / "bad"), "--image-size", "56")
     assert bad.returncode != 0 and "HxW" in bad.stderr
+
+
+@pytest.mark.slow  # two encoders of 256 and 1024 patches
+def test_qwen2_5_vl_at_its_released_window_and_patch_sizes(tmp_path: Path) -> None:
+    """Qwen2.5-VL as released (14 px patches, 112 px windows) at 224 x 224 and 448 x 448: the
+    window partition is computed for each encoder's grid before the trace (it selects a
+    grid's windows with a boolean mask), and image-conditioned generation in tract is
+    transformers' at both sizes."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    text = {"vocab_size": 96, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 1200,
+            "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3], "rope_theta": 10000.0}}
+    config = tf.Qwen2_5_VLConfig(
+        text_config=text, image_token_id=IMAGE, vision_start_token_id=START, vision_end_token_id=END,
+        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=112,
+                           fullatt_block_indexes=[1]))
+    model = tf.Qwen2_5_VLForConditionalGeneration(config).eval()
+    out = tmp_path / "out"
+    export_llm(model, out, image_sizes=[(224, 224), (448, 448)])  # checked against the model at both sizes
+    manifest = json.loads((out / "multimodal.json").read_text())
+    assert [e["image_grid_thw"] for e in manifest["encoders"]] == [[1, 16, 16], [1, 32, 32]]
+    for size in ((224, 224), (448, 448)):
+        grid = torch.tensor([[1, size[0] // 14, size[1] // 14]])
+        pixels = _pixels((int(grid[0, 1] * grid[0, 2]), 3 * 2 * 14 * 14), 4)
+        rows = int(grid[0, 1] * grid[0, 2]) // 4
+        prompt = torch.tensor([[2, 5, START, *[IMAGE] * rows, END, 7, 8]])
+        with torch.no_grad():
+            expected = model.generate(prompt, attention_mask=torch.ones_like(prompt), pixel_values=pixels,
+                                      image_grid_thw=grid, mm_token_type_ids=(prompt == IMAGE).int(),
+                                      max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
+                                      pad_token_id=0)[0, prompt.shape[1]:].tolist()
+        got = tract_multimodal_generate(out, prompt, NEW_TOKENS, pixels.numpy(), image_size=size)
+        assert got == expected, size

@@ -60,6 +60,10 @@ class Family:
     symbols of ``dynamic_axes``): each symbol's ``min``, ``max`` and ``multiple_of``
     pixels. ``image_sizes`` then writes no encoder per size: the one encoder is checked
     at each of them."""
+    fixed_inputs: Callable[[Any, tuple[int, int] | None], dict[str, torch.Tensor]] | None = None
+    """Keywords of ``encode`` that depend only on the image size fixed at export, computed
+    before the trace by the model's library (Qwen2.5-VL's window partition: its boolean
+    selection of a grid's windows would otherwise be traced)."""
     forward_inputs: Callable[..., dict[str, Any]] | None = None
     """``(model, example, input_ids, size)`` → the keywords beside ``input_ids`` with which
     the model's own ``forward`` (the reference an export is checked against) takes the
@@ -245,14 +249,32 @@ def qwen_grid_positions(model: torch.nn.Module, size: tuple[int, int] | None) ->
                         torch.full((rows * columns,), columns)], dim=1)
 
 
-def _qwen_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None) -> tuple[torch.Tensor, ...]:
+def _qwen_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None,
+                 **fixed: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """The vision tower (window attention, 2-D rotary) and merger on one image of the grid
-    fixed at export (``image_grid_thw`` sets the windows and positions in Python), and
-    each row's place in the grid (for the decoder's 3-D rotary positions)."""
+    fixed at export (``image_grid_thw`` sets the positions in Python; ``fixed``: the window
+    partition computed for that grid before the trace), and each row's place in the grid
+    (for the decoder's 3-D rotary positions)."""
     rows, columns = _qwen_grid_of(model, size)
     grid = torch.tensor([[1, rows, columns]])
-    features = _pooled(model.get_image_features(pixel_values, image_grid_thw=grid, return_dict=True))
+    features = _pooled(model.get_image_features(pixel_values, image_grid_thw=grid, return_dict=True, **fixed))
     return features, qwen_grid_positions(model, size)
+
+
+def _qwen_windows(model: Any, size: tuple[int, int] | None) -> dict[str, torch.Tensor]:
+    """The window partition of the image grid of ``size`` (``window_index``,
+    ``cu_window_seqlens``), as transformers' ``get_vision_window_index`` computes it; the
+    tower takes it precomputed (empty where the library has no such function)."""
+    try:
+        from transformers.vision_utils import get_vision_window_index
+    except ImportError:
+        return {}
+    visual = model.model.visual
+    grid = torch.tensor([[1, *_qwen_grid_of(model, size)]])
+    with torch.no_grad():
+        index, bounds = get_vision_window_index(grid, spatial_merge_size=int(visual.spatial_merge_size),
+                                                window_size=int(visual.window_size), patch_size=int(visual.patch_size))
+    return {"window_index": index, "cu_window_seqlens": bounds}
 
 
 QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), _qwen_example, _qwen_encode,
@@ -260,7 +282,7 @@ QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), 
                           "windows a side), pixel_values [H * W, C * T * P * P]: the windows, 2-D positions and "
                           "merge order are computed from the grid in Python, one artifact per size",
                     grid=_qwen_merged_grid, default_size=_qwen_size, check_size=_qwen_check,
-                    forward_inputs=_qwen_inputs)
+                    fixed_inputs=_qwen_windows, forward_inputs=_qwen_inputs)
 
 def _voxtral_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
     audio: Any = model.config.audio_config  # type: ignore[union-attr]

@@ -23,10 +23,12 @@ class EncoderWrapper(torch.nn.Module):
         self.family = family
         self.size = size
         """The image size (height, width) of a family fixed to one size (None: its default)."""
+        self.fixed = family.fixed_inputs(model, size) if family.fixed_inputs is not None else {}
+        """What the encoder takes that depends only on that size, computed now (before a trace)."""
 
     def forward(self, *raw: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         sized = {"size": self.size} if self.family.default_size is not None else {}
-        features = self.family.encode(self.model, *raw, **sized)
+        features = self.family.encode(self.model, *raw, **sized, **self.fixed)
         if isinstance(features, tuple):  # the embeddings, the DeepStack streams, the grid positions
             return tuple(f.reshape(-1, f.shape[-1]) for f in features)
         return features.reshape(-1, features.shape[-1])
