@@ -138,3 +138,17 @@ def test_reified_rope_and_rms_norm_in_the_decoder(family: str, norms: int, tmp_p
     pixels = [p.numpy() for p in case.pixels]
     assert tract_multimodal_generate(tmp_path / "out", case.image_prompt, NEW_TOKENS, *pixels) == \
         case.reference_tokens(case.image_prompt, NEW_TOKENS, with_image=True)
+
+
+def test_an_image_without_its_placeholders_is_refused(tmp_path: Path) -> None:
+    """transformers refuses image features that do not match the image tokens; so does
+    t2n's driver, instead of dropping the image."""
+    from t2n.errors import InvalidArgumentError
+
+    case = CASES["idefics3"]()
+    export_llm(case.model, tmp_path / "out", verify=False)
+    pixels = tuple(p.numpy() for p in case.pixels)
+    with pytest.raises(InvalidArgumentError, match=r"0 placeholder token\(s\) \(id 90\) but the encoder gave 4"):
+        tract_multimodal_generate(tmp_path / "out", case.text_prompt, NEW_TOKENS, *pixels)
+    with pytest.raises(InvalidArgumentError, match="2 placeholder token"):
+        tract_prefill_logits(tmp_path / "out", case.image_prompt[:, :4], *pixels)

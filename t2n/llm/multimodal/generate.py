@@ -89,6 +89,7 @@ class _Decoder:
         manifest = json.loads((out / "multimodal.json").read_text())
         modes = json.loads((out / manifest["decoder"]["modes"]).read_text())
         self.dtype = np.dtype(modes["cache"]["dtype"])
+        self.placeholder = int(modes["embeddings"]["placeholder_token_id"])
         self.runnable = load_runnable(out / manifest["decoder"]["path"])
         entry = next((e for e in manifest["encoders"] if e["modality"] == modality), manifest["encoders"][0])
         # the encoder's outputs in its order: the embeddings, the DeepStack streams, the grid positions
@@ -112,10 +113,21 @@ class _Decoder:
         return [rows[i].astype(e.dtype) for i, e in zip(self.order, self.empty)]
 
     def step(self, ids: np.ndarray, rows: list[np.ndarray] | None = None) -> list[np.ndarray]:
-        """One call: ``rows`` the encoder's outputs for this call's placeholders (None: none)."""
+        """One call: ``rows`` the encoder's outputs for this call's placeholders (None: none);
+        rows without as many placeholder tokens in ``ids`` are refused, as transformers
+        refuses image features that do not match the image tokens."""
         import tract
 
         from t2n.backends.tract.child import _to_numpy
+
+        tokens = int((ids == self.placeholder).sum())
+        if rows is not None and tokens != int(rows[0].shape[0]):
+            from t2n.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                f"the prompt holds {tokens} placeholder token(s) (id {self.placeholder}) but the encoder gave "
+                f"{int(rows[0].shape[0])} row(s): each row takes the place of one placeholder (the processor "
+                "writes them); put the media's placeholders in the prompt")
 
         run = self.state.run if self.state is not None else self.runnable.run  # stateful: tract keeps the cache
         outputs = [_to_numpy(tract, np, o) for o in run([ids, *self.cache, *self.rows(rows)])]
