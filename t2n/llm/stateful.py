@@ -18,9 +18,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from t2n.check.compare import Tolerance
-from t2n.check.io_npz import IOStep
-from t2n.errors import CheckMismatchError, InvalidArgumentError, NotExpressibleError, OpProblem
+from t2n.errors import InvalidArgumentError, NotExpressibleError, OpProblem
 from t2n.ir import Graph, Value
 from t2n.passes.base import Pass, PassResult
 
@@ -122,25 +120,6 @@ def run_steps(path: str, calls: Sequence[Sequence[np.ndarray]], *, one_token: bo
     if not one_token:
         return [run(inputs) for inputs in calls]
     return [np.concatenate([run([ids[:, i:i + 1]]) for i in range(ids.shape[1])], axis=1) for ids, in calls]
-
-
-def verify_stateful(path: str, steps: Sequence[IOStep], input_names: Sequence[str], tolerance: Tolerance | str,
-                    *, one_token: bool = False) -> None:
-    """Run the samples' steps (a prefill, then decode steps) in one tract state and
-    compare with PyTorch's logits (``outputs``): :class:`~t2n.errors.CheckMismatchError`
-    with the report when they differ. With ``one_token``, PyTorch's logits of every
-    position are compared with the calls'."""
-    from t2n.check.compare import compare
-
-    got = run_steps(path, [[s.inputs[n] for n in input_names] for s in steps], one_token=one_token)
-    expected = [s.outputs["outputs"] for s in steps]
-    if one_token:  # PyTorch may have kept only the last positions' logits
-        got = [g[:, g.shape[1] - ref.shape[1]:] for g, ref in zip(got, expected)]
-    names = [f"outputs ({s.name})" for s in steps]
-    report = compare("tract (stateful cache)", names, got, expected, tolerance)
-    if not report.ok:
-        raise CheckMismatchError(f"{report}\nThe stateful artifact at {path} does not compute what PyTorch "
-                                 "computes; export with kv_cache='explicit' and report the model", report)
 
 
 @attrs.frozen

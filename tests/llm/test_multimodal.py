@@ -29,7 +29,7 @@ def _features(case: Case, pixels: tuple[torch.Tensor, ...]) -> np.ndarray:
 
 
 @pytest.mark.slow  # about 5 s a family
-@pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "qwen3_vl", "voxtral"])
+@pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "qwen3_vl", "voxtral", "llava"])
 def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) -> None:
     case = CASES[family]()
     out = tmp_path / "out"
@@ -152,3 +152,21 @@ def test_an_image_without_its_placeholders_is_refused(tmp_path: Path) -> None:
         tract_multimodal_generate(tmp_path / "out", case.text_prompt, NEW_TOKENS, *pixels)
     with pytest.raises(InvalidArgumentError, match="2 placeholder token"):
         tract_prefill_logits(tmp_path / "out", case.image_prompt[:, :4], *pixels)
+
+
+@pytest.mark.parametrize("kv_cache", ["explicit", "stateful"])
+def test_llava_two_images_in_one_prompt(kv_cache: str, tmp_path: Path) -> None:
+    """LLaVA (refused as "not a causal language model" until now): two images encoded in one
+    encoder call, their rows at the two images' placeholders, generate transformers' tokens
+    from an object and from its checkpoint folder (streamed)."""
+    case = CASES["llava"]()
+    pixels = torch.randn((2, 3, 28, 28), generator=torch.Generator().manual_seed(5))
+    prompt = torch.tensor([[2, 5, *[90] * 16, 7, *[90] * 16, 8]])
+    expected = case.model.generate(prompt, attention_mask=torch.ones_like(prompt), pixel_values=pixels,
+                                   max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
+                                   pad_token_id=0)[0, prompt.shape[1]:].tolist()
+    assert len(set(expected)) > 3
+    case.model.save_pretrained(tmp_path / "checkpoint")
+    for source, out in ((case.model, tmp_path / "object"), (tmp_path / "checkpoint", tmp_path / "folder")):
+        export_llm(source, out, kv_cache=kv_cache)
+        assert tract_multimodal_generate(out, prompt, NEW_TOKENS, pixels.numpy()) == expected, source

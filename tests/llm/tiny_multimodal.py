@@ -187,4 +187,22 @@ def qwen3_vl(seed: int = 0, image_seed: int = 5) -> Case:
                 feature_kwargs={"image_grid_thw": grid})
 
 
-CASES = {"qwen3_vl": qwen3_vl, "voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True)}
+def llava(seed: int = 0, image_seed: int = 5) -> Case:
+    """LLaVA: a CLIP tower (28 px, 7 px patches: 16 patches and a class token), the
+    second-to-last layer's patch states (the class token dropped) through the projector
+    into 16 image tokens, a Llama decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    config = tf.LlavaConfig(text_config={**text, "model_type": "llama"},
+                            vision_config={**_vision(), "model_type": "clip_vision_model", "projection_dim": 32},
+                            image_token_id=90, vision_feature_layer=-2, vision_feature_select_strategy="default")
+    model = tf.LlavaForConditionalGeneration(config).eval()
+    pixels = _pixels((1, 3, 28, 28), image_seed)
+    return Case(model, torch.tensor([[2, 5, *[90] * 16, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels}, feature_kwargs={"vision_feature_layer": -2,
+                                                          "vision_feature_select_strategy": "default"})
+
+
+CASES = {"qwen3_vl": qwen3_vl, "voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True), "llava": llava}

@@ -27,7 +27,7 @@ LOG = logging.getLogger(__name__)
 MODEL_TYPES = {"gemma3": "Gemma3ForConditionalGeneration", "idefics3": "Idefics3ForConditionalGeneration",
                "smolvlm": "SmolVLMForConditionalGeneration", "mistral3": "Mistral3ForConditionalGeneration",
                "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration", "qwen3_vl": "Qwen3VLForConditionalGeneration",
-               "voxtral": "VoxtralForConditionalGeneration"}
+               "voxtral": "VoxtralForConditionalGeneration", "llava": "LlavaForConditionalGeneration"}
 """The multimodal class of a ``config.json`` that names no architecture, by model type."""
 
 

@@ -121,6 +121,31 @@ GEMMA3 = Family("gemma3", "image", "image_token_id", ("pixel_values",), _gemma3_
                 dynamic_axes={"pixel_values": {0: "IMAGES"}}, token_types=True,
                 forward_inputs=_gemma3_inputs)
 
+def _llava_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    """The vision tower's hidden states of the configured layer(s) (the class token dropped
+    by the ``default`` strategy) through the projector, as the model's ``get_image_features``
+    computes them, for any number of images at once (that function splits its result per
+    image in Python)."""
+    inner, config = model.model, model.config
+    layers = config.vision_feature_layer
+    states = inner.vision_tower(pixel_values, output_hidden_states=True, return_dict=True).hidden_states
+    chosen = [states[i] for i in ([layers] if isinstance(layers, int) else layers)]
+    if config.vision_feature_select_strategy == "default":  # the class token is not an image row
+        chosen = [h[:, 1:] for h in chosen]
+    return inner.multi_modal_projector(torch.cat(chosen, dim=-1))
+
+
+def _llava_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
+                  size: tuple[int, int] | None = None) -> dict[str, Any]:
+    return {"pixel_values": example[0]}
+
+
+LLAVA = Family("llava", "image", "image_token_id", ("pixel_values",), _gemma3_example, _llava_encode,
+               dynamic_axes={"pixel_values": {0: "IMAGES"}},
+               fixed="pixel_values [IMAGES, 3, S, S] at the vision tower's image_size (the processor's resize)",
+               forward_inputs=_llava_inputs)
+
+
 def _idefics3_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
     size = _image_size(model)
     return (torch.randn((1, 3, size, size), generator=torch.Generator().manual_seed(0)),)
@@ -330,6 +355,7 @@ FAMILIES: dict[str, Family] = {
     "Mistral3ForConditionalGeneration": MISTRAL3,
     "Gemma3ForConditionalGeneration": GEMMA3,
     "Idefics3ForConditionalGeneration": IDEFICS3,
+    "LlavaForConditionalGeneration": LLAVA,
     "SmolVLMForConditionalGeneration": IDEFICS3,
 }
 """The proven families, by the model class of ``transformers``."""
