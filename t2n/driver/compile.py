@@ -9,7 +9,12 @@ from typing import Any
 
 from t2n.artifact import Artifact
 from t2n.driver.reading import read_model
-from t2n.driver.remodel import apply_remodel, remodelled_artifact, resized_args
+from t2n.driver.remodel import (
+    apply_remodel,
+    interface_after_passes,
+    remodelled_artifact,
+    resized_args,
+)
 from t2n.driver.stages import (
     gc_paused,
     lower_model,
@@ -43,17 +48,19 @@ def compile_model(model: Any, args: Any, options: CompileOptions, *, check: bool
         result = run_passes(graph, options)
     graph = result.graph
     graph.info.custom_extensions += options.custom_extensions
-    io = apply_remodel(options.remodel, graph, read, options.verify_ir) if options.remodel is not None else None
+    interface = interface_after_passes(graph, read)
+    io = apply_remodel(options.remodel, graph, interface, options.verify_ir) if options.remodel is not None \
+        else interface
     with timed(timings, "emission"):
-        rendered = render(graph, model, read if io is None else io.names_of(read), options)
+        rendered = render(graph, model, io.names_of(read), options)
     with timed(timings, "weight_values"):
         nonfinite = nonfinite_weights(read.traced.state_read, options.target.bf16_as)
         report_nonfinite(nonfinite, strict=options.strict)
     artifact = make_artifact(read, graph, rendered, options, timings=timings, pass_stats=result.stats)
     if nonfinite:
         artifact.stats["nonfinite_weights"] = [str(f) for f in nonfinite]
-    if io is not None:
-        remodelled_artifact(artifact, io)
+    if options.remodel is not None or io.input_names != read.input_names or io.output_names != read.output_names:
+        remodelled_artifact(artifact, io, remodel=options.remodel is not None)
     if check and options.check_io:
         artifact.check(options.tolerance)
     return artifact

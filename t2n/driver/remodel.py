@@ -18,7 +18,7 @@ import torch
 
 from t2n.artifact import Artifact
 from t2n.driver.stages import to_numpy
-from t2n.errors import RemodelPlanError
+from t2n.errors import RemodelPlanError, T2NError
 from t2n.frontend.base import ReadModel
 from t2n.ir import Graph
 from t2n.passes.base import PassResult
@@ -80,13 +80,30 @@ class RemodelledIO:
         return attrs.evolve(read, input_names=self.input_names, output_names=self.output_names)
 
 
-def apply_remodel(step: RemodelStep, graph: Graph, read: ReadModel, verify_each: bool) -> RemodelledIO:
-    """Carry the plan out on the compiled graph; the example inputs and outputs to match."""
+def interface_after_passes(graph: Graph, read: ReadModel) -> RemodelledIO:
+    """The interface the pipeline left (an interface pass, such as a stateful cache, may
+    have removed inputs and outputs): its names, the example inputs of those left, and
+    PyTorch's outputs of those left while no input was removed (else they are not what
+    the graph computes on the inputs left: none are kept)."""
+    ins = list(graph.info.input_names or read.input_names)
+    outs = list(graph.info.output_names or read.output_names)
+    added = [n for n in ins if n not in read.input_names] + [n for n in outs if n not in read.output_names]
+    if added:
+        raise T2NError(f"internal error: the passes gave the graph interface names the model has not: {added}; "
+                       "an interface pass may remove inputs and outputs, not add them")
+    by_in = dict(zip(read.input_names, read.traced.example_inputs))
+    by_out = dict(zip(read.output_names, read.traced.reference_outputs))
+    kept = len(ins) == len(read.input_names)
+    return RemodelledIO(ins, outs, [by_in[n] for n in ins],
+                        [by_out[n] for n in outs if n in by_out] if kept else [], PassResult(graph, False))
+
+
+def apply_remodel(step: RemodelStep, graph: Graph, before: RemodelledIO, verify_each: bool) -> RemodelledIO:
+    """Carry the plan out on the compiled graph (whose interface is ``before``); the example
+    inputs and outputs to match."""
     passes = plan_passes(graph, step.plan)
-    ins = list(read.traced.example_inputs)
-    refs = list(read.traced.reference_outputs)
-    by_in = dict(zip(read.input_names, ins))
-    by_out = dict(zip(read.output_names, refs))
+    by_in = dict(zip(before.input_names, before.example_inputs))
+    by_out = dict(zip(before.output_names, before.reference_outputs))
     for p in passes:
         if isinstance(p, BindScalarToDimSize):
             _check_bound(p, by_in)
@@ -115,12 +132,14 @@ def _check_bound(p: BindScalarToDimSize, by_in: Mapping[str, torch.Tensor]) -> N
                                       f"{p.axis} of {p.source!r} is {size}: give example inputs that agree")
 
 
-def remodelled_artifact(artifact: Artifact, io: RemodelledIO) -> None:
-    """The artifact's names, example inputs and reference outputs made those of the plan's
-    interface; what each boundary pass did is in ``artifact.stats["remodel"]``."""
+def remodelled_artifact(artifact: Artifact, io: RemodelledIO, *, remodel: bool = True) -> None:
+    """The artifact's names, example inputs and reference outputs made those of ``io``'s
+    interface (the plan's, or the one interface passes left); what each boundary pass of
+    a plan did is in ``artifact.stats["remodel"]``."""
     bf16 = artifact.target.bf16_as.numpy
     artifact.input_names = list(io.input_names)
     artifact.output_names = list(io.output_names)
     artifact.example_inputs = [to_numpy(t, bf16) for t in io.example_inputs]
     artifact.reference_outputs = [to_numpy(t) for t in io.reference_outputs]
-    artifact.stats["remodel"] = dict(io.result.stats)
+    if remodel:
+        artifact.stats["remodel"] = dict(io.result.stats)

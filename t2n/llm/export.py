@@ -24,7 +24,7 @@ from t2n.llm.kv_cache_forms import check_windows
 from t2n.llm.moe import MoeExport
 from t2n.llm.recurrent_state import check_hybrid_forms, describe_states
 from t2n.llm.samples import check_total_size, write_samples
-from t2n.llm.stateful import LLMForms, check_llm_forms, make_stateful
+from t2n.llm.stateful import LLMForms, check_llm_forms, stateful_passes
 from t2n.llm.streaming import (
     StreamedCheckpoint,
     kept_buffers,
@@ -347,7 +347,6 @@ def _write_artifact(wrapper: torch.nn.Module, model: torch.nn.Module, example: t
     stateful one rewritten from it; weights from the shards when streamed (``weights_from``,
     the checkpoint reference). Not checked here against the wrapper it traces: the caller
     checks the written artifact against transformers' own model."""
-    from t2n.driver.compile import compile_model
     from t2n.driver.export import export_model
     from t2n.options import compile_options, write_options
 
@@ -360,13 +359,9 @@ def _write_artifact(wrapper: torch.nn.Module, model: torch.nn.Module, example: t
     options = compile_options(
         target, input_names=layout.input_names(), output_names=layout.output_names(),
         dynamic_axes=layout.dynamic_axes(), custom_extensions=extension_lines(model.config, layout.has_past()),
-        nnef_variable_naming_scheme=naming, passes=forms.passes(), extractors=moe.extractors,
-        weights_from=weights)
-    with torch.no_grad(), moe.tracing():
-        if forms.stateful:  # the stateful graph is the explicit one rewritten
-            artifact = make_stateful(compile_model(wrapper, example, options), layout, forms.kv_bits, windows)
-            artifact.save(path)
-            return artifact
+        nnef_variable_naming_scheme=naming, extractors=moe.extractors, weights_from=weights,
+        passes=[*forms.passes(), *(stateful_passes(layout, forms.kv_bits, windows) if forms.stateful else ())])
+    with torch.no_grad(), moe.tracing():  # a stateful graph: the explicit one, its cache made tract's state
         return export_model(wrapper, example, write_options(path), options)
 
 

@@ -101,6 +101,7 @@ class WindowKvAttention(Pass):
     past: str = "P"
 
     name = "window-kv-attention"
+    interface = True  # after the stateful cache it reads
 
     def run(self, graph: Graph) -> PassResult:
         count = 0

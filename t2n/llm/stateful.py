@@ -71,6 +71,7 @@ class StatefulKVCache(Pass):
     """8 or 4: tract's quantized cache (keys per channel, values per token); 0: as computed."""
 
     name = "stateful-kv-cache"
+    interface = True  # after the target's forms (the attention reads the cache it appends to)
 
     def run(self, graph: Graph) -> PassResult:
         inputs = {v.name: v for v in graph.inputs}
@@ -184,25 +185,15 @@ def check_llm_forms(kv_cache: object, tract_version: str | None, **flags: object
                 f"tract {target.version}")
 
 
-def make_stateful(artifact: Any, layout: Any, bits: int = 0, windows: dict[int, int] | None = None,
-                  inputs: Sequence[str] = ("input_ids",), outputs: Sequence[str] = ("outputs",)) -> Any:
-    """The compiled explicit-cache ``artifact`` with tract's stateful cache instead: its
-    graph rewritten by :class:`StatefulKVCache` (quantized to ``bits`` per value) and
-    rendered again, with ``inputs`` as its inputs (``input_ids``; a multimodal decoder
-    adds the encoder's outputs, the Qwens their rotary shift) and ``outputs`` as its
-    outputs (the logits; the Qwens' shift after the call, which the caller feeds back).
-    ``windows`` (layer → window): those layers' attention becomes tract's sliding-window
-    cache and attention (:mod:`t2n.llm.kv_cache_forms`)."""
-    graph = artifact.ir
-    StatefulKVCache(layout.kv_pairs(), bits=bits)(graph)
+def stateful_passes(layout: Any, bits: int = 0, windows: dict[int, int] | None = None) -> list[Pass]:
+    """The interface passes that give the traced explicit-cache graph tract's stateful
+    cache (quantized to ``bits`` per value): :class:`StatefulKVCache`, then for the layers
+    of ``windows`` (layer → window) tract's sliding-window cache and attention
+    (:mod:`t2n.llm.kv_cache_forms`). They run last in the compile's pipeline, so the
+    artifact is rendered, named and written once, as every other."""
+    passes: list[Pass] = [StatefulKVCache(layout.kv_pairs(), bits=bits)]
     if windows:
         from t2n.llm.kv_cache_forms import WindowKvAttention
 
-        WindowKvAttention(windows)(graph)
-    rendered = artifact.target.renderer().render(graph)
-    kept = [i for i, n in enumerate(artifact.input_names) if n in set(inputs)]
-    given = [i for i, n in enumerate(artifact.output_names) if n in set(outputs)]
-    reference = artifact.reference_outputs  # none for weights streamed from a folder
-    return attrs.evolve(artifact, ir=graph, rendered=rendered, input_names=list(inputs),
-                        output_names=list(outputs), example_inputs=[artifact.example_inputs[i] for i in kept],
-                        reference_outputs=[reference[i] for i in given] if reference else [])
+        passes.append(WindowKvAttention(windows))
+    return passes

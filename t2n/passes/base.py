@@ -43,6 +43,12 @@ class Pass(abc.ABC):
     (see :func:`t2n.passes.parse_pipeline`)."""
 
     name: ClassVar[str] = ""
+    interface: ClassVar[bool] = False
+    """An interface pass (an artifact-level form such as a stateful cache): it runs after
+    every other pass of the pipeline, the target's own forms included, and may remove graph
+    inputs and outputs, keeping ``graph.info``'s reported names in step; ``compile`` then
+    gives the artifact the interface the graph has (names, example inputs and, when no
+    input was removed, PyTorch's outputs), through the same rendering and checks."""
 
     @abc.abstractmethod
     def run(self, graph: Graph) -> PassResult:

@@ -15,7 +15,9 @@ at its start. When the pipeline has a ``cleanup``, it also ends with one (added 
 the last pass if needed), so a pass may leave dead ops behind; two cleanups in a row
 become one. The f32-forcing passes a target's options ask for (``force_f32``) are added
 after the spec's last pass when the spec does not place them itself, then the passes that
-write the target's own forms (``target_passes``, e.g. reified SDPA), before the last cleanup.
+write the target's own forms (``target_passes``, e.g. reified SDPA), then the interface passes
+(``Pass.interface``: an artifact-level form such as a stateful cache, wherever the spec put
+them), before the last cleanup.
 The passes that lower ops the target has no form for (``lowering_passes``, e.g. the
 mixture-of-experts experts in standard operations) run before the first f32-forcing pass,
 wherever the spec or the options put it (else where the forcing passes would go), so the
@@ -121,7 +123,8 @@ def compile_pipeline(
     checked here; see the module docstring). ``fold_batch_norm=False`` removes
     ``fold-batch-norm`` wherever it is; ``force_f32`` names f32-forcing passes to run
     after the spec's passes unless the spec has them already; ``lowering_passes`` run
-    before the first of them; ``target_passes`` after them all (then the final cleanup)."""
+    before the first of them; ``target_passes`` after them all, then the interface passes
+    (``Pass.interface``) of the spec (then the final cleanup)."""
     known = {**(builtins if builtins is not None else builtin_passes(verify_each=verify_each, dump=dump)),
              **check_pass_registry(registry)}
     stages = parse_spec(spec, known, default=DEFAULT_PIPELINE, required=REQUIRED)
@@ -129,10 +132,12 @@ def compile_pipeline(
         stages = [p for p in stages if p.display_name != "fold-batch-norm"]
     names = [p.display_name for p in stages]
     stages = [known[n] for n in REQUIRED if n not in names] + stages
+    interface = [p for p in stages if p.interface]
+    stages = [p for p in stages if not p.interface]
     at = next((i for i, p in enumerate(stages) if isinstance(p, ForceF32Pass)), len(stages))
     stages[at:at] = lowering_passes
     stages += [known[n] for n in force_f32 if n not in names]
-    stages += list(target_passes)
+    stages += [*target_passes, *interface]
     out: list[Pass] = []
     for p in stages:
         if not (p.display_name == "cleanup" and out and out[-1].display_name == "cleanup"):

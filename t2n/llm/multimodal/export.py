@@ -203,9 +203,9 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
     of the last ``num_logits_to_keep`` positions (None: every position's). ``kv_bits``:
     tract's stateful cache of that many bits per value (0: the model's dtype; None: the
     explicit cache); checked afterwards with the encoders against the model's own forward."""
-    from t2n.driver.compile import compile_model
     from t2n.driver.export import export_model
     from t2n.frontend.meta_trace import stand_ins
+    from t2n.llm.stateful import stateful_passes
     from t2n.llm.wrapper import cache_layout
     from t2n.options import compile_options, write_options
 
@@ -228,17 +228,11 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
                                              # a call without placeholders gives no rows
                                              f"tract_assert {rows_symbol} >= 0"],
         nnef_variable_naming_scheme=naming, weights_from=_streamed_weights(wrapper, model, shards),
-        passes=list(text.passes))
-    with torch.no_grad():
-        if kv_bits is None:
-            artifact = export_model(wrapper, example, write_options(path), options)
-        else:  # the stateful graph is the explicit one rewritten
-            from t2n.llm.stateful import make_stateful
-
-            layout = attrs.evolve(layout, stateful=True, kv_bits=kv_bits)
-            artifact = make_stateful(compile_model(wrapper, example, options), layout, kv_bits,
-                                     inputs=["input_ids", *names.inputs], outputs=["outputs", *names.delta_out])
-            artifact.save(path)
+        passes=[*text.passes, *(stateful_passes(layout, kv_bits) if kv_bits is not None else ())])
+    with torch.no_grad():  # a stateful graph: the explicit one, its cache made tract's state
+        artifact = export_model(wrapper, example, write_options(path), options)
+    if kv_bits is not None:
+        layout = attrs.evolve(layout, stateful=True, kv_bits=kv_bits)
     text.write_modes(layout, text_config, decoder, samples=False)
     modes = _decoder_modes(decoder, family, names, placeholder, int(text_config.hidden_size), num_logits_to_keep)
     return Written(path, artifact, example,
