@@ -132,7 +132,8 @@ def _llava_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
     chosen = [states[i] for i in ([layers] if isinstance(layers, int) else layers)]
     if config.vision_feature_select_strategy == "default":  # the class token is not an image row
         chosen = [h[:, 1:] for h in chosen]
-    return inner.multi_modal_projector(torch.cat(chosen, dim=-1))
+    projected: torch.Tensor = inner.multi_modal_projector(torch.cat(chosen, dim=-1))
+    return projected
 
 
 def _llava_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
