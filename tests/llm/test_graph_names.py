@@ -38,6 +38,14 @@ def _agrees(folder: Path) -> None:
 def test_multimodal_decoder_declares_its_modes(family: str, kv_cache: str, tmp_path: Path) -> None:
     export_llm(CASES[family]().model, tmp_path / "out", kv_cache=kv_cache, verify=False)
     _agrees(tmp_path / "out" / "decoder")
+    manifest = json.loads((tmp_path / "out" / "multimodal.json").read_text())
+    modes = json.loads((tmp_path / "out" / "decoder" / "modes.json").read_text())
+    for encoder in manifest["encoders"]:  # the encoder's interface in its graph's order, each output's use
+        graph = encoder["graph"]
+        assert _declared(tmp_path / "out" / encoder["path"]) == ([i["name"] for i in graph["inputs"]],
+                                                                 [o["name"] for o in graph["outputs"]])
+        assert all(o["feeds"] in modes["inputs"] for o in graph["outputs"])
+        assert all(i["dtype"] and i["shape"] for i in graph["inputs"])
 
 
 @pytest.mark.parametrize("kv_cache", ["explicit", "stateful", "stateful_int8"])
@@ -51,3 +59,14 @@ def test_windowed_and_hybrid_decoders_declare_their_modes(tmp_path: Path) -> Non
     _agrees(tmp_path / "window")
     export_llm(tiny_hybrid("jamba"), tmp_path / "hybrid", verify=False)
     _agrees(tmp_path / "hybrid")
+
+
+@pytest.mark.parametrize("family", ["gemma3", "qwen3_vl", "mistral3", "voxtral"])
+def test_manifest_follows_its_published_schema(family: str, tmp_path: Path) -> None:
+    """docs/multimodal.schema.json describes what the export writes."""
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "multimodal.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    export_llm(CASES[family]().model, tmp_path / "out", verify=False)
+    jsonschema.validate(json.loads((tmp_path / "out" / "multimodal.json").read_text()), schema)

@@ -301,15 +301,19 @@ def _decoder_modes(decoder: Path, family: Family, names: _DecoderInputs, placeho
 
 
 def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, samples: bool = False,
-                   sizes: list[tuple[int, int] | None] | None = None) -> Path:
+                   sizes: list[tuple[int, int] | None] | None = None, artifacts: Sequence[Any] = ()) -> Path:
     """``OUT/multimodal.json`` (see the module); ``samples``: the encoders' ``tests/io.npz``
     were written; ``sizes``: the image sizes of the encoders written per family (None:
-    the default)."""
+    the default); ``artifacts``: the encoders compiled, in that order (their graphs'
+    interface is written as ``graph``)."""
     dtype = str(next(model.parameters()).dtype).removeprefix("torch.")  # bf16 is exported as f16
     encoders = []
-    for family, size in ((f, s) for f in families for s in (sizes or [None])):
+    pairs = [(f, s) for f in families for s in (sizes or [None])]
+    for (family, size), artifact in zip(pairs, [*artifacts, *[None] * (len(pairs) - len(artifacts))]):
         folder = encoder_folder(family, size)
         entry = _encoder_outputs(model, family, dtype)
+        if artifact is not None:
+            entry["graph"] = graph_interface(artifact, entry)
         sized = _image_size_entries(model, family, size)
         if "rows" in sized:  # the number of rows (IMG) of one image, on the embeddings output
             entry["outputs"][0]["rows"] = sized.pop("rows")
@@ -324,6 +328,22 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, sa
     path = out / MANIFEST
     path.write_text(json.dumps(manifest, indent=2) + "\n")
     return path
+
+
+def graph_interface(artifact: Any, entry: dict[str, Any]) -> dict[str, Any]:
+    """An encoder graph's inputs and outputs in the graph's own order (the order a runtime
+    feeds and reads them by position), each with its shape (ints and size symbols), dtype
+    and, for an output, the decoder input it feeds."""
+    feeds = {o["name"]: o["feeds"] for o in [*entry["outputs"], *entry.get("deepstack", [])]}
+
+    def spec(value: Any) -> dict[str, Any]:
+        return {"name": value.name, "shape": [d if isinstance(d, int) else str(d) for d in value.type.shape],
+                "dtype": str(value.type.dtype.numpy)}
+
+    graph = artifact.ir
+    inputs = [{**spec(v), "name": n} for n, v in zip(artifact.input_names, graph.inputs)]
+    outputs = [{**spec(v), "name": n, "feeds": feeds.get(n)} for n, v in zip(artifact.output_names, graph.outputs)]
+    return {"inputs": inputs, "outputs": outputs}
 
 
 def _encoder_outputs(model: torch.nn.Module, family: Family, dtype: str) -> dict[str, Any]:
@@ -396,7 +416,8 @@ def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: Text
                           placeholder=placeholder_of(loaded, family), keep=num_logits_to_keep)
     if loaded is not None:
         _write_samples(loaded, family, out, written, sizes)
-    return write_manifest(model, [family], out, samples=loaded is not None, sizes=sizes)
+    return write_manifest(model, [family], out, samples=loaded is not None, sizes=sizes,
+                          artifacts=[e.artifact for e in encoders])
 
 
 def _write_samples(loaded: torch.nn.Module, family: Family, out: Path, written: list[Written],
