@@ -17,14 +17,15 @@ from typing import Any
 import attrs
 import torch
 
-from t2n.errors import InvalidArgumentError, OverwriteRefusedError
+from t2n.errors import InvalidArgumentError
 from t2n.llm.checkpoint import check_architecture, copy_side_files, load_folder
-from t2n.llm.io_dtype import check_inputs_dtype, with_inputs_dtype
+from t2n.llm.io_dtype import with_inputs_dtype
 from t2n.llm.kv_cache_forms import check_windows
 from t2n.llm.moe import MoeExport
+from t2n.llm.options import LLMExportOptions
 from t2n.llm.recurrent_state import check_hybrid_forms, describe_states
-from t2n.llm.samples import check_total_size, write_samples
-from t2n.llm.stateful import LLMForms, check_llm_forms, stateful_passes
+from t2n.llm.samples import write_samples
+from t2n.llm.stateful import stateful_passes
 from t2n.llm.streaming import (
     StreamedCheckpoint,
     kept_buffers,
@@ -38,11 +39,6 @@ from t2n.serialize.finite import report_nonfinite
 
 LOG = logging.getLogger(__name__)
 
-DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-"""``dtype=`` names and the module dtype they give."""
-
-COMPRESSIONS = ("min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_q4_0_with_embeddings_99")
-
 MODES = {
     "pp": {"assert": "P == 0", "description": "prompt processing: the whole prompt, empty cache"},
     "tg": {"assert": "S == 1", "description": "token generation: one new token after P cached ones"},
@@ -50,37 +46,17 @@ MODES = {
 """The named modes written as ``tract_assert NAME: ...`` lines and in ``modes.json``."""
 
 
-def _check_options(dtype: str | None, compression: str | None, num_logits_to_keep: int | None,
-                   export_dirpath: Path, overwrite: bool) -> None:
-    if dtype is not None and dtype not in DTYPES:
-        raise InvalidArgumentError(f"dtype must be one of {', '.join(DTYPES)} (or None: the "
-                                   f"checkpoint's own), got {dtype!r}")
-    if compression is not None and compression not in COMPRESSIONS:
-        raise InvalidArgumentError(f"compression must be one of {', '.join(COMPRESSIONS)} or None, "
-                                   f"got {compression!r}")
-    if num_logits_to_keep is not None and (isinstance(num_logits_to_keep, bool)
-                                           or not isinstance(num_logits_to_keep, int)
-                                           or num_logits_to_keep < 0):
-        raise InvalidArgumentError(f"num_logits_to_keep must be a positive int (0 or None: every "
-                                   f"position), got {num_logits_to_keep!r}")
-    if export_dirpath.exists() and not overwrite and (
-            not export_dirpath.is_dir() or any(export_dirpath.iterdir())):
-        raise OverwriteRefusedError(f"{export_dirpath} already exists and is not an empty folder; "
-                                    "choose a new export_dirpath or pass overwrite=True")
-
-
-def _resolve_model(model_or_dir: Any, dtype: str | None, trust_remote_code: bool, *, stream: bool = True
+def _resolve_model(model_or_dir: Any, opts: LLMExportOptions, *, stream: bool = True
                    ) -> tuple[torch.nn.Module, Path | None, StreamedCheckpoint | None]:
     """The model to trace, its folder, and for a folder its shards: a folder's model is
     built on the meta device and its weights stream from the shards (see streaming);
     with ``stream=False`` (an adapter to merge into the weights) it is loaded whole."""
+    dtype = opts.torch_dtype()
     if isinstance(model_or_dir, (str, os.PathLike)):
         folder = Path(model_or_dir)
-        model, shards = meta_model(folder, dtype=DTYPES[dtype] if dtype else None,
-                                   trust_remote_code=trust_remote_code)
+        model, shards = meta_model(folder, dtype=dtype, trust_remote_code=opts.trust_remote_code)
         if not stream:
-            return load_folder(folder, dtype=DTYPES[dtype] if dtype else None,
-                               trust_remote_code=trust_remote_code), folder, None
+            return load_folder(folder, dtype=dtype, trust_remote_code=opts.trust_remote_code), folder, None
         return model, folder, shards
     if not isinstance(model_or_dir, torch.nn.Module) or not hasattr(model_or_dir, "config"):
         raise InvalidArgumentError(
@@ -91,7 +67,7 @@ def _resolve_model(model_or_dir: Any, dtype: str | None, trust_remote_code: bool
                        f"the model given ({type(model_or_dir).__name__})")
     model = model_or_dir.eval()
     if dtype is not None:
-        model = model.to(DTYPES[dtype])
+        model = model.to(dtype)
     return model, None, None
 
 
@@ -127,15 +103,6 @@ def extension_lines(config: Any, has_past: bool = True) -> list[str]:
         lines.append(f"tract_assert S + P < {limit}")
     lines += [f"tract_assert {name}: {mode['assert']}" for name, mode in modes(has_past).items()]
     return lines
-
-
-def _target(tract_version: str | None, force: dict[str, bool], tolerance: str | None) -> Any:
-    from t2n.backends.tract.target import TractNNEF
-
-    options: dict[str, Any] = dict(force)
-    if tolerance is not None:
-        options["check_io_tolerance"] = tolerance
-    return TractNNEF(tract_version, **options) if tract_version else TractNNEF(**options)
 
 
 def _written_dtype(dtype: torch.dtype) -> str:
@@ -215,105 +182,90 @@ def export_llm(model_or_dir: Any, export_dirpath: str | os.PathLike[str], *, dty
     for, one each; Mistral 3's one encoder takes every size, and is checked at these
     (see ``docs/multimodal.md``).
     """
-    from t2n.backends.nnef.naming import check_naming_scheme
     from t2n.reference.releases import check_transformers
 
-    out = Path(export_dirpath)
     check_transformers()  # a warning naming the tested releases, outside them
-    check_naming_scheme(naming_scheme)
-    _check_options(dtype, compression, num_logits_to_keep, out, overwrite)
-    check_inputs_dtype(force_inputs_dtype)
-    check_total_size(sample_generation_total_size)
-    check_llm_forms(kv_cache, tract_version, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm,
-                    window_kv_cache=window_kv_cache)
-    force = {"force_attention_inner_in_f32": force_f32_attention,
-             "force_linear_accumulation_in_f32": force_f32_linear_accumulator,
-             "force_norm_in_f32": force_f32_normalization, "reify_sdpa_operator": reify_sdpa_operator}
+    opts = LLMExportOptions(
+        dtype=dtype, compression=compression, force_f32_attention=force_f32_attention,
+        force_f32_linear_accumulator=force_f32_linear_accumulator, force_f32_normalization=force_f32_normalization,
+        num_logits_to_keep=num_logits_to_keep, tract_version=tract_version, verify=verify,
+        tract_check_io_tolerance=tract_check_io_tolerance, dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf,
+        trust_remote_code=trust_remote_code, naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator,
+        kv_cache=kv_cache, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm, overwrite=overwrite,
+        merge_peft=merge_peft, force_inputs_dtype=force_inputs_dtype,
+        sample_generation_total_size=sample_generation_total_size, window_kv_cache=window_kv_cache,
+        image_sizes=image_sizes)
+    return export_with_options(model_or_dir, export_dirpath, opts)
+
+
+def export_with_options(model_or_dir: Any, export_dirpath: str | os.PathLike[str], opts: LLMExportOptions) -> Path:
+    """:func:`export_llm` with its options made: checked here once, then carried whole."""
     from t2n.llm.multimodal.entry import export_multimodal_llm, is_multimodal
     from t2n.llm.multimodal.export import TextLayout
 
+    out = Path(export_dirpath)
+    opts.check(out)
     if is_multimodal(model_or_dir):  # encoders, decoder and multimodal.json
-        return export_multimodal_llm(
-            model_or_dir, out, dtype=DTYPES[dtype] if dtype else None, verify=verify, naming=naming_scheme,
-            target=_target(tract_version, force, tract_check_io_tolerance),
-            text=TextLayout(write_modes, extension_lines, LLMForms.of(kv_cache, reify_rope, reify_rms_norm).passes()),
-            trust_remote_code=trust_remote_code, kv_cache=kv_cache,
-            options={"compression": compression, "merge_peft": merge_peft, "num_logits_to_keep": num_logits_to_keep,
-                     "force_inputs_dtype": force_inputs_dtype,
-                     "sample_generation_total_size": sample_generation_total_size,
-                     "window_kv_cache": window_kv_cache or None,
-                     "dump_with_tokenizer_and_conf": dump_with_tokenizer_and_conf or None,
-                     "image_sizes": image_sizes})
-    if image_sizes is not None:
+        return export_multimodal_llm(model_or_dir, out, opts,
+                                     text=TextLayout(write_modes, extension_lines, opts.forms().passes()))
+    if opts.image_sizes is not None:
         raise InvalidArgumentError("image_sizes is for a vision-language model's encoder; a text model takes "
                                    "no images: export without it")
-    return _export_text(
-        model_or_dir, out, dtype=dtype, trust_remote_code=trust_remote_code, merge_peft=merge_peft,
-        compression=compression, num_logits_to_keep=num_logits_to_keep or None, tract_version=tract_version,
-        verify=verify, tolerance=tract_check_io_tolerance, side_files=dump_with_tokenizer_and_conf,
-        naming=naming_scheme, samples=(force_inputs_dtype, sample_generation_total_size),
-        forms=LLMForms.of(kv_cache, reify_rope, reify_rms_norm, window_kv_cache),
-        force={**force, "reify_sdpa_operator": reify_sdpa_operator or window_kv_cache})
+    return _export_text(model_or_dir, out, opts)
 
 
-def _export_text(model_or_dir: Any, out: Path, *, dtype: str | None, trust_remote_code: bool,
-                 merge_peft: str | os.PathLike[str] | None, **export: Any) -> Path:
+def _export_text(model_or_dir: Any, out: Path, opts: LLMExportOptions) -> Path:
     """A text LLM: the model loaded (or, without an adapter to merge, built on the meta
-    device and streamed from its folder), exported into ``out`` by :func:`_export` with the
-    ``export`` options; an ``out`` this call created is removed again when it fails."""
-    model, folder, shards = _resolve_model(model_or_dir, dtype, trust_remote_code, stream=merge_peft is None)
-    if merge_peft is not None:
+    device and streamed from its folder), exported into ``out`` by :func:`_export`; an
+    ``out`` this call created is removed again when it fails."""
+    model, folder, shards = _resolve_model(model_or_dir, opts, stream=opts.merge_peft is None)
+    if opts.merge_peft is not None:
         from t2n.llm.peft import merge_adapter
 
-        model = merge_adapter(model, merge_peft)
+        model = merge_adapter(model, opts.merge_peft)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
         reference = None if shards is None else {
-            "checkpoint": shards, "dtype": DTYPES[dtype] if dtype else None,
-            "trust_remote_code": trust_remote_code}
-        return _export(model, folder, out, reference, **export)
+            "checkpoint": shards, "dtype": opts.torch_dtype(), "trust_remote_code": opts.trust_remote_code}
+        return _export(model, folder, out, reference, opts)
     except BaseException:
         if created:
             shutil.rmtree(out, ignore_errors=True)
         raise
 
 
-def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: dict[str, Any] | None, *,
-            compression: str | None,
-            num_logits_to_keep: int | None, tract_version: str | None, verify: bool,
-            tolerance: str | None, side_files: bool, naming: str, force: dict[str, bool],
-            samples: tuple[str | None, int | None] = (None, None), forms: LLMForms | None = None) -> Path:
-    forms = forms or LLMForms()
-    model, moe = _weights_as_exported(model, compression, reference)
+def _export(model: torch.nn.Module, folder: Path | None, out: Path, reference: dict[str, Any] | None,
+            opts: LLMExportOptions) -> Path:
+    forms = opts.forms()
+    model, moe = _weights_as_exported(model, opts.compression, reference)
     with moe.tracing(), kept_buffers(model):  # one real step, on the meta device for a folder
         layout = cache_layout(model)
     check_hybrid_forms(layout, forms)
     windows = check_windows(model.config) if forms.window else {}
-    wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, num_logits_to_keep, layout).eval(), layout, samples[0])
+    wrapper, layout = with_inputs_dtype(KVCacheWrapper(model, opts.kept_logits, layout).eval(), layout,
+                                        opts.force_inputs_dtype)
     layout = attrs.evolve(layout, stateful=forms.stateful, kv_bits=forms.kv_bits, windows=tuple(sorted(windows.items())))
     embeddings: Any = model.get_input_embeddings()  # type: ignore[operator]
     vocab = int(embeddings.weight.shape[0])
     example_ids = torch.randint(0, vocab, (1, 3), generator=torch.Generator().manual_seed(1))
-    target = _target(tract_version, force, tolerance)
     path = out / "model" / "model.nnef.tgz"
     example = (example_ids, *layout.empty_cache(2, random=True))
-    artifact = _write_artifact(wrapper, model, example, layout, path, target, weights_from=reference, naming=naming,
-                               forms=forms, moe=moe, windows=windows)
-    loaded = None if reference is None or not verify else _streamed_reference(
-        reference, artifact, compression=compression, num_logits_to_keep=num_logits_to_keep,
+    artifact = _write_artifact(wrapper, model, example, layout, path, opts, weights_from=reference, moe=moe,
+                               windows=windows)
+    loaded = None if reference is None or not opts.verify else _streamed_reference(
+        reference, artifact, compression=opts.compression, num_logits_to_keep=opts.kept_logits,
         q4_0_extra=moe.q4_0_weights())
     sampler = wrapper if reference is None else None if loaded is None else \
-        with_inputs_dtype(loaded, cache_layout(loaded.model), samples[0])[0]
-    if verify and (reference is None or loaded is not None):
-        verify_against_transformers(path, model if loaded is None else loaded.model, layout, vocab,
-                                    tolerance or ("very" if forms.kv_bits else target.check_io_tolerance),
-                                    keep=num_logits_to_keep, one_token=forms.window,
+        with_inputs_dtype(loaded, cache_layout(loaded.model), opts.force_inputs_dtype)[0]
+    if opts.verify and (reference is None or loaded is not None):
+        verify_against_transformers(path, model if loaded is None else loaded.model, layout, vocab, opts.tolerance(),
+                                    keep=opts.kept_logits, one_token=forms.window,
                                     note=artifact.nonfinite_weights_note())
     write_modes(layout, model.config, out, samples=sampler is not None)
     if sampler is not None:
-        write_samples(sampler, layout, vocab, out, samples[1])
-    if side_files:
+        write_samples(sampler, layout, vocab, out, opts.sample_generation_total_size)
+    if opts.dump_with_tokenizer_and_conf:
         copy_side_files(folder, model, out)
     return path
 
@@ -341,15 +293,17 @@ def _weights_as_exported(model: torch.nn.Module, compression: str | None,
 
 
 def _write_artifact(wrapper: torch.nn.Module, model: torch.nn.Module, example: tuple[torch.Tensor, ...],
-                    layout: Any, path: Path, target: Any, *, weights_from: dict[str, Any] | None, naming: str,
-                    forms: LLMForms, moe: MoeExport, windows: dict[Any, Any]) -> Any:
-    """Trace ``wrapper`` on ``example`` and write ``path``: the explicit-cache graph, or the
-    stateful one rewritten from it; weights from the shards when streamed (``weights_from``,
-    the checkpoint reference). Not checked here against the wrapper it traces: the caller
-    checks the written artifact against transformers' own model."""
+                    layout: Any, path: Path, opts: LLMExportOptions, *, weights_from: dict[str, Any] | None,
+                    moe: MoeExport, windows: dict[Any, Any]) -> Any:
+    """Trace ``wrapper`` on ``example`` and write ``path``: the explicit-cache graph, or with
+    tract's stateful cache (interface passes run last in the pipeline); weights from the
+    shards when streamed (``weights_from``, the checkpoint reference). Not checked here
+    against the wrapper it traces: the caller checks the written artifact against
+    transformers' own model."""
     from t2n.driver.export import export_model
     from t2n.options import compile_options, write_options
 
+    forms = opts.forms()
     path.parent.mkdir(exist_ok=True)
     LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
     weights = None
@@ -357,9 +311,9 @@ def _write_artifact(wrapper: torch.nn.Module, model: torch.nn.Module, example: t
         prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
         weights = weights_from["checkpoint"].weights_for(model, prefix)
     options = compile_options(
-        target, input_names=layout.input_names(), output_names=layout.output_names(),
+        opts.target(), input_names=layout.input_names(), output_names=layout.output_names(),
         dynamic_axes=layout.dynamic_axes(), custom_extensions=extension_lines(model.config, layout.has_past()),
-        nnef_variable_naming_scheme=naming, extractors=moe.extractors, weights_from=weights,
+        nnef_variable_naming_scheme=opts.naming_scheme, extractors=moe.extractors, weights_from=weights,
         passes=[*forms.passes(), *(stateful_passes(layout, forms.kv_bits, windows) if forms.stateful else ())])
     with torch.no_grad(), moe.tracing():  # a stateful graph: the explicit one, its cache made tract's state
         return export_model(wrapper, example, write_options(path), options)

@@ -119,3 +119,19 @@ def test_multimodal_decoder_with_a_wrong_cache_path_is_refused(tmp_path: Path, m
     with pytest.raises(CheckMismatchError, match=r"(?s)at the 'decode' call .*ok   logits \(prefill\)"):
         export_llm(CASES["idefics3"]().model, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_options_object_is_what_export_llm_makes(tmp_path: Path) -> None:
+    """``export_llm``'s keywords become one ``LLMExportOptions``, checked before anything is
+    written; ``export_with_options`` takes it as it is."""
+    from t2n.errors import InvalidArgumentError
+    from t2n.llm import LLMExportOptions, export_with_options
+
+    opts = LLMExportOptions(kv_cache="stateful", num_logits_to_keep=0)
+    assert opts.kept_logits is None and opts.forms().stateful and opts.target().version
+    model = tiny_model("llama")
+    path = export_with_options(model, tmp_path / "out", opts)
+    assert path.is_file()
+    with pytest.raises(InvalidArgumentError, match="kv_cache must be one of"):
+        export_with_options(model, tmp_path / "bad", LLMExportOptions(kv_cache="paged"))
+    assert not (tmp_path / "bad").exists()

@@ -16,6 +16,7 @@ import torch
 from t2n.errors import CheckpointFolderError, InvalidArgumentError
 from t2n.llm.multimodal.export import TextLayout
 from t2n.llm.multimodal.families import FAMILIES, family_of
+from t2n.llm.options import LLMExportOptions
 
 UNSUPPORTED_OPTIONS = ("force_inputs_dtype",
                        "sample_generation_total_size", "window_kv_cache")
@@ -132,53 +133,57 @@ def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remot
     return _quantized(_load(folder, trust_remote_code, dtype), compression)
 
 
-def _source(model_or_dir: Any, dtype: torch.dtype | None, trust_remote_code: bool, options: dict[str, Any]
+def _source(model_or_dir: Any, opts: LLMExportOptions
             ) -> tuple[torch.nn.Module, Path | None, Any, Callable[[], torch.nn.Module | None] | None]:
     """(the model to export, its folder, its shards, the loaded reference's maker): a
     folder's model is built on the meta device (its weights streamed from the shards), an
     object is taken as it is; with an adapter to merge (``merge_peft``), a folder's model
     is loaded whole and merged; then quantized as ``compression`` asks."""
-    compression, adapter = options.get("compression"), options.get("merge_peft")
+    dtype, compression, adapter = opts.torch_dtype(), opts.compression, opts.merge_peft
+    trust = opts.trust_remote_code
     folder = Path(model_or_dir) if isinstance(model_or_dir, (str, os.PathLike)) else None
     if folder is None or adapter is not None:
         if folder is None:
             model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
         else:  # loaded in ``dtype``
-            model = _load(folder, trust_remote_code, dtype)
+            model = _load(folder, trust, dtype)
         if adapter is not None:
             from t2n.llm.peft import merge_adapter
 
             model = merge_adapter(model, adapter)
         return _quantized(_computed_dtype(model), compression, None), folder, None, None
-    model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust_remote_code)
+    model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust)
     return (_quantized(_computed_dtype(model), compression, shards), folder, shards,
-            lambda: _reference(folder, shards, dtype, trust_remote_code, compression))
+            lambda: _reference(folder, shards, dtype, trust, compression))
 
 
-def export_multimodal_llm(model_or_dir: Any, out: Path, *, dtype: torch.dtype | None, verify: bool, target: Any,
-                          text: TextLayout, naming: str, trust_remote_code: bool, kv_cache: str,
-                          options: dict[str, Any]) -> Path:
-    """``export_llm`` for a multimodal model: returns the path of ``multimodal.json``. A
-    checkpoint folder is streamed: the model is built on the meta device and every weight
-    is read from the shards as the artifacts are written (loaded whole only to verify
-    them, when it fits in memory). What this call creates is removed if the export fails."""
+def _refuse_unsupported(opts: LLMExportOptions) -> None:
+    given = [name for name in UNSUPPORTED_OPTIONS if getattr(opts, name) not in (None, False)]
+    if given:
+        raise InvalidArgumentError(
+            f"the multimodal export takes no {', '.join(given)} yet; export without them")
+
+
+def export_multimodal_llm(model_or_dir: Any, out: Path, opts: LLMExportOptions, *, text: TextLayout) -> Path:
+    """``export_llm`` for a multimodal model (its options ``opts``, checked): returns the
+    path of ``multimodal.json``. A checkpoint folder is streamed: the model is built on the
+    meta device and every weight is read from the shards as the artifacts are written
+    (loaded whole only to verify them, when it fits in memory). What this call creates is
+    removed if the export fails."""
     from t2n.llm.checkpoint import PROCESSOR_FILES, copy_side_files
     from t2n.llm.multimodal.export import export_multimodal
     from t2n.llm.stateful import KV_CACHES
 
-    given = [name for name in UNSUPPORTED_OPTIONS if options.get(name) is not None]
-    if given:
-        raise InvalidArgumentError(
-            f"the multimodal export takes no {', '.join(given)} yet; export without them")
-    model, folder, shards, reference = _source(model_or_dir, dtype, trust_remote_code, options)
+    _refuse_unsupported(opts)
+    model, folder, shards, reference = _source(model_or_dir, opts)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
         manifest = export_multimodal(
-            model, out, target, text, verify=verify, naming=naming,
-            num_logits_to_keep=options.get("num_logits_to_keep") or None, shards=shards,
-            image_sizes=options.get("image_sizes"), kv_bits=KV_CACHES[kv_cache], reference=reference)
-        if options.get("dump_with_tokenizer_and_conf"):
+            model, out, opts.target(), text, verify=opts.verify, naming=opts.naming_scheme,
+            num_logits_to_keep=opts.kept_logits, shards=shards, image_sizes=opts.image_sizes,
+            kv_bits=KV_CACHES[opts.kv_cache], reference=reference)
+        if opts.dump_with_tokenizer_and_conf:
             copy_side_files(folder, model, out, files=PROCESSOR_FILES, into="processor")
         return manifest
     except BaseException:
