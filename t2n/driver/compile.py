@@ -59,7 +59,8 @@ def compile_model(model: Any, args: Any, options: CompileOptions, *, check: bool
     artifact = make_artifact(read, graph, rendered, options, timings=timings, pass_stats=result.stats)
     if nonfinite:
         artifact.stats["nonfinite_weights"] = [str(f) for f in nonfinite]
-    if options.remodel is not None or io.input_names != read.input_names or io.output_names != read.output_names:
+    if options.remodel is not None or (io.input_names, io.output_names) != (list(read.input_names),
+                                                                             list(read.output_names)):
         remodelled_artifact(artifact, io, remodel=options.remodel is not None)
     if check and options.check_io:
         artifact.check(options.tolerance)
