@@ -20,21 +20,26 @@ from t2n.reference.causal_lm import Call, calls, check_logits, token_ids
 LOG = logging.getLogger(__name__)
 
 
-def _explicit_logits(path: Path, layout: CacheLayout, ids: np.ndarray, steps: Sequence[Call]) -> list[np.ndarray]:
-    """Each call's logits, the cache the artifact returned fed to the next call."""
+def chained_logits(path: Path, ids: np.ndarray, steps: Sequence[Call], carried: Sequence[np.ndarray], *,
+                   stateful: bool, media: Sequence[np.ndarray] = ()) -> list[np.ndarray]:
+    """Each call's logits from the artifact at ``path`` in tract, run as a runtime runs it:
+    the call's tokens, then ``carried`` (the explicit cache, a rotary shift; each call's
+    outputs after the logits are fed to the next), then ``media`` with the first call (the
+    encoder's rows; empty rows after). ``stateful``: the calls share one tract state."""
     import tract
 
     from t2n.backends.tract.child import _to_numpy
     from t2n.llm.generate import load_runnable
-    from t2n.llm.samples import to_numpy
 
     runnable = load_runnable(path)
-    cache = [to_numpy(t) for t in layout.empty_cache(0)]
+    runner = runnable.spawn_state() if stateful else runnable
+    none = [np.zeros((0, *m.shape[1:]), dtype=m.dtype) for m in media]
     out = []
-    for step in steps:
-        results = [np.asarray(_to_numpy(tract, np, o)) for o in runnable.run([ids[:, step.start:step.end], *cache])]
+    for k, step in enumerate(steps):
+        inputs = [ids[:, step.start:step.end], *carried, *(media if k == 0 else none)]
+        results = [np.asarray(_to_numpy(tract, np, o)) for o in runner.run([np.asarray(x) for x in inputs])]
         out.append(results[0])
-        cache = results[1:]
+        carried = results[1:]
     return out
 
 
@@ -43,10 +48,12 @@ def artifact_logits(path: Path, layout: CacheLayout, ids: np.ndarray, steps: Seq
     """The logits the artifact at ``path`` gives for each call of ``steps`` in tract:
     explicit cache fed back, or tract's stateful cache in one state (``one_token``: a
     window cache, fed one token per call, the last ``keep`` positions' logits kept)."""
+    from t2n.llm.samples import to_numpy
     from t2n.llm.stateful import run_steps
 
-    if not layout.stateful:
-        return _explicit_logits(path, layout, ids, steps)
+    if not one_token:
+        empty = [] if layout.stateful else [to_numpy(t) for t in layout.empty_cache(0)]
+        return chained_logits(path, ids, steps, empty, stateful=layout.stateful)
     got = run_steps(str(path), [[ids[:, s.start:s.end]] for s in steps], one_token=one_token)
     lengths = [min(s.end - s.start, keep) if keep else s.end - s.start for s in steps]
     return [g[:, g.shape[1] - n:] for g, n in zip(got, lengths)]

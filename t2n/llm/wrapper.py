@@ -32,8 +32,8 @@ def cache_layout(model: torch.nn.Module) -> CacheLayout:
     real = parameter.is_meta and StateMixers.find(model) is not None
     try:
         out = _one_step(model, real)
-    except RuntimeError:
-        if not parameter.is_meta or real:
+    except RuntimeError as exc:
+        if not parameter.is_meta or real or "meta" not in str(exc):
             raise
         out = _one_step(model, True)
     cache: Any = returned_cache(out)

@@ -117,8 +117,12 @@ class AsrArtifacts:
         return pieces.replace("\u2581", " ").strip() if "\u2581" in pieces else pieces
 
     # -- decoding ------------------------------------------------------------------------
+    def ctc_logprobs(self, encoded: np.ndarray) -> np.ndarray:
+        """The CTC head's log-probabilities ``[T, labels]`` of the encoder's output."""
+        return self._call("ctc_decoder", {}, {"encoder_output": encoded})["logprobs"]
+
     def ctc_greedy(self, encoded: np.ndarray) -> list[int]:
-        logprobs = self._call("ctc_decoder", {}, {"encoder_output": encoded})["logprobs"]
+        logprobs = self.ctc_logprobs(encoded)
         blank = int(self.manifest.decoding["blank_id"])
         out: list[int] = []
         previous = blank

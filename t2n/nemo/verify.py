@@ -29,7 +29,7 @@ def _tract_outputs(asr: Any, features: np.ndarray, audio: np.ndarray, *, preproc
         features = out["features"] = asr.features(audio)
     out["encoded"] = asr.encode(features)
     if ctc:
-        out["logprobs"] = asr._call("ctc_decoder", {}, {"encoder_output": out["encoded"]})["logprobs"]
+        out["logprobs"] = asr.ctc_logprobs(out["encoded"])
     return out
 
 

@@ -37,21 +37,17 @@ DECODE_CALLS = 3
 """One-token calls after the prefill."""
 
 
-def _run(runnable: Any, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    import tract
-
-    from t2n.backends.tract.child import _to_numpy
-
-    return [np.asarray(_to_numpy(tract, np, o)) for o in runnable.run([np.asarray(x) for x in inputs])]
-
-
 def encoder_rows(encoder: Written, example: tuple[torch.Tensor, ...]) -> list[np.ndarray]:
     """The encoder artifact's outputs in tract for ``example`` (rows, DeepStack streams,
     grid positions)."""
+    import tract
+
+    from t2n.backends.tract.child import _to_numpy
     from t2n.llm.generate import load_runnable
     from t2n.llm.samples import to_numpy
 
-    return _run(load_runnable(encoder.path), [to_numpy(t) for t in example])
+    outputs = load_runnable(encoder.path).run([to_numpy(t) for t in example])
+    return [np.asarray(_to_numpy(tract, np, o)) for o in outputs]
 
 
 def prompt_ids(model: torch.nn.Module, placeholder: int, rows: int, decode: int) -> np.ndarray:
@@ -67,23 +63,13 @@ def decoder_logits(decoder: Written, ids: np.ndarray, steps: Sequence[Call], med
     """The decoder artifact's logits for each call: the prefill with ``media`` (the
     encoder's outputs), the one-token calls with none; the cache (explicit) and the rotary
     shift fed back from each call's outputs, or the cache kept in one tract state."""
-    from t2n.llm.generate import load_runnable
     from t2n.llm.samples import to_numpy
+    from t2n.llm.verify import chained_logits
 
-    runnable = load_runnable(decoder.path)
-    stateful = decoder.graph_inputs is not None
     carried = [to_numpy(t) for t in decoder.start]
-    if stateful:  # the graph keeps the cache: only the rotary shift (if any) is fed back
-        assert decoder.graph_inputs is not None
+    if decoder.graph_inputs is not None:  # the graph keeps the cache: only the rotary shift (if any) is fed back
         carried = carried[len(carried) - (len(decoder.graph_inputs) - 1 - len(media)):]
-        runnable = runnable.spawn_state()
-    none = [np.zeros((0, *m.shape[1:]), dtype=m.dtype) for m in media]
-    out = []
-    for k, step in enumerate(steps):
-        results = _run(runnable, [ids[:, step.start:step.end], *carried, *(media if k == 0 else none)])
-        out.append(results[0])
-        carried = results[1:]
-    return out
+    return chained_logits(decoder.path, ids, steps, carried, stateful=decoder.graph_inputs is not None, media=media)
 
 
 def _with_media(forward_inputs: Callable[..., dict[str, Any]], model: torch.nn.Module,
