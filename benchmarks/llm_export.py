@@ -74,7 +74,7 @@ def write_checkpoint(folder: Path, layers: int | None) -> int:
 CHILD = """
 import json, sys, time
 start = time.perf_counter()
-import torch, transformers, t2n.api, t2n.llm.export, t2n.cli.llm
+import torch, transformers, t2n.api, t2n.llm.text.export, t2n.cli.llm
 from transformers import AutoConfig, LlamaForCausalLM
 from t2n.cli.main import main
 def peak():

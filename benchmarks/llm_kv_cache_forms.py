@@ -69,7 +69,7 @@ class Generator:
     """One form in one tract state: a prompt, then one token per call."""
 
     def __init__(self, path: Path, one_token: bool) -> None:
-        from t2n.llm.generate import load_runnable
+        from t2n.llm.common.generate import load_runnable
 
         self.runnable = load_runnable(path)
         self.one_token = one_token

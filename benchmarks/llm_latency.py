@@ -98,7 +98,7 @@ class Runner:
     """One artifact loaded in tract: a prefill and a decode loop, timed."""
 
     def __init__(self, path: Path) -> None:
-        from t2n.llm.generate import load_runnable
+        from t2n.llm.common.generate import load_runnable
 
         self.runnable = load_runnable(path)
         self.stateful = self.runnable.input_count() == 1

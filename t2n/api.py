@@ -21,7 +21,13 @@ from t2n.frontend.base import Frontend
 from t2n.frontend.extractors import ModuleExtractor
 from t2n.frontend.registry import LoweringRegistry
 from t2n.ir import OpSet
-from t2n.options import compile_options, compile_options_from, merge_dynamic_axes, write_options
+from t2n.options import (
+    compile_options,
+    compile_options_from,
+    keywords_of,
+    merge_dynamic_axes,
+    write_options,
+)
 from t2n.passes.base import Pass
 from t2n.passes.spec import PipelineSpec
 
@@ -189,16 +195,9 @@ def compile(
             source lines.
         CheckMismatchError: ``check_io`` found outputs that differ from PyTorch.
     """
-    options = compile_options(
-        target, kwargs=kwargs, input_names=input_names, output_names=output_names, passes=passes,
-        pass_registry=pass_registry, registry=registry, op_set=op_set, extractors=extractors, check_io=check_io,
-        tolerance=tolerance, log_level=log_level, verify_ir=verify_ir, dump_ir=dump_ir, dynamic_axes=dynamic_axes,
-        custom_extensions=custom_extensions, strict_dynamic_axes=strict_dynamic_axes,
-        auto_harden_jit=auto_harden_jit, jit_diagnostics=jit_diagnostics, fold_batch_norm=fold_batch_norm,
-        weights_from=weights_from, strict=strict, nnef_variable_naming_scheme=nnef_variable_naming_scheme,
-        check_io_names_qte_match=check_io_names_qte_match, allow_same_io_names=allow_same_io_names,
-        debug_bundle_path=debug_bundle_path, frontend=frontend, dynamic_shapes=dynamic_shapes, remodel=remodel)
-    return compile_model(model, args, options)
+    # the keywords are t2n.options.CompileKeywords, spelled out above for the reader (a test
+    # holds the two equal): every one of them is passed on, none named here again
+    return compile_model(model, args, compile_options(target, **keywords_of(locals())))
 
 
 def export(

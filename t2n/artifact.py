@@ -21,7 +21,7 @@ from t2n.backends.target import Target
 from t2n.check.assertions import assertions_of, check_bounds, input_shapes_of
 from t2n.check.bundle import BundleContent, BundleResult, got_names, replay_spec, write_bundle
 from t2n.check.compare import CheckReport, Tolerance, compare
-from t2n.errors import CheckMismatchError, EngineError, InvalidArgumentError
+from t2n.errors import CheckMismatchError, EngineError, InvalidArgumentError, StaleArtifactError
 from t2n.ir import Graph, print_graph
 from t2n.serialize.archive import artifact_form, open_writer, read_artifact
 from t2n.serialize.dat import dat_size, iter_dat
@@ -47,6 +47,21 @@ class Artifact:
     """Where a failed :meth:`check` writes its debug bundle (``compile(debug_bundle_path=...)``)."""
     ir_stages: list[tuple[str, str]] = attrs.field(factory=list)
     """The IR after each pass, recorded for debug bundles when ``debug_bundle_path`` is set."""
+    _rendered_at: int = attrs.field(init=False, default=-1)
+    """The IR's edit count when it was rendered: :meth:`save` and :meth:`check` refuse an
+    IR edited since (what is written must be what was rendered, named and guarded)."""
+
+    def __attrs_post_init__(self) -> None:
+        self._rendered_at = self.ir.edits
+
+    def _refuse_stale(self, doing: str) -> None:
+        edits = self.ir.edits - self._rendered_at
+        if edits:
+            raise StaleArtifactError(
+                f"cannot {doing}: the artifact's IR was edited {edits} time(s) after it was rendered, so its "
+                "graph.nnef no longer says what the IR does; make the change a pass of compile "
+                "(passes=[...], or an interface pass for inputs and outputs) so that it is rendered and "
+                "checked with the rest")
 
     @property
     def graph_nnef(self) -> str:
@@ -113,6 +128,7 @@ class Artifact:
         Returns:
             The path written.
         """
+        self._refuse_stale("save it")
         p = Path(path)
         members = list(self.members())
         total = sum(size for _, size, _ in members)
@@ -168,6 +184,7 @@ class Artifact:
         """
         if (inputs is None) != (expected is None):
             raise InvalidArgumentError("check(): give both inputs and expected, or neither")
+        self._refuse_stale("check it")
         tolerance = Tolerance.parse(tolerance)
         debug_dir = debug_dir if debug_dir is not None else self.debug_bundle_path
         ins, refs = self._values_to_check(inputs, expected)

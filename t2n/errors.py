@@ -198,6 +198,11 @@ class IRError(T2NError):
     invariant). The IR's own classes also keep their Python base (ValueError, ...)."""
 
 
+class StaleArtifactError(IRError):
+    """An artifact's IR was edited after it was rendered: its ``graph.nnef`` no longer
+    says what the IR does. A change to an artifact is a pass of ``compile``."""
+
+
 class IRLookupError(IRError, KeyError):
     """A name the IR does not know (an op kind, a symbol without a value) or holds twice."""
 
@@ -419,4 +424,37 @@ class NemoExportError(InvalidArgumentError):
 
 class NemoManifestError(SerializationError, ValueError):
     """A folder that is not a NeMo export t2n wrote: no ``manifest.json``, another format
-    or version, or an artifact it lists is missing."""
+    or version, or an artifact it lists is missing; or an export asked for what its
+    manifest cannot give (the text of a tokenizer t2n does not follow)."""
+
+
+class NemoArchiveError(NemoExportError):
+    """A ``.nemo`` file that cannot be restored: not a tar archive, truncated, or a tar
+    without NeMo's ``model_config.yaml`` (named with the file and what to do)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__("model", message)
+
+
+class NemoAudioError(InvalidArgumentError):
+    """Audio a NeMo export cannot transcribe: a file that is not a readable ``.wav`` or
+    ``.npy``, another channel count or sample rate than the model's, samples that are not
+    float; ``source`` names the file (or ``"the audio"``)."""
+
+    def __init__(self, source: str, message: str) -> None:
+        self.source = source
+        super().__init__(f"{source}: {message}")
+
+
+class AudioLengthError(NemoAudioError):
+    """Audio shorter or longer than a NeMo export accepts (the bounds its manifest states,
+    such as the encoder's positional table): ``seconds`` is its length, ``min_seconds``
+    and ``max_seconds`` (``None`` when unbounded) what the export accepts."""
+
+    def __init__(self, source: str, message: str, *, seconds: float, min_seconds: float,
+                 max_seconds: float | None) -> None:
+        self.seconds = seconds
+        self.min_seconds = min_seconds
+        self.max_seconds = max_seconds
+        super().__init__(source, message)

@@ -15,7 +15,6 @@ before the model is traced and before any engine runs: a typo in ``tolerance`` o
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -40,10 +39,12 @@ from t2n.frontend.jit.frontend import JitFrontend
 from t2n.frontend.prefix_names import kept_kind
 from t2n.frontend.registry import LoweringRegistry
 from t2n.ir import Graph, OpSet, OpTable, print_graph
+from t2n.passes.base import Pass
 from t2n.passes.dynamic_axes import dynamic_axes_form
 from t2n.passes.manager import DumpFn, PassManager
 from t2n.passes.pipeline import builtin_passes, check_pass_registry, compile_pipeline
 from t2n.passes.precision import check_forcing_target
+from t2n.passes.spec import PipelineSpec
 from t2n.remodel.export import RemodelStep, plan_axes, remodel_step
 
 FRONTENDS: Mapping[str, type[Frontend]] = {"jit": JitFrontend, "export": ExportFrontend}
@@ -51,9 +52,57 @@ FRONTENDS: Mapping[str, type[Frontend]] = {"jit": JitFrontend, "export": ExportF
 
 
 @attrs.frozen(kw_only=True)
+class CompileKeywords:
+    """The keywords of :func:`t2n.compile` as a call gives them, with their defaults and
+    the types ``compile`` documents: the one list of them. :func:`compile_options` takes
+    exactly these (:data:`COMPILE_KEYWORDS`) and checks each into :class:`CompileOptions`;
+    ``compile``'s signature spells them out for its readers, and a test holds the two
+    equal (names, defaults and annotations). Nothing is checked here."""
+
+    kwargs: Mapping[str, Any] | None = None
+    input_names: Sequence[str] | None = None
+    output_names: Sequence[str] | None = None
+    passes: PipelineSpec = ()
+    pass_registry: Mapping[str, Pass] | None = None
+    registry: LoweringRegistry | None = None
+    op_set: OpSet | None = None
+    extractors: Sequence[ModuleExtractor] | None = None
+    check_io: bool | None = None
+    tolerance: Tolerance | str | None = None
+    log_level: int | str | None = None
+    verify_ir: bool = False
+    dump_ir: str | Path | None = None
+    dynamic_axes: Mapping[str, Mapping[int, str]] | None = None
+    custom_extensions: Sequence[str] = ()
+    strict_dynamic_axes: bool = False
+    auto_harden_jit: bool = True
+    jit_diagnostics: dict[str, Any] | None = None
+    fold_batch_norm: bool = True
+    weights_from: Any = None
+    strict: bool = False
+    nnef_variable_naming_scheme: str = "natural_verbose"
+    check_io_names_qte_match: bool = True
+    allow_same_io_names: bool = False
+    debug_bundle_path: str | os.PathLike[str] | None = None
+    frontend: str | Frontend = "jit"
+    dynamic_shapes: Any = None
+    remodel: Any = None
+
+
+COMPILE_KEYWORDS: tuple[str, ...] = tuple(f.name for f in attrs.fields(CompileKeywords))
+"""The options ``compile`` takes by keyword (those ``export`` passes on)."""
+
+
+def keywords_of(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The compile keywords among ``values`` (an entry point's ``locals()``, whose
+    signature repeats them), to pass on to :func:`compile_options`."""
+    return {name: values[name] for name in COMPILE_KEYWORDS if name in values}
+
+
+@attrs.frozen(kw_only=True)
 class CompileOptions:
     """Every option of one compile, checked (see :func:`compile_options` for their meaning:
-    the keywords of ``t2n.compile``)."""
+    the keywords of ``t2n.compile``, :class:`CompileKeywords`)."""
 
     target: Target
     frontend: Frontend
@@ -94,69 +143,52 @@ class CompileOptions:
     """The remodel plan (:mod:`t2n.remodel.export`), its symbols already in ``dynamic_axes``."""
 
 
-def compile_options(
-    target: object = None,
-    *,
-    default_check_io: bool = False,
-    kwargs: object = None,
-    input_names: object = None,
-    output_names: object = None,
-    passes: object = (),
-    pass_registry: object = None,
-    registry: object = None,
-    op_set: object = None,
-    extractors: object = None,
-    check_io: object = None,
-    tolerance: object = None,
-    log_level: object = None,
-    verify_ir: object = False,
-    dump_ir: object = None,
-    dynamic_axes: object = None,
-    custom_extensions: object = (),
-    strict_dynamic_axes: object = False,
-    auto_harden_jit: object = True,
-    jit_diagnostics: object = None,
-    fold_batch_norm: object = True,
-    weights_from: object = None,
-    strict: object = False,
-    nnef_variable_naming_scheme: object = "natural_verbose",
-    check_io_names_qte_match: object = True,
-    allow_same_io_names: object = False,
-    debug_bundle_path: object = None,
-    frontend: object = "jit",
-    dynamic_shapes: object = None,
-    remodel: object = None,
-) -> CompileOptions:
+def compile_options(target: object = None, *, default_check_io: bool = False, **keywords: Any) -> CompileOptions:
     """The options of one compile for ``target`` (``None``: the latest ``TractNNEF``),
-    checked: the keywords of :func:`t2n.compile`, which documents them.
+    checked: ``keywords`` are those of :func:`t2n.compile`, which documents them
+    (:class:`CompileKeywords`; another name is refused by name).
     ``default_check_io``: whether the engine runs when neither the call nor the target
     says (``export_model_to_nnef`` runs it; ``compile`` and ``export`` do not)."""
-    chosen, checked = check_frontend(frontend), check_target(target)
-    run, tol = resolve_check(checked, check_io, tolerance, default=default_check_io)
-    flags = _flags(verify_ir=verify_ir, strict_dynamic_axes=strict_dynamic_axes, auto_harden_jit=auto_harden_jit,
-                   fold_batch_norm=fold_batch_norm, strict=strict, check_io_names_qte_match=check_io_names_qte_match,
-                   allow_same_io_names=allow_same_io_names)
-    call_kwargs, ins, outs = _call_arguments(checked, kwargs, input_names, output_names,
+    given = _keywords(keywords, "compile_options()")
+    chosen, checked = check_frontend(given.frontend), check_target(target)
+    run, tol = resolve_check(checked, given.check_io, given.tolerance, default=default_check_io)
+    flags = _flags(verify_ir=given.verify_ir, strict_dynamic_axes=given.strict_dynamic_axes,
+                   auto_harden_jit=given.auto_harden_jit, fold_batch_norm=given.fold_batch_norm, strict=given.strict,
+                   check_io_names_qte_match=given.check_io_names_qte_match,
+                   allow_same_io_names=given.allow_same_io_names)
+    call_kwargs, ins, outs = _call_arguments(checked, given.kwargs, given.input_names, given.output_names,
                                              allow_same=flags["allow_same_io_names"])
-    step = remodel_step(remodel)
-    axes = plan_axes(step, merge_dynamic_axes(checked, dynamic_axes_form(dynamic_axes)), checked)
-    bundle, record, dump = _recorders(debug_bundle_path, dump_ir)
+    step = remodel_step(given.remodel)
+    axes = plan_axes(step, merge_dynamic_axes(checked, dynamic_axes_form(given.dynamic_axes)), checked)
+    bundle, record, dump = _recorders(given.debug_bundle_path, given.dump_ir)
     options = CompileOptions(
         target=checked, frontend=chosen, kwargs=call_kwargs, input_names=ins, output_names=outs,
-        registry=check_registry(registry), op_set=check_op_set(op_set),
-        extractors=tuple(check_extractors(extractors)),
-        pipeline=_pipeline(passes, pass_registry, checked, chosen, axes, dump, **flags),
-        check_io=run, tolerance=tol, log_level=check_log_level(log_level), verify_ir=flags["verify_ir"],
-        dump=dump, ir_record=record, dynamic_axes=axes, dynamic_shapes=dynamic_shapes,
-        custom_extensions=check_custom_extensions(custom_extensions, allowed=checked.accepts_extension_lines),
+        registry=check_registry(given.registry), op_set=check_op_set(given.op_set),
+        extractors=tuple(check_extractors(given.extractors)),
+        pipeline=_pipeline(given.passes, given.pass_registry, checked, chosen, axes, dump, **flags),
+        check_io=run, tolerance=tol, log_level=check_log_level(given.log_level), verify_ir=flags["verify_ir"],
+        dump=dump, ir_record=record, dynamic_axes=axes, dynamic_shapes=given.dynamic_shapes,
+        custom_extensions=check_custom_extensions(given.custom_extensions, allowed=checked.accepts_extension_lines),
         strict_dynamic_axes=flags["strict_dynamic_axes"], auto_harden_jit=flags["auto_harden_jit"],
-        jit_diagnostics=_diagnostics(jit_diagnostics), weights_from=weights_from, strict=flags["strict"],
-        naming_scheme=check_naming_scheme(nnef_variable_naming_scheme),
+        jit_diagnostics=_diagnostics(given.jit_diagnostics), weights_from=given.weights_from, strict=flags["strict"],
+        naming_scheme=check_naming_scheme(given.nnef_variable_naming_scheme),
         check_io_names_qte_match=flags["check_io_names_qte_match"],
         allow_same_io_names=flags["allow_same_io_names"], debug_bundle_path=bundle, remodel=step,
     )
     chosen.check_options(options)
     return options
+
+
+def _keywords(keywords: Mapping[str, Any], entry: str) -> CompileKeywords:
+    """``keywords`` as :class:`CompileKeywords`, refusing names ``compile`` does not take,
+    by name."""
+    unknown = sorted(set(keywords) - set(COMPILE_KEYWORDS))
+    if unknown:
+        raise InvalidArgumentError(
+            f"{entry} got unknown option(s) {', '.join(map(repr, unknown))}; the options it "
+            f"passes to compile are: {', '.join(COMPILE_KEYWORDS)}"
+        )
+    return CompileKeywords(**keywords)
 
 
 def _call_arguments(target: Target, kwargs: object, input_names: object, output_names: object, *,
@@ -179,21 +211,11 @@ def _recorders(debug_bundle_path: object, dump_ir: object) -> tuple[Path | None,
     record = IRRecorder() if bundle is not None else None
     return bundle, record, recording(_ir_dumper(dump_ir), record)
 
-COMPILE_KEYWORDS: tuple[str, ...] = tuple(
-    name for name in inspect.signature(compile_options).parameters if name not in ("target", "default_check_io"))
-"""The options ``compile`` takes by keyword (those ``export`` passes on)."""
-
-
 def compile_options_from(target: object, options: Mapping[str, Any], *, entry: str,
                          default_check_io: bool = False) -> CompileOptions:
     """:func:`compile_options` for keywords collected by an entry point (``export(**options)``),
-    refusing names ``compile`` does not take, by name."""
-    unknown = sorted(set(options) - set(COMPILE_KEYWORDS))
-    if unknown:
-        raise InvalidArgumentError(
-            f"{entry} got unknown option(s) {', '.join(map(repr, unknown))}; the options it "
-            f"passes to compile are: {', '.join(COMPILE_KEYWORDS)}"
-        )
+    refusing names ``compile`` does not take, by name (naming the entry point)."""
+    _keywords(options, entry)
     return compile_options(target, default_check_io=default_check_io, **options)
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import inspect
 
 import attrs
+import pytest
 import torch
 from torch import nn
 
 import t2n
 from t2n import api, options
+from t2n.errors import InvalidArgumentError
 from t2n.frontend.jit.frontend import JitFrontend
 from t2n.ir import Graph
 from t2n.passes import Pass, PassResult
@@ -25,12 +27,36 @@ def _stages(p: Pass) -> list[Pass]:
     return [s for q in p.passes for s in _stages(q)] if isinstance(p, PassManager) else [p]
 
 
-def test_compile_and_its_options_take_the_same_keywords_with_the_same_defaults():
-    compile_params = {n: p.default for n, p in inspect.signature(api.compile).parameters.items()
-                      if p.kind is p.KEYWORD_ONLY}
-    option_params = {n: p.default for n, p in inspect.signature(options.compile_options).parameters.items()
-                     if n in options.COMPILE_KEYWORDS}
-    assert compile_params == option_params
+def _declared(fn):
+    """A function's keyword-only parameters: name → (default, annotation)."""
+    return {n: (p.default, p.annotation) for n, p in inspect.signature(fn).parameters.items()
+            if p.kind is p.KEYWORD_ONLY}
+
+
+def test_the_compile_keywords_are_declared_once_and_compile_spells_out_the_same():
+    keywords = {f.name: (f.default, f.type) for f in attrs.fields(options.CompileKeywords)}
+    assert tuple(keywords) == options.COMPILE_KEYWORDS
+    assert _declared(api.compile) == keywords
+    shared = {n: d for n, d in _declared(api.export).items() if n in keywords}
+    assert shared == {n: keywords[n] for n in shared} and len(shared) >= 5
+
+
+def test_compile_passes_every_keyword_on(monkeypatch):
+    seen = {}
+
+    def record(target, **keywords):
+        seen.update(keywords)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(api, "compile_options", record)
+    with pytest.raises(RuntimeError, match="stop"):
+        t2n.compile(nn.Linear(6, 3), (X,), strict=True)
+    assert list(seen) == list(options.COMPILE_KEYWORDS) and seen["strict"] is True
+
+
+def test_compile_options_refuses_a_keyword_compile_does_not_take_by_name():
+    with pytest.raises(InvalidArgumentError, match=r"compile_options\(\) got unknown option\(s\) 'strictly'"):
+        options.compile_options(strictly=True)
 
 
 def test_export_checks_its_options_once_and_builds_the_pipeline_once(tmp_path, monkeypatch):

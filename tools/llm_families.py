@@ -6,15 +6,15 @@ configuration's defaults (2 layers, hidden 64, vocabulary 96, 4 experts...), exp
 with ``t2n.llm.export_llm`` and compare 16 greedily generated tokens in tract with
 ``generate(do_sample=False)``. Child processes take the types in turn (one that hangs
 is stopped and the rest go on in a new one); the outcomes go to
-``tools/llm_families_sweep.json`` (what :mod:`t2n.llm.families` is written from).
+``tools/llm_families_sweep.json`` (what :mod:`t2n.llm.common.families` is written from).
 
-``python -m tools.llm_families rows``: print the rows of :data:`t2n.llm.families.FAMILIES`
+``python -m tools.llm_families rows``: print the rows of :data:`t2n.llm.common.families.FAMILIES`
 from those outcomes (the families the tests prove named with their forms, the others
 proven by the sweep or refused with what went wrong).
 
 ``python -m tools.llm_families doc [--check]``: write the family table of
 ``docs/llm.md`` (between its ``families-table`` markers) from
-:data:`t2n.llm.families.FAMILIES`; ``--check`` exits 1 when the page differs.
+:data:`t2n.llm.common.families.FAMILIES`; ``--check`` exits 1 when the page differs.
 """
 
 from __future__ import annotations
@@ -83,10 +83,10 @@ def try_one(model_type: str) -> dict[str, Any]:
 
     import torch
 
-    import t2n.llm.families
+    import t2n.llm.common.families
     from t2n.llm import export_llm, tract_greedy_generate
 
-    t2n.llm.families.refusal = lambda model_type: None  # the sweep asks the export, not the registry it fills
+    t2n.llm.common.families.refusal = lambda model_type: None  # the sweep asks the export, not the registry it fills
     stage = "build"
     try:
         model = tiny_model(model_type)
@@ -182,7 +182,7 @@ TESTED = {
 
 
 def rows(tested: dict[str, str], refused: dict[str, str]) -> str:
-    """The rows of :data:`t2n.llm.families` as Python source, from the sweep's outcomes:
+    """The rows of :data:`t2n.llm.common.families` as Python source, from the sweep's outcomes:
     ``tested`` (type → note) are proven by the tests, ``refused`` (type → reason) refused
     whatever the sweep found; the other types are proven when the sweep generated
     transformers' tokens, else refused with what went wrong."""
@@ -243,7 +243,7 @@ def reason(result: dict[str, Any]) -> str:
 
 
 def table() -> str:
-    from t2n.llm.families import FAMILIES
+    from t2n.llm.common.families import FAMILIES
 
     rows = ["| model type | status | how it is proven / why it is refused |", "| --- | --- | --- |"]
     for family in FAMILIES.values():
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--resume", action="store_true", help="skip the types already in the results")
     t = sub.add_parser("try")
     t.add_argument("types", nargs="+")
-    sub.add_parser("rows", help="print the rows of t2n/llm/families.py from the sweep's outcomes")
+    sub.add_parser("rows", help="print the rows of t2n/llm/common/families.py from the sweep's outcomes")
     d = sub.add_parser("doc")
     d.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)

@@ -93,20 +93,21 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
     Writes EXPORT_DIRPATH/model/model.nnef.tgz, modes.json and tests/ (prefill.npz,
     decode.npz and io.npz, which `t2n check model.nnef.tgz --io tests/io.npz` replays).
     """
-    from t2n.llm.export import export_llm
+    from t2n.llm.common.options import LLMExportOptions
+    from t2n.llm.entry import export_with_options
 
     show_progress(sys.stderr, progress)
-    path = export_llm(
-        local_dir, export_dirpath, dtype=force_module_dtype, compression=compression_method,
-        force_f32_attention=force_f32_attention, force_f32_linear_accumulator=force_f32_linear_accumulator,
-        force_f32_normalization=force_f32_normalization, num_logits_to_keep=num_logits_to_keep,
-        tract_version=tract_version, verify=not no_verify, tract_check_io_tolerance=tract_check_io_tolerance,
-        dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf, trust_remote_code=trust_remote_code,
-        naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator, merge_peft=merge_peft,
-        force_inputs_dtype=force_inputs_dtype, sample_generation_total_size=sample_generation_total_size,
-        kv_cache=kv_cache, reify_rope=reify_rope_operator, reify_rms_norm=reify_rms_norm_operator,
-        window_kv_cache=window_kv_cache, overwrite=overwrite,
+    options = LLMExportOptions(
+        dtype=force_module_dtype, compression=compression_method, force_f32_attention=force_f32_attention,
+        force_f32_linear_accumulator=force_f32_linear_accumulator, force_f32_normalization=force_f32_normalization,
+        num_logits_to_keep=num_logits_to_keep, tract_version=tract_version, verify=not no_verify,
+        tract_check_io_tolerance=tract_check_io_tolerance, dump_with_tokenizer_and_conf=dump_with_tokenizer_and_conf,
+        trust_remote_code=trust_remote_code, naming_scheme=naming_scheme, reify_sdpa_operator=reify_sdpa_operator,
+        merge_peft=merge_peft, force_inputs_dtype=force_inputs_dtype,
+        sample_generation_total_size=sample_generation_total_size, kv_cache=kv_cache, reify_rope=reify_rope_operator,
+        reify_rms_norm=reify_rms_norm_operator, window_kv_cache=window_kv_cache, overwrite=overwrite,
         image_sizes=[_image_size(s) for s in image_size] or None)
+    path = export_with_options(local_dir, export_dirpath, options)
     click.echo(f"wrote {path}")
 
 
@@ -154,7 +155,7 @@ def peft_command(src: Path, dest: Path, patterns: tuple[str, ...], bf16_as: str,
     one NNEF .dat file per tensor, named after it (a.b.lora_A.weight ->
     a.b.lora_A.weight.dat), and the folder's adapter_config.json. Nothing is written
     when SRC is not an adapter or no tensor matches."""
-    from t2n.llm.peft import export_peft
+    from t2n.llm.common.peft import export_peft
 
     written = export_peft(src, dest, patterns=list(patterns) or None, bf16_as=bf16_as, overwrite=overwrite)
     click.echo(f"wrote {len(written)} adapter tensors to {dest}")

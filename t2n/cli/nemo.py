@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import json
-import wave
 from pathlib import Path
 from typing import Any
 
 import click
-import numpy as np
 
-from t2n.cli.main import debug_option, fail, guarded
+from t2n.cli.main import debug_option, guarded
 from t2n.cli.params import tolerance_option, version_callback
 
 
@@ -85,23 +83,7 @@ def nemo_transcribe_command(export: Path, audio: tuple[Path, ...], ctc: bool, as
     from t2n.nemo.transcribe import load
 
     asr = load(export)
-    rate = int(asr.manifest.data["audio"]["sample_rate"])
     for path in audio:
-        samples = _samples(path, rate)
-        ids = asr.transcribe(samples, decoder="ctc" if ctc else None)
+        ids = asr.transcribe_file(path, decoder="ctc" if ctc else None)
         text = asr.text(ids)
         click.echo(json.dumps({"audio": str(path), "ids": ids, "text": text}) if as_json else f"{path}: {text}")
-
-
-def _samples(path: Path, rate: int) -> np.ndarray:
-    if path.suffix.lower() == ".npy":
-        return np.asarray(np.load(path), dtype=np.float32).reshape(-1)
-    try:
-        with wave.open(str(path), "rb") as w:
-            if w.getnchannels() != 1 or w.getsampwidth() != 2 or w.getframerate() != rate:
-                fail(f"{path}: {w.getnchannels()} channel(s), {8 * w.getsampwidth()}-bit, {w.getframerate()} Hz; "
-                     f"the model takes 16-bit PCM mono at {rate} Hz (resample it, or give a .npy of samples)")
-            data = w.readframes(w.getnframes())
-    except (wave.Error, EOFError) as exc:
-        fail(f"{path} is not a PCM .wav file ({exc}); give a .wav or a .npy of float samples")
-    return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0

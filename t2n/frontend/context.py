@@ -32,7 +32,7 @@ class GraphLowering(Protocol):
     env: dict[Any, Any]
     """Frontend value (TorchScript value id, FX node) → its lowered value."""
     static_sizes: bool
-    """No axis will become symbolic: sizes are Python ints (see :mod:`t2n.frontend.scalars`)."""
+    """No axis will become symbolic: sizes are Python ints (see :mod:`t2n.frontend.jit.scalars`)."""
     native_ops: frozenset[str]
     """IR ops the target runs as one native operation, which rules write whole."""
     module_writes: dict[tuple[int, str], Any]

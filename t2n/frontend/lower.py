@@ -27,9 +27,9 @@ from t2n.frontend.context import (
 )
 from t2n.frontend.dtypes import float8_problem, to_ir
 from t2n.frontend.extractors import ExtractedCall, lower_extracted
+from t2n.frontend.jit.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_list_op, is_python_value
 from t2n.frontend.lowering.complex import complex_problem, complex_rule
 from t2n.frontend.registry import LoweringRegistry, RuleInfo
-from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_list_op, is_python_value
 from t2n.frontend.trace import TracedModel
 from t2n.frontend.views import (
     MAYBE_COPY_KINDS,

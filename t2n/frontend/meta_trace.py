@@ -34,7 +34,7 @@ from t2n.frontend.extractors import ExtractedCalls
 from t2n.frontend.io import flatten
 from t2n.frontend.specialization import data_inputs, user_frame
 from t2n.frontend.trace import TracedModel, trace_module
-from t2n.frontend.trace_watch import _CONVERSIONS, _FACTORIES
+from t2n.frontend.trace_watch import TENSOR_CONVERSIONS, TENSOR_FACTORIES
 from t2n.frontend.value_walk import ValueWalk
 
 
@@ -102,7 +102,7 @@ class StandInReads(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         name = getattr(func, "__name__", "")
-        if (name in _CONVERSIONS or name in _FACTORIES) and args:
+        if (name in TENSOR_CONVERSIONS or name in TENSOR_FACTORIES) and args:
             source = self.read_from(args[0]) if isinstance(args[0], torch.Tensor) else next(
                 (s for s in map(self.read_from, _tensors_of(args[0])) if s), None)
             if source is not None:

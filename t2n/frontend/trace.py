@@ -26,8 +26,12 @@ from t2n.errors import ExtractorError, InvalidArgumentError, TraceError
 from t2n.frontend import torch_private
 from t2n.frontend.extractors import ExtractedCalls
 from t2n.frontend.io import FlatModule, Spec, flatten
-from t2n.frontend.module_calls import inline_autograd_functions, module_calls_recorded
-from t2n.frontend.quantized_trace import holds_packed_params, jit_trace_flat, mark_quantized_forms
+from t2n.frontend.jit.module_calls import inline_autograd_functions, module_calls_recorded
+from t2n.frontend.jit.quantized_trace import (
+    holds_packed_params,
+    jit_trace_flat,
+    mark_quantized_forms,
+)
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.state_guard import StateWrites
 from t2n.frontend.trace_watch import TraceWatch, fast_paths_unwatched

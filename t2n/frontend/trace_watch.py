@@ -37,7 +37,7 @@ from t2n.frontend.specialization import InputDependence, SizeDependence, Special
 from t2n.frontend.state_guard import StateWrites
 from t2n.frontend.unpool_trace import traced_max_unpool
 
-_CONVERSIONS = {
+TENSOR_CONVERSIONS = {
     "__bool__": "a tensor converted to a Python bool (an `if`/`while`/`and`/`or` on tensor data)",
     "item": "a tensor converted to a Python number (`.item()`)",
     "__int__": "a tensor converted to a Python int (`int(tensor)`)",
@@ -48,7 +48,7 @@ _CONVERSIONS = {
     "numpy": "a tensor converted to a NumPy array",
     "__array__": "a tensor converted to a NumPy array",
 }
-_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "new_tensor", "scalar_tensor"})
+TENSOR_FACTORIES = frozenset({"tensor", "as_tensor", "asarray", "new_tensor", "scalar_tensor"})
 _QUIET = frozenset({"__format__", "__repr__", "__str__", "__iter__", "__len__", "__reversed__",
                     "__contains__", "__hash__", "__deepcopy__", "__reduce_ex__"})
 """Calls whose conversions are for display or follow sizes only (iterating a tensor
@@ -148,7 +148,7 @@ class TraceWatch(TorchFunctionMode):
             with self._judging():
                 return unpool(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        what = _CONVERSIONS.get(name)
+        what = TENSOR_CONVERSIONS.get(name)
         if what is not None and args and isinstance(args[0], torch.Tensor):
             from_inputs = self.dependence.of_tensor(args[0])
             sizes = frozenset() if from_inputs else self.sizes.of_tensor(args[0])
@@ -158,9 +158,9 @@ class TraceWatch(TorchFunctionMode):
                 value = repr(result) if isinstance(result, (bool, int, float)) else ""
                 self.note(what, value, sizes)
             return result
-        if name in _FACTORIES and any(self.dependence.of_tensor(t) for t in _tensors_in(args[:1])):
+        if name in TENSOR_FACTORIES and any(self.dependence.of_tensor(t) for t in _tensors_in(args[:1])):
             self.note(f"`torch.{name}(...)` built from tensor values (stored as a constant)")
-        if name in _QUIET or name in _FACTORIES:
+        if name in _QUIET or name in TENSOR_FACTORIES:
             with self._judging():
                 return func(*args, **kwargs)
         targets = written_tensors(func, name, args, kwargs)

@@ -13,6 +13,7 @@ import attrs
 import numpy as np
 
 from t2n.errors import InvalidArgumentError, IRLookupError
+from t2n.ir.attributes import Attr
 from t2n.ir.types import TensorType
 from t2n.registry import DuplicateNameError, Registry, Table, collect, entries_of
 
@@ -55,6 +56,11 @@ class OpSchema:
     doc: str = ""
     known: KnownFn | None = None
     """Output values that follow from input *types* alone (e.g. ``shape_of``)."""
+    attrs: Mapping[str, Attr] | None = None
+    """The attributes the op takes, by name (:mod:`t2n.ir.attributes`), which
+    :func:`t2n.ir.verify` holds every op to; ``{}``: none. ``None`` (an op of a user's
+    own that declares nothing): its attributes are not checked. Every built-in op
+    declares them."""
 
     def has(self, trait: Trait) -> bool:
         return trait in self.traits
@@ -98,12 +104,14 @@ class OpTable(Table[OpSchema]):
         traits: Iterable[Trait] = (Trait.PURE,),
         doc: str = "",
         known: KnownFn | None = None,
+        attrs: Mapping[str, Attr] | None = None,
     ) -> Callable[[InferFn], InferFn]:
-        """Decorator registering ``fn`` as the type inference of op ``name``."""
+        """Decorator registering ``fn`` as the type inference of op ``name``, which takes
+        the attributes ``attrs`` (see :attr:`OpSchema.attrs`)."""
 
         def deco(fn: InferFn) -> InferFn:
             doc_ = doc or (fn.__doc__ or "")
-            self.add(OpSchema(name, fn, evaluate, frozenset(traits), doc_, known))
+            self.add(OpSchema(name, fn, evaluate, frozenset(traits), doc_, known, attrs))
             return fn
 
         return deco

@@ -76,10 +76,10 @@ class TensorData(abc.ABC):
         is copied one bounded chunk at a time.
         """
         arr = self.raw()
-        yield from _chunks_of(arr, max_bytes)
+        yield from chunks_of(arr, max_bytes)
 
 
-def _chunks_of(arr: np.ndarray, max_bytes: int) -> Iterator[np.ndarray]:
+def chunks_of(arr: np.ndarray, max_bytes: int) -> Iterator[np.ndarray]:
     if arr.size == 0:
         return
     per = max(1, max_bytes // max(1, arr.dtype.itemsize))
@@ -96,7 +96,7 @@ def _chunks_of(arr: np.ndarray, max_bytes: int) -> Iterator[np.ndarray]:
     rows = max(1, per // row)
     if rows == 1 and row > per and arr.ndim > 1:
         for i in range(arr.shape[0]):
-            yield from _chunks_of(arr[i], max_bytes)
+            yield from chunks_of(arr[i], max_bytes)
         return
     for start in range(0, arr.shape[0], rows):
         yield np.ascontiguousarray(arr[start : start + rows]).reshape(-1)
@@ -207,7 +207,7 @@ class LazyData(TensorData):
         if self._chunks is not None:
             yield from self._chunks(max_bytes)
         else:
-            yield from _chunks_of(self.raw(), max_bytes)
+            yield from chunks_of(self.raw(), max_bytes)
 
     def __repr__(self) -> str:
         return f"LazyData({self.dtype}{list(self.shape)} {self.description})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 
 from t2n.errors import IRError
+from t2n.ir.attributes import attr_problems
 from t2n.ir.graph import Graph
 from t2n.ir.nodes import Op, Value
 
@@ -21,14 +22,16 @@ def verify(graph: Graph, *, check_types: bool = True) -> None:
     """Raise :class:`IRVerificationError` unless the graph is well formed.
 
     Checks: one producer per value; use-lists agree with op inputs; the private
-    networkx index agrees with both; no cycles; unique names; outputs defined;
-    and (``check_types``) stored types equal freshly inferred ones.
+    networkx index agrees with both; no cycles; unique names; outputs defined; each
+    op's attributes are those its schema declares (names, required ones, kinds of
+    value); and (``check_types``) stored types equal freshly inferred ones.
     """
     problems: list[str] = []
     ops = list(graph._ops)
     defined = _check_producers(graph, ops, problems)
     expected_edges = _check_uses(ops, defined, problems)
     _check_index(graph, set(ops), expected_edges, problems)
+    _check_attrs(ops, problems)
     for v in graph.outputs:
         if id(v) not in defined:
             problems.append(f"output %{v.name} is not defined in the graph")
@@ -94,14 +97,25 @@ def _check_index(graph: Graph, op_set: set[Op], expected_edges: dict[tuple[int, 
         problems.append("the graph has a cycle")
 
 
+def _check_attrs(ops: list[Op], problems: list[str]) -> None:
+    """Each op's attributes against those its schema declares (a schema declaring
+    nothing, ``attrs=None``, is not checked)."""
+    for op in ops:
+        if op.schema.attrs is not None:
+            problems.extend(f"{_where(op)}: {p}" for p in attr_problems(op.schema.attrs, op.attrs))
+
+
+def _where(op: Op) -> str:
+    return f"{op.kind} -> %{op.outputs[0].name if op.outputs else '?'}"
+
+
 def _check_types(graph: Graph, problems: list[str]) -> None:
     """Stored output types equal what each op's inference gives now."""
     for op in graph.ops():
         try:
             types, _ = graph._infer(op.schema, op.inputs, op.attrs)
         except (IRError, ValueError, TypeError, LookupError, ArithmeticError) as exc:
-            problems.append(f"{op.kind} -> %{op.outputs[0].name if op.outputs else '?'}: "
-                            f"inference fails: {exc}")
+            problems.append(f"{_where(op)}: inference fails: {exc}")
             continue
         for v, t in zip(op.outputs, types):
             if v.type != t:

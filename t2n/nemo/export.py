@@ -290,7 +290,8 @@ def _audio(facts: ModelFacts, preprocessor: bool) -> dict[str, Any]:
 
 def _decoding(facts: ModelFacts) -> dict[str, Any]:
     out: dict[str, Any] = {"greedy": "ctc" if facts.kind == "ctc" else "tdt" if "tdt" in facts.kind else "rnnt",
-                           "blank_id": facts.blank_id, "vocabulary": list(facts.vocabulary)}
+                           "blank_id": facts.blank_id, "vocabulary": list(facts.vocabulary),
+                           "text": dict(facts.text)}
     if facts.transducer:
         out.update(max_symbols_per_step=facts.max_symbols, durations=list(facts.durations),
                    decoder_state={"inputs": ["input_states_1", "input_states_2"],

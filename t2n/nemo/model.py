@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import tarfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ from typing import Any
 import attrs
 import torch
 
-from t2n.errors import NemoExportError, NemoUnavailableError
+from t2n.errors import NemoArchiveError, NemoExportError, NemoUnavailableError
+from t2n.nemo.text import text_facts
 
 KINDS = ("ctc", "rnnt", "tdt", "hybrid_rnnt_ctc", "hybrid_tdt_ctc")
 """What a recognizer decodes with: a CTC head, a transducer (RNN-T or token-and-duration
@@ -56,6 +59,8 @@ class ModelFacts:
     d_model: int
     pred_hidden: int
     pred_layers: int
+    text: Mapping[str, Any] = attrs.field(factory=dict, eq=False, hash=False)
+    """How NeMo's decoding writes the labels as text (:func:`t2n.nemo.text.text_facts`)."""
 
     @property
     def transducer(self) -> bool:
@@ -82,9 +87,7 @@ def load_model(source: Any, *, seed: int = 0) -> Any:
         if not path.exists():
             raise NemoExportError("model", f"{path} does not exist (give a .nemo file, a YAML config or a model)")
         if path.suffix == ".nemo":
-            asr = import_nemo_asr()
-            model = asr.models.ASRModel.restore_from(str(path), map_location="cpu")
-            return model.eval()
+            return _restore(path)
         if path.suffix.lower() not in (".yaml", ".yml"):
             raise NemoExportError("model", f"{path}: give a .nemo file or a .yaml/.yml config")
         import_nemo_asr()
@@ -95,6 +98,55 @@ def load_model(source: Any, *, seed: int = 0) -> Any:
         return _from_config(source, seed)
     raise NemoExportError("model", f"expected a NeMo model, a .nemo file, a YAML config or a mapping, got "
                                    f"{type(source).__name__}")
+
+
+def _restore(path: Path) -> Any:
+    """The model of a ``.nemo`` file; one NeMo cannot restore gives
+    :class:`NemoArchiveError` saying what is wrong with the file and what to do."""
+    asr = import_nemo_asr()
+    try:
+        model = asr.models.ASRModel.restore_from(str(path), map_location="cpu")
+    except Exception as exc:  # NeMo's own errors (tarfile, yaml, a missing member...) say little
+        why = " ".join(str(exc).split())
+        raise NemoArchiveError(str(path), archive_problem(path) or
+                               f"NeMo could not restore {path} ({type(exc).__name__}: {why}); check that it is "
+                               "a .nemo file saved by this NeMo release (model.save_to)") from exc
+    return model.eval()
+
+
+ARCHIVE_CONFIG = "model_config.yaml"
+"""The member every ``.nemo`` archive holds (NeMo's ``SaveRestoreConnector``)."""
+
+
+def archive_problem(path: Path) -> str:
+    """What makes ``path`` no ``.nemo`` archive NeMo can restore, or ``""`` when it looks
+    like one: not a tar file, truncated (every member is read to its end), or without
+    ``model_config.yaml``."""
+    advice = "give a .nemo file saved by NeMo (model.save_to), or a YAML config"
+    try:
+        size = path.stat().st_size
+        with tarfile.open(path, "r:*") as archive:
+            members = archive.getmembers()
+            for member in members:
+                if member.isfile():
+                    stream = archive.extractfile(member)
+                    if stream is not None:
+                        while stream.read(1 << 20):
+                            pass
+    except (tarfile.ReadError, tarfile.CompressionError) as exc:
+        why = " ".join(str(exc).split())
+        if "unexpected end of data" in why or isinstance(exc, tarfile.CompressionError):
+            return f"{path} is truncated or corrupt ({why}, {size} bytes): copy or download it again"
+        what = "an empty file" if size == 0 else "neither a tar file nor a compressed one"
+        return f"{path} is not a .nemo archive (a tar file): it is {what}; {advice}"
+    except (EOFError, OSError, tarfile.TarError, zlib.error) as exc:
+        why = " ".join(str(exc).split())
+        return f"{path} is truncated or corrupt ({type(exc).__name__}: {why}): copy or download it again"
+    names = [m.name for m in members]
+    if not any(Path(n).name == ARCHIVE_CONFIG and len(Path(n).parts) <= 2 for n in names):
+        held = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") if names else "nothing"
+        return f"{path} is a tar archive but not a NeMo model: it has no {ARCHIVE_CONFIG} (it holds {held}); {advice}"
+    return ""
 
 
 def _from_config(config: Any, seed: int) -> Any:
@@ -132,6 +184,7 @@ def model_facts(model: Any) -> ModelFacts:
         if getattr(model, part, None) is None:
             raise NemoExportError(part, f"{type(model).__name__} has no {part}: t2n.nemo exports NeMo's "
                                         "CTC, transducer (RNN-T, TDT) and hybrid speech recognizers")
+    _refuse_other_models(model)
     cfg = getattr(model, "cfg", None) or {}
     encoder, decoder = model.encoder, model.decoder
     joint = getattr(model, "joint", None)
@@ -166,7 +219,26 @@ def model_facts(model: Any) -> ModelFacts:
         hop_length=int(getattr(featurizer, "hop_length", 0)) if featurizer is not None else 0,
         subsampling_factor=int(getattr(encoder, "subsampling_factor", 1)),
         d_model=int(getattr(encoder, "_feat_out", 0) or getattr(encoder, "d_model", 0)),
-        pred_hidden=pred_hidden, pred_layers=pred_layers)
+        pred_hidden=pred_hidden, pred_layers=pred_layers, text=text_facts(model, vocabulary))
+
+
+RECOGNIZERS = ("EncDecCTCModel", "EncDecRNNTModel")
+"""NeMo's speech recognizer classes (the BPE, TDT and hybrid ones derive from them)."""
+
+
+def _refuse_other_models(model: Any) -> None:
+    """A NeMo model with a preprocessor, an encoder and a decoder that is no recognizer
+    (a classifier, a speaker model): :class:`NemoExportError` naming it."""
+    if {c.__name__ for c in type(model).__mro__} & set(RECOGNIZERS):
+        return
+    decoder = model.decoder
+    if getattr(model, "joint", None) is not None or (hasattr(decoder, "num_classes_with_blank")
+                                                     and getattr(decoder, "vocabulary", None) is not None):
+        return
+    raise NemoExportError("model", f"{type(model).__name__} is not a speech recognizer (its decoder "
+                                   f"{type(decoder).__name__} gives no labels per frame): t2n.nemo exports NeMo's "
+                                   "CTC, transducer (RNN-T, TDT) and hybrid ASR models (EncDecCTCModel, "
+                                   "EncDecRNNTModel and their BPE and hybrid variants)")
 
 
 def _get(cfg: Any, key: str) -> Any:

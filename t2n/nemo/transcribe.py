@@ -14,6 +14,13 @@ NeMo does.
 
 Artifacts exported with NeMo's batched interface (``remodel=False``) are run with a
 batch of one and their lengths given, so both forms transcribe alike.
+
+Audio is checked before tract runs: one channel of float samples, as long as the
+manifest's bounds allow (:class:`~t2n.nemo.audio.AudioLimits`: at least one feature frame,
+at most what the encoder's positional table covers); a refusal is a typed
+:class:`~t2n.errors.NemoAudioError` naming the file, and a failure inside tract an
+:class:`~t2n.errors.EngineError` with tract's message, never its backtrace. The text of
+the ids is NeMo's (:mod:`t2n.nemo.text`).
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from t2n.errors import NemoManifestError
+from t2n.errors import EngineError, NemoAudioError, NemoManifestError
 from t2n.ir import DType
+from t2n.nemo.audio import AudioLimits, read_audio, samples_of
 from t2n.nemo.manifest import Manifest
+from t2n.nemo.text import Detokenizer
 
 
 class AsrArtifacts:
@@ -35,6 +44,9 @@ class AsrArtifacts:
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         self.manifest = Manifest.load(folder)
+        self.limits = AudioLimits.from_manifest(self.manifest.data)
+        """The lengths of audio (samples, feature frames) the export accepts."""
+        self.detokenizer = Detokenizer.from_decoding(self.manifest.decoding)
         self._runnables: dict[str, Any] = {}
 
     # -- running one artifact ----------------------------------------------------------
@@ -42,9 +54,14 @@ class AsrArtifacts:
         if name not in self._runnables:
             import tract
 
-            from t2n.backends.tract.child import _loader
+            from t2n.backends.tract.child import nnef_loader
 
-            self._runnables[name] = _loader(tract, []).load(str(self.manifest.path_of(name))).into_runnable()
+            path = self.manifest.path_of(name)
+            try:
+                self._runnables[name] = nnef_loader(tract, []).load(str(path)).into_runnable()
+            except Exception as exc:  # tract's error: its message, not its Rust backtrace
+                raise EngineError(f"tract could not load {path}: {engine_message(exc)}; export it again with "
+                                  "this t2n and tract", phase="loading") from exc
         return self._runnables[name]
 
     def run(self, name: str, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -52,15 +69,21 @@ class AsrArtifacts:
         manifest interface); its outputs by name."""
         import tract
 
-        from t2n.backends.tract.child import _to_numpy, _to_value
+        from t2n.backends.tract.child import numpy_of, tract_value_of
 
         entry = self.manifest.artifact(name)
         missing = [n for n in entry.input_names if n not in inputs]
         if missing:
             raise NemoManifestError(f"{name} needs the inputs {', '.join(missing)}")
         arrays = [np.ascontiguousarray(np.asarray(inputs[n]).astype(DType(entry.input_dtype(n)).numpy)) for n in entry.input_names]
-        outputs = self._runnable(name).run([_to_value(tract, np, x) for x in arrays])
-        return {n: np.asarray(_to_numpy(tract, np, o)) for n, o in zip(entry.output_names, outputs)}
+        runnable = self._runnable(name)
+        try:
+            outputs = runnable.run([tract_value_of(tract, np, x) for x in arrays])
+        except Exception as exc:  # tract's error: its message, not its Rust backtrace
+            shapes = ", ".join(f"{n} {list(x.shape)}" for n, x in zip(entry.input_names, arrays))
+            raise EngineError(f"tract could not run the {name} artifact on {shapes}: {engine_message(exc)}",
+                              phase="running") from exc
+        return {n: np.asarray(numpy_of(tract, np, o)) for n, o in zip(entry.output_names, outputs)}
 
     def _call(self, name: str, batched_axes: Mapping[str, int], inputs: Mapping[str, np.ndarray],
               lengths: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
@@ -82,27 +105,39 @@ class AsrArtifacts:
         return {n: np.squeeze(y, batched_axes.get(n, 0)) if batched else y for n, y in out.items()}
 
     # -- the stages ----------------------------------------------------------------------
-    def features(self, audio: np.ndarray) -> np.ndarray:
-        """Log-mel features ``[features, frames]`` of one utterance ``[samples]``."""
-        audio = np.asarray(audio, dtype=np.float32).reshape(-1)
+    def features(self, audio: np.ndarray, *, source: str = "the audio") -> np.ndarray:
+        """Log-mel features ``[features, frames]`` of one utterance ``[samples]`` (float,
+        one channel, of a length the export accepts; ``source`` names it in errors)."""
+        audio = samples_of(audio, source)
+        self.manifest.artifact("preprocessor")
+        self.limits.check_samples(audio.shape[0], source)
         out = self._call("preprocessor", {}, {"input_signal": audio}, {"length": audio.shape[0]})
         return out["processed_signal"]
 
-    def encode(self, features: np.ndarray) -> np.ndarray:
+    def encode(self, features: np.ndarray, *, source: str = "the features") -> np.ndarray:
         """The encoder's output ``[d_model, T]`` for features ``[features, frames]``."""
+        features = np.asarray(features)
+        rows = int(self.manifest.data.get("audio", {}).get("features", 0) or 0)
+        if features.ndim != 2 or (rows and features.shape[0] != rows):
+            raise NemoAudioError(source, f"features of shape {list(features.shape)}; the encoder takes "
+                                         f"[{rows or 'features'}, frames] (the model's log-mel features)")
+        self.limits.check_frames(features.shape[-1], source)
         out = self._call("encoder", {}, {"audio_signal": features}, {"length": features.shape[-1]})
         return out["outputs"]
 
     def transcribe(self, audio: np.ndarray | None = None, *, features: np.ndarray | None = None,
-                   decoder: str | None = None) -> list[int]:
+                   decoder: str | None = None, source: str | None = None) -> list[int]:
         """The label ids greedy decoding gives for one utterance (samples, or ``features``
         when the export has no preprocessor); ``decoder="ctc"`` decodes a hybrid model
-        with its CTC head instead of its transducer."""
+        with its CTC head instead of its transducer. ``source`` (a file name) names the
+        audio in errors."""
         if features is None:
             if audio is None:
                 raise NemoManifestError("give the audio samples, or features=")
-            features = self.features(audio)
-        encoded = self.encode(features)
+            features = self.features(audio, source=source or "the audio")
+            encoded = self.encode(features, source=source or "the audio")
+        else:
+            encoded = self.encode(features, source=source or "the features")
         greedy = self.manifest.decoding["greedy"] if decoder is None else decoder
         if greedy == "ctc":
             return self.ctc_greedy(encoded)
@@ -110,11 +145,16 @@ class AsrArtifacts:
             return self.transducer_greedy(encoded)
         raise NemoManifestError(f"unknown decoder {greedy!r} (ctc, rnnt or tdt)")
 
+    def transcribe_file(self, path: str | os.PathLike[str], *, decoder: str | None = None) -> list[int]:
+        """:meth:`transcribe` of an audio file: a PCM ``.wav`` (mono, at the model's sample
+        rate) or a ``.npy`` of float samples; any refusal names the file."""
+        rate = int(self.manifest.data["audio"]["sample_rate"])
+        return self.transcribe(read_audio(path, rate), decoder=decoder, source=str(path))
+
     def text(self, ids: Sequence[int]) -> str:
-        """The text of label ids, by the manifest's vocabulary (word pieces joined)."""
-        vocabulary = self.manifest.decoding["vocabulary"]
-        pieces = "".join(vocabulary[i] for i in ids)
-        return pieces.replace("\u2581", " ").strip() if "\u2581" in pieces else pieces
+        """The text of label ids as NeMo's decoding writes it (``transcribe()``'s text:
+        SentencePiece's or the characters' rules, see :mod:`t2n.nemo.text`)."""
+        return self.detokenizer.text(ids)
 
     # -- decoding ------------------------------------------------------------------------
     def ctc_logprobs(self, encoded: np.ndarray) -> np.ndarray:
@@ -166,6 +206,14 @@ class AsrArtifacts:
         out = self._call("decoder", axes, {"targets": np.array([label], np.int32), "input_states_1": state[0],
                                            "input_states_2": state[1]}, {"target_length": 1})
         return out["outputs"], [out["output_states_1"], out["output_states_2"]]
+
+
+def engine_message(exc: BaseException) -> str:
+    """What tract said, on one line, without the Rust backtrace it appends."""
+    text = str(exc).split("Stack backtrace:")[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip() and line.strip() != "Caused by:"]
+    out = " ".join(lines) or type(exc).__name__
+    return out if len(out) <= 600 else out[:600] + "..."
 
 
 def load(folder: str | os.PathLike[str] | Path) -> AsrArtifacts:

@@ -18,13 +18,13 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 import attrs
 
 from t2n.errors import PassError, T2NError
-from t2n.ir import Graph, Op, Value
+from t2n.ir import Graph
 
 
 @attrs.frozen
@@ -100,21 +100,3 @@ class Pass(abc.ABC):
     @property
     def display_name(self) -> str:
         return self.name or type(self).__name__
-
-
-def replace_with_values(graph: Graph, op: Op, values: Sequence[Value]) -> None:
-    """Replace every output of ``op`` by ``values`` (one each) and remove ``op``.
-
-    A replacement created after ``op`` (by the pass itself) takes over the old
-    output's name, so printed IR stays readable and graph outputs keep their names.
-    """
-    if len(values) != len(op.outputs):
-        raise PassError(f"{op.kind} has {len(op.outputs)} outputs; {len(values)} replacements given")
-    renames: list[tuple[Value, str]] = []
-    for old, new in zip(op.outputs, values):
-        graph.replace_all_uses_with(old, new)
-        if new.producer is not None and new.producer.seq > op.seq:
-            renames.append((new, old.name))
-    graph.remove(op)
-    for new, name in renames:
-        graph.rename(new, name)

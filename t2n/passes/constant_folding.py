@@ -6,11 +6,11 @@ import attrs
 import numpy as np
 
 from t2n.ir import ArrayData, Builder, DType, Graph, Op, Trait, Value
-from t2n.passes.base import Pass, PassResult, replace_with_values
+from t2n.passes.rewrite import Pattern, PatternPass, Patterns
 
 
 @attrs.frozen
-class ConstantFolding(Pass):
+class ConstantFolding(PatternPass):
     """Replace a pure op by constants when its result can be computed now.
 
     Two cases: every input comes from a constant-like op (and the result is at most
@@ -22,24 +22,12 @@ class ConstantFolding(Pass):
 
     name = "constant-folding"
 
-    def run(self, graph: Graph) -> PassResult:
-        folded = 0
-        for op in graph.ops():
-            if op not in graph or not self._foldable(op):
-                continue
-            values = self._evaluate(op)
-            if values is None:
-                continue
-            b = Builder(graph, op.loc)
-            consts: list[Value] = []
-            for v, data in zip(op.outputs, values):
-                arr = np.asarray(data)
-                if arr.dtype != object:
-                    arr = np.require(arr.astype(v.type.dtype.numpy, copy=False), requirements="C")
-                consts.append(b.op("const", name=v.name, data=ArrayData(arr, v.type.dtype)))
-            replace_with_values(graph, op, consts)
-            folded += 1
-        return PassResult(graph, folded > 0, {"folded": folded})
+    def patterns(self) -> Patterns:
+        return [Pattern("folded", self._values, _constants)]
+
+    def _values(self, graph: Graph, op: Op) -> list[np.ndarray] | None:
+        """What ``op`` computes, when it can be computed now."""
+        return self._evaluate(op) if self._foldable(op) else None
 
     def _foldable(self, op: Op) -> bool:
         if not op.has(Trait.PURE) or op.has(Trait.CONSTANT_LIKE) or op.has(Trait.STATEFUL):
@@ -73,3 +61,15 @@ class ConstantFolding(Pass):
                 return None
             result.append(arr)
         return result
+
+
+def _constants(graph: Graph, op: Op, values: list[np.ndarray]) -> dict[Value, Value]:
+    """A constant under each output's name, of the output's type, in its place."""
+    b = Builder(graph, op.loc)
+    consts: dict[Value, Value] = {}
+    for v, data in zip(op.outputs, values):
+        arr = np.asarray(data)
+        if arr.dtype != object:
+            arr = np.require(arr.astype(v.type.dtype.numpy, copy=False), requirements="C")
+        consts[v] = b.op("const", name=v.name, data=ArrayData(arr, v.type.dtype))
+    return consts

@@ -147,24 +147,5 @@ def compile_pipeline(
     return PassManager(out, verify_each=verify_each, dump=dump, label="compile")
 
 
-def default_pipeline(
-    *,
-    before: Sequence[Pass] = (),
-    user_passes: Sequence[Pass] = (),
-    verify_each: bool = False,
-    dump: DumpFn | None = None,
-    fold_batch_norm: bool = True,
-) -> PassManager:
-    """``before`` (e.g. dynamic axes) → cleanup → batch-norm folding (unless turned
-    off) → user passes → cleanup: the stages of :data:`DEFAULT_PIPELINE` without the
-    required ones, for graphs that need no retyping."""
-    stages: list[Pass] = [*before, cleanup(verify_each, dump)]
-    if fold_batch_norm:
-        stages += [FoldBatchNorm(), cleanup(verify_each, dump)]
-    if user_passes:
-        stages += [*user_passes, cleanup(verify_each, dump)]
-    return PassManager(stages, verify_each=verify_each, dump=dump, label="compile")
-
-
 __all__ = ["DEFAULT_PIPELINE", "REQUIRED", "builtin_passes", "check_pass_registry", "cleanup",
-           "compile_pipeline", "default_pipeline", "parse_pipeline"]
+           "compile_pipeline", "parse_pipeline"]

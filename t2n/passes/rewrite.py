@@ -29,9 +29,22 @@ from t2n.passes.base import Pass, PassResult
 
 T = TypeVar("T")
 
-Replacement = Value | Mapping[Value, Value]
-"""What a rewrite gives: the value that takes the place of the matched op's output, or
-old value → new value for each value it replaces."""
+@attrs.frozen
+class Rewritten:
+    """A replacement that also retires ops the driver would keep: ``values`` maps old
+    value → new value; ``erased`` are ops (a kept state, say, which the driver never
+    drops on its own) to remove once the replacement leaves them unread."""
+
+    values: Mapping[Value, Value]
+    erased: Sequence[Op] = ()
+    renamed: bool = True
+    """New values take the names of the values they replace (False: they keep their own,
+    e.g. the name of a state a runtime sees)."""
+
+
+Replacement = Value | Mapping[Value, Value] | Rewritten
+"""What a rewrite gives: the value that takes the place of the matched op's output,
+old value → new value for each value it replaces, or a :class:`Rewritten`."""
 
 
 @attrs.frozen
@@ -44,7 +57,11 @@ class Pattern(Generic[T]):
     rewrite: Callable[[Graph, Op, T], Replacement]
 
 
-def apply_patterns(graph: Graph, patterns: Sequence[Pattern[Any]], *, max_sweeps: int = 16) -> Counter[str]:
+Patterns = Sequence[Pattern[Any]]
+"""A pass's patterns, each with the type of what its own ``match`` finds."""
+
+
+def apply_patterns(graph: Graph, patterns: Patterns, *, max_sweeps: int = 16) -> Counter[str]:
     """Rewrite ``graph`` with ``patterns`` until no op matches; how many times each was
     applied (by ``counted``). An op the replacement could not drop is not matched again."""
     counts: Counter[str] = Counter()
@@ -79,15 +96,33 @@ def replace(graph: Graph, op: Op, replacement: Replacement) -> None:
     """Put each new value in place of its old one (``replacement`` for ``op``'s output, or
     a mapping); a new value made after ``op`` takes the old value's name; the ops left
     unread are dropped."""
-    pairs = {op.output: replacement} if isinstance(replacement, Value) else dict(replacement)
-    names = [(new, old.name) for old, new in pairs.items() if new is not old and _made_after(new, op)]
+    erased: Sequence[Op] = ()
+    renamed = True
+    if isinstance(replacement, Rewritten):
+        pairs, erased, renamed = dict(replacement.values), replacement.erased, replacement.renamed
+    else:
+        pairs = {op.output: replacement} if isinstance(replacement, Value) else dict(replacement)
+    names = [(new, old.name) for old, new in pairs.items() if new is not old and _made_after(new, op)
+             and renamed]
     for old, new in pairs.items():
         if new is not old:
             graph.replace_all_uses_with(old, new)
     drop_unread(graph, [old.producer for old in pairs if old.producer is not None])
+    for gone in erased:
+        _erase(graph, gone)
     for new, name in names:
         if new.name != name:
             graph.rename(new, name)
+
+
+def _erase(graph: Graph, op: Op) -> None:
+    if op not in graph:
+        return
+    if any(v.uses or graph.is_output(v) for v in op.outputs):
+        raise PassError(f"a rewrite asked to erase the {op.kind} op making %{op.output.name}, which is still read")
+    operands = [v.producer for v in op.inputs if v.producer is not None]
+    graph.remove(op)
+    drop_unread(graph, operands)
 
 
 def _made_after(v: Value, op: Op) -> bool:
@@ -116,7 +151,7 @@ class PatternPass(Pass):
     """A pass that is its patterns: it reports what :func:`apply_patterns` counted
     (``stats`` by each pattern's ``counted``; modified when anything matched)."""
 
-    def patterns(self) -> Sequence[Pattern[Any]]:
+    def patterns(self) -> Patterns:
         raise NotImplementedError(f"{type(self).__name__} defines no patterns()")
 
     def run(self, graph: Graph) -> PassResult:
@@ -135,5 +170,5 @@ def only_reader(graph: Graph, v: Value, reader: Op) -> bool:
     return not graph.is_output(v) and all(user is reader for user, _ in v.uses)
 
 
-__all__ = ["Pattern", "PatternPass", "Replacement", "apply_patterns", "drop_unread", "only_reader",
+__all__ = ["Pattern", "PatternPass", "Patterns", "Replacement", "Rewritten", "apply_patterns", "drop_unread", "only_reader",
            "producer_of", "replace"]

@@ -34,7 +34,7 @@ SLAB_VALUES = SLAB_BLOCKS * BLOCK
 """Values quantized at a time: bounded temporaries that stay in the CPU's cache."""
 
 
-def _selected(model: torch.nn.Module, recipe: Q40Recipe) -> Iterator[tuple[str, torch.nn.Parameter]]:
+def selected_parameters(model: torch.nn.Module, recipe: Q40Recipe) -> Iterator[tuple[str, torch.nn.Parameter]]:
     kinds: tuple[type[torch.nn.Module], ...] = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)
     if recipe.embeddings:
         kinds += (torch.nn.Embedding,)
@@ -154,7 +154,7 @@ def quantize(model: torch.nn.Module, recipe: str | Q40Recipe = "min_max_q4_0", *
     if not isinstance(model, torch.nn.Module):
         raise InvalidArgumentError(f"quantize expects a torch.nn.Module, got {type(model).__name__}")
     chosen = recipe_of(recipe)
-    picked = _explicit(model, tensors) if tensors is not None else list(_selected(model, chosen))
+    picked = _explicit(model, tensors) if tensors is not None else list(selected_parameters(model, chosen))
     done: set[int] = set()
     for name, p in picked:
         if id(p) in done:

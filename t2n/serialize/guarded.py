@@ -22,7 +22,7 @@ import numpy as np
 
 from t2n.errors import WeightsChangedError
 from t2n.ir import ArrayData
-from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, _chunks_of
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, chunks_of
 from t2n.serialize.filecheck import ensure_readable
 
 Check = Callable[[], bool]
@@ -92,7 +92,7 @@ class GuardedArrayData(ArrayData):
 
     def iter_chunks(self, max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
         self._check()
-        yield from _chunks_of(self.array, max_bytes)
+        yield from chunks_of(self.array, max_bytes)
         if self.own is not None and not self.own():  # changed while it was being written
             self.guards.verify()
 

@@ -36,7 +36,7 @@ import torch
 from t2n.errors import CorruptTensorFileError, InvalidArgumentError
 from t2n.ir import DType, LazyData, TensorData
 from t2n.ir.dtypes import bf16_export_dtype
-from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileStamp, _chunks_of, converted
+from t2n.ir.tensor_data import DEFAULT_CHUNK_BYTES, FileStamp, chunks_of, converted
 from t2n.quant.parallel import convert_chunk
 from t2n.serialize.filecheck import check_stamp, read_mappings
 from t2n.serialize.safetensors_reader import open_weights, safetensors_files
@@ -180,7 +180,7 @@ def _mapped_tensor_data(t: torch.Tensor, ranges: list[tuple[int, int]],
         return view.raw()
 
     def chunks(max_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[np.ndarray]:
-        for chunk in _chunks_of(view.raw(), max_bytes):
+        for chunk in chunks_of(view.raw(), max_bytes):
             if source is not None:
                 source.check(name)
             yield chunk

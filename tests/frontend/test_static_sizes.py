@@ -12,7 +12,7 @@ from t2n.frontend.io import input_names_from_paths, output_names_from_paths
 from t2n.frontend.lower import lower
 from t2n.frontend.registry import LoweringRegistry
 from t2n.frontend.trace import trace_module
-from t2n.passes.pipeline import default_pipeline
+from t2n.options import compile_options
 
 
 class SizeArithmetic(nn.Module):
@@ -55,7 +55,7 @@ def test_static_lowering_builds_fewer_ops_and_folds_to_the_same_graph():
         static, symbolic = _lowered(model, args, True), _lowered(model, args, False)
         assert _shape_ops(static) < _shape_ops(symbolic)
         assert len(static) < 0.8 * len(symbolic)
-        folded = [default_pipeline()(g).graph for g in (static, symbolic)]
+        folded = [compile_options().pipeline(g).graph for g in (static, symbolic)]
         kinds = [collections.Counter(op.kind for op in g.ops()) for g in folded]
         assert kinds[0] == kinds[1]
 

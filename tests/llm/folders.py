@@ -26,7 +26,7 @@ def save_checkpoint(model: torch.nn.Module, folder: Path, *, tokenizer: bool = T
 
 _PEAK_CHILD = r"""
 import json, sys
-import t2n.llm.streaming as streaming
+import t2n.llm.common.streaming as streaming
 from t2n.llm import export_llm
 streaming.REFERENCE_MEMORY_FRACTION = 0.0
 folder, out, warm, warm_out = sys.argv[1:5]

@@ -12,7 +12,7 @@ import torch
 
 import t2n
 from t2n.llm import export_llm, tract_greedy_generate
-from t2n.llm.attention_rows import DropEmptyRowGuards
+from t2n.llm.common.attention_rows import DropEmptyRowGuards
 
 from .tiny_models import reference_tokens, tiny_model
 

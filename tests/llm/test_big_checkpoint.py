@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-import t2n.llm.streaming as streaming
+import t2n.llm.common.streaming as streaming
 from t2n.llm import export_llm, tract_greedy_generate
-from t2n.llm.generate import load_runnable
-from t2n.llm.wrapper import KVCacheWrapper, cache_layout
+from t2n.llm.common.generate import load_runnable
+from t2n.llm.decoder.wrapper import KVCacheWrapper, cache_layout
 
 from .folders import export_memory_growth, save_checkpoint
 from .tiny_models import reference_tokens, tiny_model
@@ -41,12 +41,12 @@ def _tract_prefill(out: Path, model: Any) -> tuple[list[np.ndarray], tuple[torch
     """tract's outputs for the prompt and an empty cache, and PyTorch's on ``model``."""
     import tract
 
-    from t2n.backends.tract.child import _to_numpy
+    from t2n.backends.tract.child import numpy_of
 
     layout = cache_layout(model)
     cache = layout.empty_cache(0)
     runnable = load_runnable(out / "model" / "model.nnef.tgz")
-    got = [_to_numpy(tract, np, o) for o in runnable.run([PROMPT.numpy(), *(c.numpy() for c in cache)])]
+    got = [numpy_of(tract, np, o) for o in runnable.run([PROMPT.numpy(), *(c.numpy() for c in cache)])]
     with torch.no_grad():
         expected = KVCacheWrapper(model, 1)(PROMPT, *cache)  # the export keeps the last logits
     return got, expected
@@ -64,7 +64,7 @@ def test_streamed_export_computes_what_the_loaded_model_computes(
         family: str, no_reference: None, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # gemma3: computed embedding scale and two rotary tables; gpt2: learned positions
     folder = save_checkpoint(tiny_model(family), tmp_path / "ck")
-    with caplog.at_level(logging.WARNING, logger="t2n.llm.streaming"):
+    with caplog.at_level(logging.WARNING, logger="t2n.llm.common.streaming"):
         export_llm(folder, tmp_path / "out")
     assert "not verified" in caplog.text and str(folder) in caplog.text
     assert json.loads((tmp_path / "out" / "modes.json").read_text())["tests"] == []

@@ -117,7 +117,7 @@ def test_progress_only_on_a_terminal() -> None:
         assert logger.handlers == handlers
         terminal = _Terminal()
         assert show_progress(terminal, None) is True
-        logging.getLogger("t2n.llm.export").info("exporting X")
+        logging.getLogger("t2n.llm.text.export").info("exporting X")
         assert "t2n llm: exporting X" in terminal.getvalue()
         assert show_progress(io.StringIO(), True) is True  # --progress
         assert len(logger.handlers) == len(handlers) + 1  # replaced, not added again

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from t2n.ir import ArrayData
-from t2n.llm.conversion import _convert
-from t2n.llm.streaming import meta_model
+from t2n.llm.common.conversion import _convert
+from t2n.llm.common.streaming import meta_model
 
 from .folders import save_checkpoint
 from .tiny_models import MOE_FAMILIES, tiny_model

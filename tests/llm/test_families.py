@@ -10,7 +10,7 @@ import pytest
 
 from t2n.errors import UnsupportedArchitectureError
 from t2n.llm import export_llm
-from t2n.llm.families import FAMILIES, PROVEN, REFUSED, refusal
+from t2n.llm.common.families import FAMILIES, PROVEN, REFUSED, refusal
 
 from .tiny_hybrid import HYBRID_FAMILIES
 from .tiny_models import MOE_FAMILIES

@@ -61,7 +61,7 @@ def test_samples_replay_in_tract(tmp_path: Path) -> None:
     tract reproduces."""
     import tract
 
-    from t2n.backends.tract.child import _to_numpy
+    from t2n.backends.tract.child import numpy_of
 
     export_llm(tiny_model("qwen2"), tmp_path / "out", verify=False)
     runnable = tract.nnef().load(str(tmp_path / "out" / "model" / "model.nnef.tgz")).into_runnable()
@@ -69,7 +69,7 @@ def test_samples_replay_in_tract(tmp_path: Path) -> None:
     for sample, past in (("prefill", 0), ("decode", 4)):
         with np.load(tmp_path / "out" / "tests" / f"{sample}.npz") as data:
             assert data["in_cache_key_0"].shape[2] == past
-            got = [_to_numpy(tract, np, o) for o in runnable.run([data[n] for n in modes["inputs"]])]
+            got = [numpy_of(tract, np, o) for o in runnable.run([data[n] for n in modes["inputs"]])]
             for name, value in zip(modes["outputs"], got):
                 np.testing.assert_allclose(value, data[name], rtol=1e-4, atol=1e-4, err_msg=name)
 

@@ -17,7 +17,7 @@ import torch
 from t2n.cli.check import replay_io_npz
 from t2n.errors import NotExpressibleError, UnsupportedArchitectureError
 from t2n.llm import export_llm, tract_greedy_generate
-from t2n.llm.generate import load_runnable
+from t2n.llm.common.generate import load_runnable
 
 from .folders import save_checkpoint
 from .tiny_hybrid import HYBRID_FAMILIES, tiny_hybrid, tiny_qwen3_next_128
@@ -147,7 +147,7 @@ def test_recurrent_ops_are_one_loop_at_any_length() -> None:
     PyTorch in tract at 1 and 6 tokens; the numpy evaluators agree too."""
     import t2n
     from t2n.ir.schema import OpSet
-    from t2n.llm import recurrent_ops
+    from t2n.llm.decoder import recurrent_ops
 
     class Gdn(torch.nn.Module):
         def forward(self, *xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -186,7 +186,7 @@ def test_recurrent_ops_are_one_loop_at_any_length() -> None:
 
 def test_recurrent_ops_refused_for_khronos() -> None:
     import t2n
-    from t2n.llm import recurrent_ops
+    from t2n.llm.decoder import recurrent_ops
 
     class Ssm(torch.nn.Module):
         def forward(self, *xs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

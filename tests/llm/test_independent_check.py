@@ -14,7 +14,7 @@ import torch
 
 from t2n.errors import CheckMismatchError
 from t2n.llm import export_llm, tract_greedy_generate
-from t2n.llm.wrapper import KVCacheWrapper
+from t2n.llm.decoder.wrapper import KVCacheWrapper
 from t2n.reference.causal_lm import calls, reference_logits, token_ids
 
 from .folders import save_checkpoint
@@ -63,7 +63,7 @@ def test_hybrid_whose_states_are_not_fed_is_refused(tmp_path: Path, monkeypatch:
     """A hybrid model given its cache under a name its forward does not take (what the
     wrapper did on transformers 5.25, where the argument became ``cache``) builds a cache
     of its own: the states fed in are ignored and the export is refused."""
-    import t2n.llm.recurrent_state as recurrent_state
+    import t2n.llm.decoder.recurrent_state as recurrent_state
 
     monkeypatch.setattr(recurrent_state, "cache_keyword", lambda model: "an_ignored_keyword")
     with pytest.raises(CheckMismatchError, match="at the 'decode' call"):

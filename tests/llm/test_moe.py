@@ -56,8 +56,8 @@ def never_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the checkpoint was loaded")
 
-    monkeypatch.setattr("t2n.llm.checkpoint.load_folder", refuse)
-    monkeypatch.setattr("t2n.llm.streaming.reference_wrapper", refuse)
+    monkeypatch.setattr("t2n.llm.common.checkpoint.load_folder", refuse)
+    monkeypatch.setattr("t2n.llm.common.streaming.reference_model", refuse)
 
 
 @pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.slow) if f in ("olmoe", "granitemoe", "qwen3_moe")

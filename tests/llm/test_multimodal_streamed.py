@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-import t2n.llm.streaming as streaming
+import t2n.llm.common.streaming as streaming
 from t2n.llm import export_llm
 from t2n.llm.multimodal.generate import tract_multimodal_generate, tract_prefill_logits
 from t2n.serialize.dat import read_dat

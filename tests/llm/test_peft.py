@@ -57,7 +57,7 @@ def _tract_reads(archive: Path, names: list[str], tmp: Path) -> list[np.ndarray]
     """tract runs a graph whose outputs are the archive's tensors, as variables."""
     import tract
 
-    from t2n.backends.tract.child import _to_numpy
+    from t2n.backends.tract.child import numpy_of
 
     folder = tmp / "graph"
     with tarfile.open(archive) as tar:
@@ -68,7 +68,7 @@ def _tract_reads(archive: Path, names: list[str], tmp: Path) -> list[np.ndarray]
                    for i, name in enumerate(names))
     (folder / "graph.nnef").write_text(f"version 1.0;\n\ngraph adapter( ) -> ( {', '.join(outs)} )\n{{\n{body}}}\n")
     runnable = tract.nnef().load(str(folder)).into_runnable()
-    return [_to_numpy(tract, np, o) for o in runnable.run([])]
+    return [numpy_of(tract, np, o) for o in runnable.run([])]
 
 
 @pytest.mark.parametrize("kind", ["lora", "dora"])

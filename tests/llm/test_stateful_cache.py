@@ -14,8 +14,8 @@ import torch
 
 from t2n.errors import InvalidArgumentError, NotExpressibleError
 from t2n.llm import export_llm, tract_greedy_generate
-from t2n.llm.generate import load_runnable
-from t2n.llm.stateful import StatefulKVCache, run_steps
+from t2n.llm.common.generate import load_runnable
+from t2n.llm.common.stateful import StatefulKVCache, run_steps
 
 from .tiny_models import reference_tokens, tiny_model
 

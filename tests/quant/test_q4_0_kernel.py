@@ -153,7 +153,7 @@ def test_streamed_checkpoint_weights_give_the_reference_bytes(shard: torch.dtype
 
 
 def test_a_tied_streamed_weight_is_quantized_once_with_the_same_bytes(tmp_path: Path) -> None:
-    from t2n.llm.streaming import StreamedCheckpoint
+    from t2n.llm.common.streaming import StreamedCheckpoint
 
     emb = torch.nn.Embedding(64, 64)
     head = torch.nn.Linear(64, 64, bias=False)

@@ -92,7 +92,7 @@ def test_llm_with_a_stateful_kv_cache_reads_back_from_its_tgz(tmp_path: Path) ->
 
     from llm.tiny_models import tiny_model
 
-    from t2n.llm.export import export_llm
+    from t2n.llm.entry import export_llm
 
     path = export_llm(tiny_model("llama"), tmp_path / "out", kv_cache="stateful", verify=False)
     model = t2n.read(path)

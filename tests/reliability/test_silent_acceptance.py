@@ -216,3 +216,18 @@ def test_inspect_reads_an_intact_graph(saved):
 
     done = make_runner()("inspect", saved)
     assert done.returncode == 0, done.stderr
+
+
+def test_an_artifact_whose_ir_is_edited_after_rendering_is_neither_saved_nor_checked(tmp_path: Path):
+    """What is written is what was rendered: an edit of ``artifact.ir`` (here a value
+    renamed, which graph.nnef would not show) refuses ``save`` and ``check``, saying to
+    make the change a pass of compile; nothing is written."""
+    from t2n.errors import StaleArtifactError
+
+    artifact = t2n.compile(torch.nn.Linear(8, 3), (X,), t2n.TractNNEF())
+    graph = artifact.ir
+    graph.rename(graph.outputs[0], "renamed_after_rendering")
+    for act in (lambda: artifact.save(tmp_path / "out"), artifact.check):
+        with pytest.raises(StaleArtifactError, match="edited 1 time.*after it was rendered.*a pass of compile"):
+            act()
+    assert not (tmp_path / "out").exists()

@@ -40,7 +40,7 @@ def test_a_q4_0_llama_remodelled(tmp_path: Path) -> None:
 def test_an_llm_with_an_explicit_cache_keeps_its_cache_symbol(tmp_path: Path) -> None:
     from llm.tiny_models import tiny_model
 
-    from t2n.llm.export import export_llm
+    from t2n.llm.entry import export_llm
 
     path = export_llm(tiny_model("llama"), tmp_path / "out", kv_cache="explicit", verify=False,
                       num_logits_to_keep=0)  # every position: the logits follow the token symbol

@@ -33,7 +33,7 @@ def _say(**fields: Any) -> None:
     sys.stdout.flush()
 
 
-def _loader(tract: Any, registries: list[str]) -> Any:
+def nnef_loader(tract: Any, registries: list[str]) -> Any:
     loader = tract.nnef()
     wanted = ["tract_core", *registries]
     for name in dict.fromkeys(wanted):
@@ -47,7 +47,7 @@ DATUM_KINDS = {0x10: "u", 0x20: "i", 0x30: "f"}
 """tract datum type codes: 0x01 is bool, else kind (high nibble) and byte size (low)."""
 
 
-def _to_numpy(tract: Any, np: Any, value: Any) -> Any:
+def numpy_of(tract: Any, np: Any, value: Any) -> Any:
     """The output as numpy. Before 0.23 the binding's ``Value.to_numpy`` reads every
     tensor as f32 whatever its type (f16, bool and integer outputs come back as
     garbage), so the bytes are read here with their datum type."""
@@ -79,7 +79,7 @@ def has_symbols(model: Any) -> bool:
     return False
 
 
-def _to_value(tract: Any, np: Any, x: Any) -> Any:
+def tract_value_of(tract: Any, np: Any, x: Any) -> Any:
     """An input for the binding. Before 0.23 it turns a 0-d array into a 1-d one
     (``ascontiguousarray``), which the model refuses: scalars are passed by hand."""
     lib: Any = getattr(tract, "lib", None)
@@ -99,7 +99,7 @@ def _to_value(tract: Any, np: Any, x: Any) -> Any:
 
 def run_one(tract: Any, np: Any, index: int, job: dict[str, Any]) -> None:
     _say(run=index, phase="loading")
-    loader = _loader(tract, list(job.get("registries") or []))
+    loader = nnef_loader(tract, list(job.get("registries") or []))
     path = job["path"]
     model = loader.load(path) if hasattr(loader, "load") else loader.model_for_path(path)
     with np.load(job["inputs"]) as data:
@@ -125,8 +125,8 @@ def run_one(tract: Any, np: Any, index: int, job: dict[str, Any]) -> None:
         model = model.into_optimized()
     runnable = model.into_runnable()
     _say(run=index, phase="running")
-    outputs = runnable.run([_to_value(tract, np, x) for x in inputs])
-    np.savez(job["outputs"], **{f"output_{i}": _to_numpy(tract, np, o) for i, o in enumerate(outputs)})
+    outputs = runnable.run([tract_value_of(tract, np, x) for x in inputs])
+    np.savez(job["outputs"], **{f"output_{i}": numpy_of(tract, np, o) for i, o in enumerate(outputs)})
 
 
 def main(argv: list[str]) -> int:

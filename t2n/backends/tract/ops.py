@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from t2n.ir import InferContext, OpSet, OpTable, TensorType
+from t2n.ir.attributes import BOOL, FLOAT, INT, INTS, STR, optional, required
 from t2n.ir.infer_utils import InferError, tensor
-from t2n.ir.ops.moe import check_experts, expert_outputs, optional_operands
+from t2n.ir.ops.moe import EXPERT_ATTRS, check_experts, expert_outputs, optional_operands
 from t2n.ir.ops.rnn import step
 
 TRACT_FORMS = OpTable("tract_forms")
@@ -51,7 +52,7 @@ def _sdpa_eval(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.nd
     return [np.matmul(probs, v).astype(xs[0].dtype)]
 
 
-@TRACT_FORMS.op("tract_sdpa", evaluate=_sdpa_eval)
+@TRACT_FORMS.op("tract_sdpa", evaluate=_sdpa_eval, attrs={"scale": required(FLOAT)})
 def _sdpa(ctx: InferContext) -> list[TensorType]:
     """Output: q's type with v's last axis."""
     q, _, v = ctx.types[:3]
@@ -65,7 +66,7 @@ def _debox_eval(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.n
     return [out]
 
 
-@TRACT_FORMS.op("tract_debox", evaluate=_debox_eval)
+@TRACT_FORMS.op("tract_debox", evaluate=_debox_eval, attrs={"factors": required(INTS)})
 def _debox(ctx: InferContext) -> list[TensorType]:
     """Output: x's type with each axis ``factors[axis]`` times longer."""
     (x,) = ctx.types
@@ -117,7 +118,10 @@ def _moe_ffn_eval(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np
     return [out.reshape(x.shape).astype(x.dtype)]
 
 
-@TRACT_FORMS.op("tract_moe_ffn", evaluate=_moe_ffn_eval)
+@TRACT_FORMS.op("tract_moe_ffn", evaluate=_moe_ffn_eval, attrs={
+    "k": required(INT), "gate": required(STR), "expert_layout": EXPERT_ATTRS["layout"],
+    **{name: a for name, a in EXPERT_ATTRS.items() if name != "layout"},
+    **{flag: optional(BOOL, False) for flag in MOE_FLAGS}})
 def _moe_ffn(ctx: InferContext) -> list[TensorType]:
     """Output: x's type. wg [E, D]."""
     x, wg, w1, w2 = ctx.types[:4]
@@ -144,7 +148,7 @@ def _nearest_eval(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np
     return [out]
 
 
-@TRACT_FORMS.op("tract_nearest_upsample", evaluate=_nearest_eval)
+@TRACT_FORMS.op("tract_nearest_upsample", evaluate=_nearest_eval, attrs={"factors": required(INTS)})
 def _nearest_upsample(ctx: InferContext) -> list[TensorType]:
     """x's type with each of its trailing axes ``factors[i]`` times longer."""
     (x,) = ctx.types
@@ -169,7 +173,8 @@ def _gru_eval(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.nda
     return [np.stack(ys, axis=1).astype(x.dtype), h.astype(x.dtype)]
 
 
-@TRACT_FORMS.op("tract_gru_seq", evaluate=_gru_eval)
+@TRACT_FORMS.op("tract_gru_seq", evaluate=_gru_eval,
+                attrs={"hidden": required(INT), "reverse": optional(BOOL, False)})
 def _gru_seq(ctx: InferContext) -> list[TensorType]:
     """Every step's hidden state [B, T, H] and the last one [B, H]."""
     x, w_ih, w_hh, h0 = ctx.types[:4]

@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 import torch
 
 from t2n.errors import InvalidArgumentError
-from t2n.frontend.baked_sizes import size_conversion_lines
 from t2n.frontend.base import Frontend, FrontendOptions, ReadModel, TracedProgram
 from t2n.frontend.export.program import is_exported_program
 from t2n.frontend.extractors import ExtractedCalls
+from t2n.frontend.jit.baked_sizes import size_conversion_lines
 from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
 from t2n.frontend.trace import TracedModel, script_graph, trace_module

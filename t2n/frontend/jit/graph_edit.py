@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from t2n.frontend import torch_private
-from t2n.frontend.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS
+from t2n.frontend.jit.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS
 
 SCALAR_KINDS = ("IntType", "FloatType", "BoolType", "NoneType", "StringType", "NumberType")
 
@@ -38,7 +38,7 @@ NOT_FOLDED: Any = object()
 
 
 def folded_scalar(node: torch._C.Node) -> Any:
-    """The value of a scalar op (:data:`~t2n.frontend.scalars.SCALAR_OPS`) whose inputs
+    """The value of a scalar op (:data:`~t2n.frontend.jit.scalars.SCALAR_OPS`) whose inputs
     are all constants, when Python computes it and it is a bool, int, float, str or None;
     else ``NOT_FOLDED`` (the node is left to the lowering rules)."""
     kind = node.kind()

@@ -7,7 +7,7 @@ accumulation, requantized once, as PyTorch's kernels do); element-wise ops on qu
 tensors (``add``, ``mul``, ``cat``, ``relu``, ``sigmoid``, ``hardswish``…) dequantize,
 compute in f32 and quantize to the output's parameters, which is PyTorch's definition
 of them. ``quantized::<op>`` names also stand for an ``aten::<op>`` that ran on a
-quantized tensor (see ``frontend/quantized_trace.py``).
+quantized tensor (see ``frontend/jit/quantized_trace.py``).
 """
 
 from __future__ import annotations

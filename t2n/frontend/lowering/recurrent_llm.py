@@ -1,5 +1,5 @@
 """The recurrences of hybrid language models, recorded by the trace as the
-``torch.library`` ops of ``t2n.llm.recurrent_ops`` (one node per layer and call), become
+``torch.library`` ops of ``t2n.llm.decoder.recurrent_ops`` (one node per layer and call), become
 the IR ops of ``t2n.ir.ops.recurrent_llm`` with the same operands."""
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import DATA, DTYPE, NO_ATTRS, STR, required
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import tensor
 from t2n.ir.schema import InferContext, OpTable, Trait
@@ -27,12 +28,14 @@ def _eval_data(inputs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[n
     return [attrs["data"].values()]
 
 
-TABLE.op("const", evaluate=_eval_data, traits=_CONST, doc="A literal tensor (attr data).")(_data_type)
+TABLE.op("const", evaluate=_eval_data, traits=_CONST, doc="A literal tensor (attr data).",
+         attrs={"data": required(DATA)})(_data_type)
 TABLE.op(
     "variable",
     evaluate=_eval_data,
     traits=_CONST,
     doc="A named parameter (attrs data, label): written as a .dat tensor.",
+    attrs={"data": required(DATA), "label": required(STR)},
 )(_data_type)
 
 
@@ -51,13 +54,13 @@ def cast_array(x: np.ndarray, to: DType) -> np.ndarray:
         return np.asarray(x).astype(to.numpy)
 
 
-@TABLE.op("cast", evaluate=lambda xs, a: [cast_array(xs[0], a["to"])])
+@TABLE.op("cast", evaluate=lambda xs, a: [cast_array(xs[0], a["to"])], attrs={"to": required(DTYPE)})
 def _cast(ctx: InferContext) -> list[TensorType]:
     """Convert to dtype ``to``."""
     return [ctx.types[0].with_dtype(ctx.attrs["to"])]
 
 
-@TABLE.op("identity", evaluate=lambda xs, a: [xs[0]])
+@TABLE.op("identity", evaluate=lambda xs, a: [xs[0]], attrs=NO_ATTRS)
 def _identity(ctx: InferContext) -> list[TensorType]:
     """The input, unchanged (used where an output must be a distinct value)."""
     return [ctx.types[0]]

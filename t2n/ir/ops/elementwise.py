@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import BOOL, FLOAT, NO_ATTRS, STR, optional, required
 from t2n.ir.dims import Dim, Sym, SymbolicComparisonError, as_dim, decide, sym_max, sym_min
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import InferError, broadcast_shapes, same_dtype, tensor
@@ -80,16 +81,19 @@ def _same(ctx: InferContext) -> list[TensorType]:
 
 
 for _name, _fn in UNARY.items():
-    TABLE.add(OpSchema(_name, _same, _keep(_fn), _EW))
+    TABLE.add(OpSchema(_name, _same, _keep(_fn), _EW, attrs=NO_ATTRS))
 
 TABLE.add(OpSchema("gelu", _same, _keep(lambda x, approximate: _gelu(x, approximate)), _EW,
-                   doc="GELU; attr approximate is 'none' (erf) or 'tanh'."))
+                   doc="GELU; attr approximate is 'none' (erf) or 'tanh'.",
+                   attrs={"approximate": required(STR)}))
 TABLE.add(OpSchema("leaky_relu", _same, _keep(lambda x, alpha: np.where(x >= 0, x, x * alpha)), _EW,
-                   doc="x if x >= 0 else alpha * x (attr alpha)."))
+                   doc="x if x >= 0 else alpha * x (attr alpha).", attrs={"alpha": required(FLOAT)}))
 TABLE.add(OpSchema("elu", _same, _keep(_elu), _EW,
                    doc="scale * (x if x > 0 else alpha * (exp(input_scale * x) - 1)); attrs "
                        "alpha, and optional scale and input_scale (default 1): PyTorch's elu, "
-                       "which also expresses selu and celu."))
+                       "which also expresses selu and celu.",
+                   attrs={"alpha": required(FLOAT), "scale": optional(FLOAT, 1.0),
+                          "input_scale": optional(FLOAT, 1.0)}))
 
 
 def _bool_out(ctx: InferContext) -> list[TensorType]:
@@ -175,7 +179,7 @@ COMPARE: dict[str, Callable[..., np.ndarray]] = {
 }
 
 for _name, (_fn, _traits) in BINARY.items():
-    TABLE.add(OpSchema(_name, _binary, _keep(_fn), _traits))
+    TABLE.add(OpSchema(_name, _binary, _keep(_fn), _traits, attrs=NO_ATTRS))
 
 
 def _compare_eval(name: str, fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapping[str, Any]], list[np.ndarray]]:
@@ -191,7 +195,7 @@ def _compare_eval(name: str, fn: Callable[..., np.ndarray]) -> Callable[[Sequenc
 
 
 for _name, _fn in COMPARE.items():
-    TABLE.add(OpSchema(_name, _bool_out, _compare_eval(_name, _fn), _EW))
+    TABLE.add(OpSchema(_name, _bool_out, _compare_eval(_name, _fn), _EW, attrs=NO_ATTRS))
 
 
 def _bits(ctx: InferContext) -> list[TensorType]:
@@ -207,8 +211,9 @@ BITWISE: dict[str, Callable[..., np.ndarray]] = {
 """Bitwise ops on integers (two's complement) or bools."""
 
 for _name, _fn in BITWISE.items():
-    TABLE.add(OpSchema(_name, _bits, _keep(_fn), _EW_COMM))
-TABLE.add(OpSchema("bitnot", _bits, _keep(np.invert), _EW, doc="Bitwise not (logical not on bools)."))
+    TABLE.add(OpSchema(_name, _bits, _keep(_fn), _EW_COMM, attrs=NO_ATTRS))
+TABLE.add(OpSchema("bitnot", _bits, _keep(np.invert), _EW, doc="Bitwise not (logical not on bools).",
+                   attrs=NO_ATTRS))
 
 
 def _float_to_bool(ctx: InferContext) -> list[TensorType]:
@@ -221,19 +226,21 @@ def _is_inf(x: np.ndarray, detect_positive: bool = True, detect_negative: bool =
     return np.asarray(np.isinf(x) & (((x > 0) & detect_positive) | ((x < 0) & detect_negative)))
 
 
-TABLE.add(OpSchema("is_nan", _float_to_bool, lambda xs, a: [np.isnan(xs[0])], _EW, doc="x is NaN."))
+TABLE.add(OpSchema("is_nan", _float_to_bool, lambda xs, a: [np.isnan(xs[0])], _EW, doc="x is NaN.",
+                   attrs=NO_ATTRS))
 TABLE.add(OpSchema("is_inf", _float_to_bool, lambda xs, a: [_is_inf(xs[0], **a)], _EW,
-                   doc="x is infinite; attrs detect_positive and detect_negative (default true)."))
+                   doc="x is infinite; attrs detect_positive and detect_negative (default true).",
+                   attrs={"detect_positive": optional(BOOL, True), "detect_negative": optional(BOOL, True)}))
 
 
-@TABLE.op("not", evaluate=lambda xs, a: [np.logical_not(xs[0])], traits=_EW)
+@TABLE.op("not", evaluate=lambda xs, a: [np.logical_not(xs[0])], traits=_EW, attrs=NO_ATTRS)
 def _not(ctx: InferContext) -> list[TensorType]:
     if ctx.types[0].dtype is not DType.BOOL:
         raise InferError("not: operand must be bool")
     return [ctx.types[0]]
 
 
-@TABLE.op("select", evaluate=lambda xs, a: [np.where(xs[0], xs[1], xs[2])], traits=_EW)
+@TABLE.op("select", evaluate=lambda xs, a: [np.where(xs[0], xs[1], xs[2])], traits=_EW, attrs=NO_ATTRS)
 def _select(ctx: InferContext) -> list[TensorType]:
     """where(cond, a, b): cond is bool, a and b share a dtype."""
     cond, a, b = ctx.types

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import INT, STR, optional, required
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable
 from t2n.ir.types import TensorType
@@ -24,7 +25,7 @@ def _eval_gather_elements(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> lis
     return [np.take_along_axis(xs[0], xs[1].astype(np.int64), axis=a["axis"])]
 
 
-@TABLE.op("gather_elements", evaluate=_eval_gather_elements)
+@TABLE.op("gather_elements", evaluate=_eval_gather_elements, attrs={"axis": required(INT)})
 def _gather_elements(ctx: InferContext) -> list[TensorType]:
     """``out[i][j][k] = x[i][idx[i][j][k]][k]`` along ``axis`` (torch.gather); the output
     has the indices' shape."""
@@ -57,7 +58,8 @@ def _eval_scatter_elements(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> li
     return [out]
 
 
-@TABLE.op("scatter_elements", evaluate=_eval_scatter_elements)
+@TABLE.op("scatter_elements", evaluate=_eval_scatter_elements,
+          attrs={"axis": required(INT), "reduction": optional(STR, "none")})
 def _scatter_elements(ctx: InferContext) -> list[TensorType]:
     """``x`` with ``x[i][idx[i][j]][j] (reduction)= upd[i][j]`` along ``axis``; ``upd`` has
     the indices' shape; reduction none/add/mul/max/min."""
@@ -79,7 +81,7 @@ def _eval_scatter_nd(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.
     return [out]
 
 
-@TABLE.op("scatter_nd", evaluate=_eval_scatter_nd)
+@TABLE.op("scatter_nd", evaluate=_eval_scatter_nd, attrs={"reduction": optional(STR, "none")})
 def _scatter_nd(ctx: InferContext) -> list[TensorType]:
     """ONNX ScatterND: ``idx[..., :k]`` address slices ``x[i0, …, ik-1]`` that take the
     matching ``upd`` slice; with ``reduction='add'`` repeated addresses accumulate."""

@@ -1,5 +1,5 @@
 """tract's sliding-window cache and attention as one op: made only by the pass of
-:mod:`t2n.llm.kv_cache_forms` for a stateful LLM export that asks for it.
+:mod:`t2n.llm.common.kv_cache_forms` for a stateful LLM export that asks for it.
 
 ``window_kv_sdpa(q, k, v) {window, scale, axis}``: appends this call's keys ``k`` and
 values ``v`` (``[B, H_kv, S, D]``) to a cache kept between runs that holds only the
@@ -12,6 +12,7 @@ folded, merged or removed.
 
 from __future__ import annotations
 
+from t2n.ir.attributes import FLOAT, INT, required
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable, Trait
 from t2n.ir.types import TensorType
@@ -19,7 +20,8 @@ from t2n.ir.types import TensorType
 TABLE = OpTable("kv_cache_forms")
 
 
-@TABLE.op("window_kv_sdpa", traits=(Trait.STATEFUL,))
+@TABLE.op("window_kv_sdpa", traits=(Trait.STATEFUL,),
+          attrs={"window": required(INT), "scale": required(FLOAT), "axis": required(INT)})
 def _window_kv_sdpa(ctx: InferContext) -> list[TensorType]:
     """Output: q's type with v's last axis."""
     q, k, v = ctx.types

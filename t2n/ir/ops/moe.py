@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import BOOL, FLOAT, NONE, STR, Attr, optional, required
 from t2n.ir.infer_utils import InferError
 from t2n.ir.schema import InferContext, OpTable
 from t2n.ir.types import TensorType
@@ -126,7 +127,16 @@ def check_experts(x: TensorType, w_gate: TensorType, w_down: TensorType, layout:
         raise InferError(f"{what}: the experts read and write {d_gate}/{d_down} features, x has {d}")
 
 
-@TABLE.op("moe_experts", evaluate=_eval_experts)
+EXPERT_ATTRS: dict[str, Attr] = {
+    "layout": required(STR), "activation": required(STR),
+    "act_alpha": optional(FLOAT | NONE), "act_limit": optional(FLOAT | NONE),
+}
+"""The attributes of the experts' computation (``tract_moe_ffn`` takes them too, ``layout``
+as ``expert_layout``)."""
+
+
+@TABLE.op("moe_experts", evaluate=_eval_experts,
+          attrs={**EXPERT_ATTRS, **{flag: optional(BOOL, False) for flag in EXPERT_FLAGS}})
 def _moe_experts(ctx: InferContext) -> list[TensorType]:
     """Output: x's type. index [T, k] integers, weights [T, k] floats."""
     x, index, weights, w_gate, w_down = ctx.types[:5]

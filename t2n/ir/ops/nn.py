@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import BOOL, INT, INTS, PAIRS, optional, required
 from t2n.ir.dims import Dim
 from t2n.ir.infer_utils import InferError, broadcast_shapes, norm_axis, same_dtype, tensor
 from t2n.ir.schema import InferContext, OpTable
@@ -24,7 +25,8 @@ def _eval_matmul(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndar
     return [np.matmul(x, y).astype(xs[0].dtype)]
 
 
-@TABLE.op("matmul", evaluate=_eval_matmul)
+@TABLE.op("matmul", evaluate=_eval_matmul,
+          attrs={"transpose_a": optional(BOOL, False), "transpose_b": optional(BOOL, False)})
 def _matmul(ctx: InferContext) -> list[TensorType]:
     """numpy matmul of rank>=2 operands with batch broadcasting; optional transposes of
     the last two axes (attrs transpose_a, transpose_b)."""
@@ -46,7 +48,13 @@ def conv_out_dim(size: Dim, k: int, stride: int, dilation: int, before: int, aft
     return (size + before + after - dilation * (k - 1) - 1) // stride + 1
 
 
-@TABLE.op("conv")
+WINDOW_ATTRS = {"stride": required(INTS), "dilation": required(INTS), "padding": required(PAIRS)}
+"""The geometry of a convolution or pooling window, one entry per spatial axis."""
+CONV_ATTRS = {**WINDOW_ATTRS, "groups": required(INT)}
+POOL_ATTRS = {**WINDOW_ATTRS, "kernel": required(INTS)}
+
+
+@TABLE.op("conv", attrs=CONV_ATTRS)
 def _conv(ctx: InferContext) -> list[TensorType]:
     """conv(x, w[, b]): x is N,C,spatial...; w is O,C/groups,k...; attrs stride, dilation,
     padding ((before, after) per spatial axis), groups. Bias has shape [O]."""
@@ -64,7 +72,7 @@ def _conv(ctx: InferContext) -> list[TensorType]:
     return [tensor(x.dtype, out)]
 
 
-@TABLE.op("deconv")
+@TABLE.op("deconv", attrs={**WINDOW_ATTRS, "groups": optional(INT, 1), "output_padding": optional(INTS)})
 def _deconv(ctx: InferContext) -> list[TensorType]:
     """Transposed convolution deconv(x, w[, b]): w is C_in,O/groups,k...; attrs stride,
     dilation, padding ((before, after) removed from the full output), output_padding, groups."""
@@ -97,11 +105,13 @@ TABLE.op(
     "max_pool",
     doc="Max over windows of the trailing len(kernel) axes; attrs kernel, stride, dilation, "
     "padding (padded cells never win).",
+    attrs=POOL_ATTRS,
 )(_pool_infer)
 TABLE.op(
     "avg_pool",
     doc="Average over windows; attrs kernel, stride, dilation, padding, count_include_pad "
     "(whether padded cells count in the divisor).",
+    attrs={**POOL_ATTRS, "count_include_pad": optional(BOOL, True)},
 )(_pool_infer)
 
 
@@ -122,6 +132,6 @@ def _softmax_infer(ctx: InferContext) -> list[TensorType]:
 
 
 TABLE.op("softmax", evaluate=lambda xs, a: _softmax_eval(xs, a, False),
-         doc="Softmax over the non-negative ``axes``.")(_softmax_infer)
+         doc="Softmax over the non-negative ``axes``.", attrs={"axes": required(INTS)})(_softmax_infer)
 TABLE.op("log_softmax", evaluate=lambda xs, a: _softmax_eval(xs, a, True),
-         doc="Log-softmax over the non-negative ``axes``.")(_softmax_infer)
+         doc="Log-softmax over the non-negative ``axes``.", attrs={"axes": required(INTS)})(_softmax_infer)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import FLOAT, INTS, required
 from t2n.ir.infer_utils import InferError
 from t2n.ir.schema import InferContext, OpTable
 from t2n.ir.types import TensorType
@@ -24,7 +25,7 @@ def _eval_rms_norm(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.nd
     return [(x / np.sqrt(ms + float(a["eps"]))).astype(xs[0].dtype)]
 
 
-@TABLE.op("rms_norm", evaluate=_eval_rms_norm)
+@TABLE.op("rms_norm", evaluate=_eval_rms_norm, attrs={"axes": required(INTS), "eps": required(FLOAT)})
 def _rms_norm(ctx: InferContext) -> list[TensorType]:
     """x / sqrt(mean(x², axes) + eps) over the non-negative ``axes``, without weight
     (the frontend multiplies by it, so targets with a weightless fused op can use it)."""

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import INT, required
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import InferError, tensor
-from t2n.ir.ops.nn import conv_out_dim
+from t2n.ir.ops.nn import POOL_ATTRS, conv_out_dim
 from t2n.ir.schema import InferContext, OpTable
 from t2n.ir.types import TensorType
 
@@ -46,7 +47,7 @@ def _eval_max_pool_with_index(xs: Sequence[np.ndarray], a: Mapping[str, Any]) ->
     return [values.reshape(lead + tuple(outs)), index.reshape(lead + tuple(outs))]
 
 
-@TABLE.op("max_pool_with_index", evaluate=_eval_max_pool_with_index)
+@TABLE.op("max_pool_with_index", evaluate=_eval_max_pool_with_index, attrs=POOL_ATTRS)
 def _max_pool_with_index(ctx: InferContext) -> list[TensorType]:
     """(values, i64 indices) of a max pool over the trailing ``len(kernel)`` axes; attrs
     as ``max_pool`` (kernel, stride, dilation, padding: padded cells never win). An index
@@ -69,7 +70,7 @@ def _eval_unpool_scatter(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list
     return [out]
 
 
-@TABLE.op("unpool_scatter", evaluate=_eval_unpool_scatter)
+@TABLE.op("unpool_scatter", evaluate=_eval_unpool_scatter, attrs={"lead": required(INT)})
 def _unpool_scatter(ctx: InferContext) -> list[TensorType]:
     """``base`` (``lead`` axes, then one flat plane axis) with each value of ``x`` written
     at its plane index in ``idx``: ``x`` and ``idx`` have ``lead`` axes, then spatial

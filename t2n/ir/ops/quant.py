@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from t2n.ir.attributes import BOOL, DTYPE, FLOAT, FLOATS, INT, required
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import InferError
-from t2n.ir.ops.nn import conv_out_dim
+from t2n.ir.ops.nn import CONV_ATTRS, conv_out_dim
 from t2n.ir.schema import InferContext, OpTable, Trait
 from t2n.ir.types import QuantInfo, Shape, TensorType
 
@@ -47,7 +48,16 @@ def _out_dtype(ctx: InferContext) -> DType:
     return DType(dtype)
 
 
-@TABLE.op("quantize", traits=_PURE)
+QUANTIZE_ATTRS = {"scale": required(FLOAT), "zero_point": required(INT)}
+QUANTIZED_ATTRS = {
+    "x_scale": required(FLOAT), "x_zero_point": required(INT), "w_scales": required(FLOATS),
+    "w_zero_point": required(INT), "y_scale": required(FLOAT), "y_zero_point": required(INT),
+    "dtype": required(DTYPE), "relu": required(BOOL),
+}
+"""The quantization parameters of ``qconv`` and ``qlinear``."""
+
+
+@TABLE.op("quantize", traits=_PURE, attrs={**QUANTIZE_ATTRS, "dtype": required(DTYPE)})
 def _quantize(ctx: InferContext) -> list[TensorType]:
     """f32 → u8/i8 (attrs scale, zero_point, dtype)."""
     x = ctx.types[0]
@@ -57,7 +67,7 @@ def _quantize(ctx: InferContext) -> list[TensorType]:
     return [TensorType(dtype, x.shape, quant_info(ctx.attrs["scale"], ctx.attrs["zero_point"], dtype))]
 
 
-@TABLE.op("dequantize", traits=_PURE)
+@TABLE.op("dequantize", traits=_PURE, attrs=QUANTIZE_ATTRS)
 def _dequantize(ctx: InferContext) -> list[TensorType]:
     """u8/i8 → f32 (attrs scale, zero_point)."""
     q = ctx.types[0]
@@ -78,7 +88,7 @@ def _check_quantized_operands(ctx: InferContext, kind: str) -> None:
         raise InferError(f"{kind}: w_scales must have 1 or {w.shape[0]} entries")
 
 
-@TABLE.op("qconv", traits=_PURE)
+@TABLE.op("qconv", traits=_PURE, attrs={**CONV_ATTRS, **QUANTIZED_ATTRS})
 def _qconv(ctx: InferContext) -> list[TensorType]:
     """qconv(x, w, bias): attrs stride, dilation, padding, groups, x_scale, x_zero_point,
     w_scales, w_zero_point, y_scale, y_zero_point, dtype, relu."""
@@ -98,7 +108,7 @@ def _qconv(ctx: InferContext) -> list[TensorType]:
     return [TensorType(dtype, Shape(out), quant_info(ctx.attrs["y_scale"], ctx.attrs["y_zero_point"], dtype))]
 
 
-@TABLE.op("qlinear", traits=_PURE)
+@TABLE.op("qlinear", traits=_PURE, attrs=QUANTIZED_ATTRS)
 def _qlinear(ctx: InferContext) -> list[TensorType]:
     """qlinear(x, w, bias) = x @ w.T + bias, requantized; attrs as ``qconv`` (no geometry)."""
     _check_quantized_operands(ctx, "qlinear")

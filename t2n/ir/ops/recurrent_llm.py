@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import BOOL, NO_ATTRS, optional
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable
@@ -49,7 +50,7 @@ def _eval_gdn(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray
     return [np.stack(outs, 1).astype(xs[2].dtype), s]
 
 
-@TABLE.op("gated_delta_rule", evaluate=_eval_gdn)
+@TABLE.op("gated_delta_rule", evaluate=_eval_gdn, attrs={"qk_l2norm": optional(BOOL, False)})
 def _gated_delta_rule(ctx: InferContext) -> list[TensorType]:
     q, k, v, g, beta, state = ctx.types
     if q.rank != 4 or k.shape != q.shape or v.rank != 4 or v.shape[:3] != q.shape[:3]:
@@ -71,7 +72,7 @@ def _eval_ssm(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray
     return [np.stack(ys, 1).astype(np.float32), h]
 
 
-@TABLE.op("ssm_scan", evaluate=_eval_ssm)
+@TABLE.op("ssm_scan", evaluate=_eval_ssm, attrs=NO_ATTRS)
 def _ssm_scan(ctx: InferContext) -> list[TensorType]:
     decay, update, readout, state = ctx.types
     if update.rank < 3 or state.rank != update.rank - 1:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import BOOL, INTS, optional, required
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpSchema, OpTable
@@ -40,6 +41,8 @@ def _reduce_eval(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray
     return ev
 
 
+REDUCE_ATTRS = {"axes": required(INTS), "keepdims": optional(BOOL, False)}
+
 REDUCTIONS: dict[str, Callable[..., np.ndarray]] = {
     "sum_reduce": np.sum, "mean_reduce": np.mean, "max_reduce": np.max, "min_reduce": np.min,
     "prod_reduce": np.prod, "any_reduce": np.any, "all_reduce": np.all,
@@ -47,7 +50,7 @@ REDUCTIONS: dict[str, Callable[..., np.ndarray]] = {
 """Reductions with attrs ``axes`` (non-negative) and ``keepdims``."""
 
 for _name, _fn in REDUCTIONS.items():
-    TABLE.add(OpSchema(_name, _reduce_infer(None), _reduce_eval(_fn)))
+    TABLE.add(OpSchema(_name, _reduce_infer(None), _reduce_eval(_fn), attrs=REDUCE_ATTRS))
 
 
 def _arg_eval(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], Mapping[str, Any]], list[np.ndarray]]:
@@ -60,6 +63,6 @@ def _arg_eval(fn: Callable[..., np.ndarray]) -> Callable[[Sequence[np.ndarray], 
 
 
 TABLE.add(OpSchema("argmax_reduce", _reduce_infer(DType.I64), _arg_eval(np.argmax),
-                   doc="Index of the first maximum along the single axis in ``axes`` (i64)."))
+                   doc="Index of the first maximum along the single axis in ``axes`` (i64).", attrs=REDUCE_ATTRS))
 TABLE.add(OpSchema("argmin_reduce", _reduce_infer(DType.I64), _arg_eval(np.argmin),
-                   doc="Index of the first minimum along the single axis in ``axes`` (i64)."))
+                   doc="Index of the first minimum along the single axis in ``axes`` (i64).", attrs=REDUCE_ATTRS))

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import BOOL, INT, STR, optional, required
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable
 from t2n.ir.types import TensorType
@@ -80,7 +81,8 @@ def _eval(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray]:
     return outs
 
 
-@TABLE.op("rnn_scan", evaluate=_eval)
+@TABLE.op("rnn_scan", evaluate=_eval, attrs={"mode": required(STR), "hidden": required(INT),
+                                              "reverse": optional(BOOL, False), "proj": optional(BOOL, False)})
 def _rnn_scan(ctx: InferContext) -> list[TensorType]:
     mode = ctx.attrs["mode"]
     if mode not in GATES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from t2n.ir.attributes import BOOL, STR, required
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable
 from t2n.ir.types import TensorType
@@ -9,7 +10,8 @@ from t2n.ir.types import TensorType
 TABLE = OpTable("sample")
 
 
-@TABLE.op("grid_sample")
+@TABLE.op("grid_sample", attrs={"mode": required(STR), "padding_mode": required(STR),
+                               "align_corners": required(BOOL)})
 def _grid_sample(ctx: InferContext) -> list[TensorType]:
     """x [N, C, H, W] sampled at grid [N, Ho, Wo, 2] (x, y in [-1, 1]) → [N, C, Ho, Wo];
     attrs mode (bilinear, nearest, bicubic), padding_mode (zeros, border, reflection),

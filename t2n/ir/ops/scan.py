@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import INT, required
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable
 from t2n.ir.types import TensorType
@@ -22,7 +23,7 @@ def _eval(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray]:
     return [np.cumsum(xs[0], axis=int(a["axis"])).astype(xs[0].dtype)]
 
 
-@TABLE.op("cumsum_scan", evaluate=_eval)
+@TABLE.op("cumsum_scan", evaluate=_eval, attrs={"axis": required(INT)})
 def _cumsum_scan(ctx: InferContext) -> list[TensorType]:
     x, zeros = ctx.types[0], ctx.types[1]
     axis = int(ctx.attrs["axis"])
@@ -37,7 +38,7 @@ def _eval_cumsum(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndar
     return [np.cumsum(xs[0], axis=int(a["axis"]), dtype=xs[0].dtype)]
 
 
-@TABLE.op("cumsum", evaluate=_eval_cumsum)
+@TABLE.op("cumsum", evaluate=_eval_cumsum, attrs={"axis": required(INT)})
 def _cumsum(ctx: InferContext) -> list[TensorType]:
     x = ctx.types[0]
     axis = int(ctx.attrs["axis"])

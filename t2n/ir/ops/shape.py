@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import FLOAT, INT, INTS, NO_ATTRS, PAIRS, STR, optional, required
 from t2n.ir.dims import Dim, Sym, as_dim, data_dim
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import (
@@ -59,14 +60,14 @@ def _eval_reshape(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.nda
     return [np.reshape(xs[0], shape)]
 
 
-@TABLE.op("reshape", evaluate=_eval_reshape)
+@TABLE.op("reshape", evaluate=_eval_reshape, attrs=NO_ATTRS)
 def _reshape(ctx: InferContext) -> list[TensorType]:
     """reshape(x, shape): ``shape`` is a known 1-D i64 operand; one entry may be -1."""
     target = known_dims(ctx, 1, "reshape target shape")
     return [ctx.types[0].with_shape(reshape_target(ctx.types[0].shape, target))]
 
 
-@TABLE.op("transpose", evaluate=lambda xs, a: [np.transpose(xs[0], a["perm"])])
+@TABLE.op("transpose", evaluate=lambda xs, a: [np.transpose(xs[0], a["perm"])], attrs={"perm": required(INTS)})
 def _transpose(ctx: InferContext) -> list[TensorType]:
     """Permute axes: output axis i is input axis perm[i]."""
     perm = ctx.attrs["perm"]
@@ -76,7 +77,7 @@ def _transpose(ctx: InferContext) -> list[TensorType]:
     return [ctx.types[0].with_shape([shape[p] for p in perm])]
 
 
-@TABLE.op("squeeze", evaluate=lambda xs, a: [np.squeeze(xs[0], tuple(a["axes"]))])
+@TABLE.op("squeeze", evaluate=lambda xs, a: [np.squeeze(xs[0], tuple(a["axes"]))], attrs={"axes": required(INTS)})
 def _squeeze(ctx: InferContext) -> list[TensorType]:
     """Remove the listed size-1 axes (non-negative)."""
     shape = ctx.types[0].shape
@@ -97,13 +98,14 @@ def _unsqueeze_shape(shape: Sequence[Dim], axes: Sequence[int]) -> list[Dim]:
 @TABLE.op(
     "unsqueeze",
     evaluate=lambda xs, a: [np.reshape(xs[0], _unsqueeze_shape(xs[0].shape, a["axes"]))],
+    attrs={"axes": required(INTS)},
 )
 def _unsqueeze(ctx: InferContext) -> list[TensorType]:
     """Insert size-1 axes at the listed (output) positions."""
     return [ctx.types[0].with_shape(_unsqueeze_shape(ctx.types[0].shape, ctx.attrs["axes"]))]
 
 
-@TABLE.op("concat", evaluate=lambda xs, a: [np.concatenate(xs, axis=a["axis"])])
+@TABLE.op("concat", evaluate=lambda xs, a: [np.concatenate(xs, axis=a["axis"])], attrs={"axis": required(INT)})
 def _concat(ctx: InferContext) -> list[TensorType]:
     """Join inputs along ``axis`` (non-negative); inputs share a dtype."""
     dtype = same_dtype(ctx, "concat")
@@ -131,7 +133,7 @@ def _eval_slice(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarr
     return [x[tuple(index)]]
 
 
-@TABLE.op("slice", evaluate=_eval_slice)
+@TABLE.op("slice", evaluate=_eval_slice, attrs={"axes": required(INTS), "steps": required(INTS)})
 def _slice(ctx: InferContext) -> list[TensorType]:
     """slice(x, begin, end; axes, steps): python-style bounds (negative from the end,
     clamped, INT64_MAX for "to the end"); begin/end are known 1-D i64 operands."""
@@ -168,6 +170,7 @@ def _expand_shape(in_shape: Sequence[Dim], target: Sequence[Dim]) -> list[Dim]:
             xs[0], [int(d) for d in _expand_shape(xs[0].shape, np.asarray(xs[1]).tolist())]
         ).copy()
     ],
+    attrs=NO_ATTRS,
 )
 def _expand(ctx: InferContext) -> list[TensorType]:
     """Broadcast to ``shape`` (known 1-D i64 operand; -1 keeps the input size)."""
@@ -175,7 +178,8 @@ def _expand(ctx: InferContext) -> list[TensorType]:
     return [ctx.types[0].with_shape(_expand_shape(ctx.types[0].shape, target))]
 
 
-@TABLE.op("tile", evaluate=lambda xs, a: [np.tile(xs[0], [int(r) for r in np.asarray(xs[1]).tolist()])])
+@TABLE.op("tile", evaluate=lambda xs, a: [np.tile(xs[0], [int(r) for r in np.asarray(xs[1]).tolist()])],
+          attrs=NO_ATTRS)
 def _tile(ctx: InferContext) -> list[TensorType]:
     """Repeat the whole tensor ``repeats[i]`` times along axis i (operand, same rank)."""
     reps = known_dims(ctx, 1, "tile repeats")
@@ -197,6 +201,7 @@ def _shape_array(shape: Sequence[Dim]) -> np.ndarray:
     "shape_of",
     evaluate=lambda xs, a: [np.asarray(xs[0].shape, dtype=np.int64)],
     known=lambda ctx: [_shape_array(ctx.types[0].shape)],
+    attrs=NO_ATTRS,
 )
 def _shape_of(ctx: InferContext) -> list[TensorType]:
     """The input's shape as a 1-D i64 tensor (symbolic entries where the shape is)."""
@@ -211,7 +216,8 @@ def _eval_pad(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray
     return [np.pad(xs[0], pads, mode=mode)]
 
 
-@TABLE.op("pad", evaluate=_eval_pad)
+@TABLE.op("pad", evaluate=_eval_pad,
+          attrs={"pads": required(PAIRS), "mode": required(STR), "value": optional(FLOAT, 0.0)})
 def _pad(ctx: InferContext) -> list[TensorType]:
     """Pad each axis by (before, after) (attr pads); mode constant/reflect/replicate/circular."""
     shape = ctx.types[0].shape
@@ -221,7 +227,7 @@ def _pad(ctx: InferContext) -> list[TensorType]:
     return [ctx.types[0].with_shape([d + b + e for d, (b, e) in zip(shape, pads)])]
 
 
-@TABLE.op("gather", evaluate=lambda xs, a: [np.take(xs[0], xs[1], axis=a["axis"])])
+@TABLE.op("gather", evaluate=lambda xs, a: [np.take(xs[0], xs[1], axis=a["axis"])], attrs={"axis": required(INT)})
 def _gather(ctx: InferContext) -> list[TensorType]:
     """numpy ``take`` along ``axis``; indices are in range and non-negative."""
     x, idx = ctx.types
@@ -237,7 +243,7 @@ def _eval_range(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarr
     return [np.arange(start, end, step, dtype=xs[0].dtype)]
 
 
-@TABLE.op("range", evaluate=_eval_range)
+@TABLE.op("range", evaluate=_eval_range, attrs={"data_dim": optional(STR)})
 def _range(ctx: InferContext) -> list[TensorType]:
     """1-D arange(start, end, step) from three 0-d operands of one dtype. Bounds computed
     from tensor data need attr ``data_dim`` (a tag unique in the graph): the length is
@@ -256,7 +262,7 @@ def _range(ctx: InferContext) -> list[TensorType]:
     raise InferError("range: bounds must be known when the graph is built")
 
 
-@TABLE.op("reverse", evaluate=lambda xs, a: [np.flip(xs[0], tuple(a["axes"])).copy()])
+@TABLE.op("reverse", evaluate=lambda xs, a: [np.flip(xs[0], tuple(a["axes"])).copy()], attrs={"axes": required(INTS)})
 def _reverse(ctx: InferContext) -> list[TensorType]:
     """Reverse the order of elements along each of ``axes`` (non-negative); torch.flip.
     An op of its own because a negative-step slice needs bounds tract cannot take."""

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import BOOL, INT, required
 from t2n.ir.dtypes import DType
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable
@@ -22,7 +23,7 @@ def _eval_topk(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarra
     return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
 
 
-@TABLE.op("topk", evaluate=_eval_topk)
+@TABLE.op("topk", evaluate=_eval_topk, attrs={"k": required(INT), "axis": required(INT), "largest": required(BOOL)})
 def _topk(ctx: InferContext) -> list[TensorType]:
     """(values, i64 indices) of the ``k`` largest (``largest``) or smallest elements along
     ``axis``, sorted; ties keep the earlier index first."""

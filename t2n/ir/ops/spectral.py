@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import BOOL, INT, required
 from t2n.ir.dims import Dim
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable
@@ -47,7 +48,7 @@ def _eval_fft(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarray
     return [_pair(out, xs[0].dtype)]
 
 
-@TABLE.op("fft", evaluate=_eval_fft)
+@TABLE.op("fft", evaluate=_eval_fft, attrs={"axis": required(INT), "inverse": required(BOOL)})
 def _fft(ctx: InferContext) -> list[TensorType]:
     """fft(x; axis, inverse): the discrete Fourier transform along ``axis`` (forward:
     ``exp(-2πi kn/N)``; ``inverse``: ``exp(+2πi kn/N)``, not divided by N)."""
@@ -78,7 +79,7 @@ def _eval_stft(xs: Sequence[np.ndarray], a: Mapping[str, Any]) -> list[np.ndarra
     return [_pair(np.fft.fft(frames, axis=axis + 1), xs[0].dtype)]
 
 
-@TABLE.op("stft", evaluate=_eval_stft)
+@TABLE.op("stft", evaluate=_eval_stft, attrs={"axis": required(INT), "frame": required(INT), "stride": required(INT)})
 def _stft(ctx: InferContext) -> list[TensorType]:
     """stft(x[, window]; axis, frame, stride): the signal along ``axis`` cut into frames
     of ``frame`` samples, ``stride`` apart (only whole ones), each multiplied by

@@ -1,6 +1,6 @@
 """Ops of transformer language models that tract runs as one operation each: made only
 by the passes that find their decomposed form in a graph (:mod:`t2n.passes.reify_rope`)
-or by an LLM export asking for tract's stateful cache (:mod:`t2n.llm.stateful`).
+or by an LLM export asking for tract's stateful cache (:mod:`t2n.llm.common.stateful`).
 
 ``apply_rope(x, cos, sin)``: ``x * cos + rotate_half(x) * sin``, where
 ``rotate_half(x) = concat([-x[..., h:], x[..., :h]])`` on the last axis of even size
@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from t2n.ir.attributes import BOOL, INT, NO_ATTRS, STR, optional, required
 from t2n.ir.dims import Sym
 from t2n.ir.infer_utils import InferError, tensor
 from t2n.ir.schema import InferContext, OpTable, Trait
@@ -37,7 +38,7 @@ def _eval_rope(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> list[np.nd
     return [(x * cos + rotate_half(x) * sin).astype(x.dtype)]
 
 
-@TABLE.op("apply_rope", evaluate=_eval_rope)
+@TABLE.op("apply_rope", evaluate=_eval_rope, attrs=NO_ATTRS)
 def _apply_rope(ctx: InferContext) -> list[TensorType]:
     """Output: x's type (x float, its last axis of even static size)."""
     x = ctx.types[0]
@@ -47,7 +48,9 @@ def _apply_rope(ctx: InferContext) -> list[TensorType]:
     return [x]
 
 
-@TABLE.op("kv_cache_append", traits=(Trait.STATEFUL,))
+@TABLE.op("kv_cache_append", traits=(Trait.STATEFUL,),
+          attrs={"name": required(STR), "axis": required(INT), "past": required(STR),
+                 "bits": optional(INT, 0), "per_channel": optional(BOOL, False)})
 def _kv_cache_append(ctx: InferContext) -> list[TensorType]:
     """Output: x's type with ``past + x.shape[axis]`` along ``axis``."""
     (x,) = ctx.types

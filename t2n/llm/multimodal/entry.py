@@ -9,14 +9,18 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from t2n.errors import CheckpointFolderError, InvalidArgumentError
-from t2n.llm.multimodal.export import TextLayout
+from t2n.llm.common.options import LLMExportOptions
 from t2n.llm.multimodal.families import FAMILIES, family_of
-from t2n.llm.options import LLMExportOptions
+
+if TYPE_CHECKING:
+    import transformers
+
+    from t2n.llm.common.streaming import StreamedCheckpoint
 
 UNSUPPORTED_OPTIONS = ("force_inputs_dtype",
                        "sample_generation_total_size", "window_kv_cache")
@@ -33,19 +37,20 @@ MODEL_TYPES = {"gemma3": "Gemma3ForConditionalGeneration", "idefics3": "Idefics3
 
 
 def _folder_architecture(path: Path) -> str | None:
-    from t2n.llm.checkpoint import _read_config
+    from t2n.llm.common.checkpoint import read_config
 
     if not path.is_dir() or not (path / "config.json").is_file():
         return None
-    config = _read_config(path)
+    config = read_config(path)
     architectures = config.get("architectures") or []
-    named = next((a for a in architectures if isinstance(a, str) and a in FAMILIES), None)
+    named = next((a for a in architectures if isinstance(a, str) and a in FAMILIES), None) \
+        if isinstance(architectures, list) else None
     if named is None and not architectures:  # a config saved alone names no class
         named = MODEL_TYPES.get(str(config.get("model_type")))
     return named
 
 
-def is_multimodal(model_or_dir: Any) -> bool:
+def is_multimodal(model_or_dir: object) -> bool:
     """Whether ``model_or_dir`` is a multimodal model (object or folder) t2n exports."""
     if isinstance(model_or_dir, (str, os.PathLike)):
         return _folder_architecture(Path(model_or_dir)) is not None
@@ -53,13 +58,13 @@ def is_multimodal(model_or_dir: Any) -> bool:
 
 
 def _check_weights(folder: Path) -> None:
-    from t2n.llm.checkpoint import _check_shards_inside
+    from t2n.llm.common.checkpoint import check_shards_inside
 
     if not sorted(folder.glob("*.safetensors")):
         raise CheckpointFolderError(
             f"{folder} has no *.safetensors weights beside its config.json; save the model with "
             "model.save_pretrained(folder) (safetensors is its default)")
-    _check_shards_inside(folder)
+    check_shards_inside(folder)
 
 
 def _load(folder: Path, trust_remote_code: bool, dtype: torch.dtype | None) -> torch.nn.Module:
@@ -81,32 +86,34 @@ def _computed_dtype(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def meta_multimodal(folder: Path, *, dtype: torch.dtype | None, trust_remote_code: bool
-                    ) -> tuple[torch.nn.Module, Any]:
+                    ) -> tuple[torch.nn.Module, StreamedCheckpoint]:
     """The folder's multimodal model on the meta device and its shards (renamed and
     converted as ``from_pretrained`` does: ``save_pretrained`` writes the legacy names of
     Gemma 3, Mistral 3, Qwen2.5-VL, Voxtral), checked against each other: every weight
     streams from the shards into the encoder and decoder artifacts."""
     import transformers
 
-    from t2n.llm.streaming import meta_model_of
+    from t2n.llm.common.streaming import meta_model_of
 
     _check_weights(folder)
     model_class = getattr(transformers, str(_folder_architecture(folder)))
 
-    def build(config: Any, chosen: torch.dtype) -> Any:
-        return model_class._from_config(config, dtype=chosen)
+    def build(config: transformers.PretrainedConfig, chosen: torch.dtype) -> transformers.PreTrainedModel:
+        model: transformers.PreTrainedModel = model_class._from_config(config, dtype=chosen)
+        return model
 
     return meta_model_of(folder, build, dtype=dtype, trust_remote_code=trust_remote_code)
 
 
-def _quantized(model: torch.nn.Module, compression: str | None, shards: Any = None) -> torch.nn.Module:
+def _quantized(model: torch.nn.Module, compression: str | None, shards: StreamedCheckpoint | None = None
+               ) -> torch.nn.Module:
     """``model`` with the weights ``compression`` picks as Q4_0, encoders' and decoder's
     alike (in place; from the shards as they stream for a model on the meta device): a
     weight whose rows do not split into blocks of 32 (a patch embedding of 3 x 14 x 14)
     stays in float."""
     if compression is None:
         return model
-    from t2n.llm.streaming import quantize_streamed
+    from t2n.llm.common.streaming import quantize_streamed
     from t2n.quant.model import quantize
 
     LOG.info("quantizing the weights with %s", compression)
@@ -117,12 +124,12 @@ def _quantized(model: torch.nn.Module, compression: str | None, shards: Any = No
     return model
 
 
-def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remote_code: bool,
+def _reference(folder: Path, shards: StreamedCheckpoint, dtype: torch.dtype | None, trust_remote_code: bool,
                compression: str | None = None) -> torch.nn.Module | None:
     """The folder's model loaded whole to check the streamed artifacts, when it fits the
     memory budget (else None, with a warning saying they are not checked); quantized as
     the streamed export was."""
-    from t2n.llm.streaming import REFERENCE_MEMORY_FRACTION, fits_in_memory
+    from t2n.llm.common.streaming import REFERENCE_MEMORY_FRACTION, fits_in_memory
 
     if not fits_in_memory(shards):
         LOG.warning("the weights of %s take %.1f GB, more than %d%% of the memory available: the model "
@@ -133,8 +140,9 @@ def _reference(folder: Path, shards: Any, dtype: torch.dtype | None, trust_remot
     return _quantized(_load(folder, trust_remote_code, dtype), compression)
 
 
-def _source(model_or_dir: Any, opts: LLMExportOptions
-            ) -> tuple[torch.nn.Module, Path | None, Any, Callable[[], torch.nn.Module | None] | None]:
+def _source(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str], opts: LLMExportOptions
+            ) -> tuple[torch.nn.Module, Path | None, StreamedCheckpoint | None,
+                       Callable[[], torch.nn.Module | None] | None]:
     """(the model to export, its folder, its shards, the loaded reference's maker): a
     folder's model is built on the meta device (its weights streamed from the shards), an
     object is taken as it is; with an adapter to merge (``merge_peft``), a folder's model
@@ -142,19 +150,20 @@ def _source(model_or_dir: Any, opts: LLMExportOptions
     dtype, compression, adapter = opts.torch_dtype(), opts.compression, opts.merge_peft
     trust = opts.trust_remote_code
     folder = Path(model_or_dir) if isinstance(model_or_dir, (str, os.PathLike)) else None
-    if folder is None or adapter is not None:
-        if folder is None:
-            model = model_or_dir.to(dtype) if dtype is not None else model_or_dir
-        else:  # loaded in ``dtype``
-            model = _load(folder, trust, dtype)
-        if adapter is not None:
-            from t2n.llm.peft import merge_adapter
+    if folder is not None and adapter is None:
+        model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust)
+        return (_quantized(_computed_dtype(model), compression, shards), folder, shards,
+                lambda: _reference(folder, shards, dtype, trust, compression))
+    if isinstance(model_or_dir, torch.nn.Module):
+        given: torch.nn.Module = model_or_dir  # its own methods (transformers wraps ``to``)
+        model = given.to(dtype) if dtype is not None else given
+    else:  # a folder, loaded in ``dtype``
+        model = _load(Path(model_or_dir), trust, dtype)
+    if adapter is not None:
+        from t2n.llm.common.peft import merge_adapter
 
-            model = merge_adapter(model, adapter)
-        return _quantized(_computed_dtype(model), compression, None), folder, None, None
-    model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust)
-    return (_quantized(_computed_dtype(model), compression, shards), folder, shards,
-            lambda: _reference(folder, shards, dtype, trust, compression))
+        model = merge_adapter(model, adapter)
+    return _quantized(_computed_dtype(model), compression, None), folder, None, None
 
 
 def _refuse_unsupported(opts: LLMExportOptions) -> None:
@@ -164,25 +173,22 @@ def _refuse_unsupported(opts: LLMExportOptions) -> None:
             f"the multimodal export takes no {', '.join(given)} yet; export without them")
 
 
-def export_multimodal_llm(model_or_dir: Any, out: Path, opts: LLMExportOptions, *, text: TextLayout) -> Path:
+def export_multimodal_llm(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str], out: Path,
+                          opts: LLMExportOptions) -> Path:
     """``export_llm`` for a multimodal model (its options ``opts``, checked): returns the
     path of ``multimodal.json``. A checkpoint folder is streamed: the model is built on the
     meta device and every weight is read from the shards as the artifacts are written
     (loaded whole only to verify them, when it fits in memory). What this call creates is
     removed if the export fails."""
-    from t2n.llm.checkpoint import PROCESSOR_FILES, copy_side_files
+    from t2n.llm.common.checkpoint import PROCESSOR_FILES, copy_side_files
     from t2n.llm.multimodal.export import export_multimodal
-    from t2n.llm.stateful import KV_CACHES
 
     _refuse_unsupported(opts)
     model, folder, shards, reference = _source(model_or_dir, opts)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        manifest = export_multimodal(
-            model, out, opts.target(), text, verify=opts.verify, naming=opts.naming_scheme,
-            num_logits_to_keep=opts.kept_logits, shards=shards, image_sizes=opts.image_sizes,
-            kv_bits=KV_CACHES[opts.kv_cache], reference=reference)
+        manifest = export_multimodal(model, out, opts, shards=shards, reference=reference)
         if opts.dump_with_tokenizer_and_conf:
             copy_side_files(folder, model, out, files=PROCESSOR_FILES, into="processor")
         return manifest

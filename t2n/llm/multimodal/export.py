@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +22,17 @@ import attrs
 import torch
 
 from t2n.errors import InvalidArgumentError
+from t2n.llm.common.checkpoint import config_of
 from t2n.llm.multimodal.families import Family, family_of
 from t2n.llm.multimodal.verify import verify_multimodal
 from t2n.llm.multimodal.wrappers import EmbeddingsDecoder, EncoderWrapper
 
 if TYPE_CHECKING:
-    from t2n.llm.streaming import StreamedCheckpoint
+    from t2n.artifact import Artifact
+    from t2n.ir import TensorData, Value
+    from t2n.llm.common.layout import CacheLayout
+    from t2n.llm.common.options import LLMExportOptions
+    from t2n.llm.common.streaming import StreamedCheckpoint
 
 LOG = logging.getLogger(__name__)
 
@@ -37,25 +42,13 @@ SYMBOLS = {"image": "IMG", "audio": "AUD"}
 
 
 @attrs.frozen
-class TextLayout:
-    """What the decoder shares with the text export's layout, handed over by
-    ``t2n.llm.export`` (which dispatches here): its ``modes.json`` writer, its
-    ``tract_assert`` lines and its passes (attention rows without a guard, the last
-    rows computed alone, tract's rotary and RMS-norm ops where asked)."""
-
-    write_modes: Callable[..., None]
-    extension_lines: Callable[..., list[str]]
-    passes: Sequence[Any] = ()
-
-
-@attrs.frozen
 class Written:
     """One artifact written: its path, the compiled artifact, the example it was traced
     on, and how the traced module wraps a model (to check a streamed artifact against the
     loaded model)."""
 
     path: Path
-    artifact: Any
+    artifact: Artifact
     example: tuple[torch.Tensor, ...]
     wrap: Callable[[torch.nn.Module], torch.nn.Module]
     input_names: list[str]
@@ -67,7 +60,7 @@ class Written:
 
 
 def _streamed_weights(wrapper: torch.nn.Module, model: torch.nn.Module,
-                      shards: StreamedCheckpoint | None) -> Any:
+                      shards: StreamedCheckpoint | None) -> dict[str, TensorData] | None:
     """The weights of ``model`` inside ``wrapper`` read from the shards (None: the model's own)."""
     if shards is None:
         return None
@@ -93,7 +86,8 @@ def encoder_folder(family: Family, size: tuple[int, int] | None) -> str:
     return family.modality if size is None else f"{family.modality}/{size[0]}x{size[1]}"
 
 
-def checked_sizes(model: torch.nn.Module, family: Family, sizes: Any) -> list[tuple[int, int] | None]:
+def checked_sizes(model: torch.nn.Module, family: Family, sizes: Sequence[tuple[int, int]] | None
+                  ) -> list[tuple[int, int] | None]:
     """The image sizes to write an encoder for (``[None]``: the family's default), each
     checked (``InvalidArgumentError`` naming the size and why, before anything is written)."""
     if sizes is None:
@@ -138,13 +132,8 @@ def deepstack_names(model: torch.nn.Module, family: Family) -> list[tuple[str, s
     return [(f"out_{family.modality}_deepstack_{i}", f"in_{family.modality}_deepstack_{i}") for i in range(count)]
 
 
-def _config(model: torch.nn.Module) -> Any:
-    return model.config
-
-
 def placeholder_of(model: torch.nn.Module, family: Family) -> int:
-    config: Any = model.config
-    value = getattr(config, family.placeholder_attr, None)
+    value = getattr(config_of(model), family.placeholder_attr, None)
     if not isinstance(value, int):
         raise InvalidArgumentError(
             f"{type(model).__name__}'s config has no integer {family.placeholder_attr!r}: the decoder "
@@ -152,8 +141,8 @@ def placeholder_of(model: torch.nn.Module, family: Family) -> int:
     return value
 
 
-def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: Any, *,
-                   naming: str, shards: StreamedCheckpoint | None = None,
+def export_encoder(model: torch.nn.Module, family: Family, out: Path, opts: LLMExportOptions, *,
+                   shards: StreamedCheckpoint | None = None,
                    size: tuple[int, int] | None = None) -> Written:
     """``OUT/<modality>/model.nnef.tgz`` (``OUT/<modality>/<h>x<w>/`` for an image ``size``
     of a family fixed to one size); checked afterwards with the decoder against the model's
@@ -166,11 +155,11 @@ def export_encoder(model: torch.nn.Module, family: Family, out: Path, target: An
     path = out / encoder_folder(family, size) / "model.nnef.tgz"
     path.parent.mkdir(parents=True, exist_ok=True)
     LOG.info("exporting the %s encoder of %s to %s", family.modality, type(model).__name__, path)
-    options = compile_options(target, input_names=list(family.input_names),
+    options = compile_options(opts.target(), input_names=list(family.input_names),
                               output_names=[embeddings_names(family.modality)[0],
                                             *(o for o, _ in deepstack_names(model, family)),
                                             *(o for o, _ in positions_names(family))],
-                              dynamic_axes=family.dynamic_axes, nnef_variable_naming_scheme=naming,
+                              dynamic_axes=family.dynamic_axes, nnef_variable_naming_scheme=opts.naming_scheme,
                               custom_extensions=size_assertions(model, family),
                               weights_from=_streamed_weights(wrapper, model, shards))
     with torch.no_grad():
@@ -196,23 +185,24 @@ class _DecoderInputs:
         return [*self.delta_in, self.rows, *self.deep, *self.grid]
 
 
-def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: Any, text: TextLayout, *,
-                   naming: str, shards: StreamedCheckpoint | None = None,
-                   num_logits_to_keep: int | None = 1, kv_bits: int | None = None) -> Written:
+def export_decoder(model: torch.nn.Module, family: Family, out: Path, opts: LLMExportOptions, *,
+                   shards: StreamedCheckpoint | None = None) -> Written:
     """``OUT/decoder/``: the LLM layout with the embeddings as the last input; the logits
     of the last ``num_logits_to_keep`` positions (None: every position's). ``kv_bits``:
     tract's stateful cache of that many bits per value (0: the model's dtype; None: the
     explicit cache); checked afterwards with the encoders against the model's own forward."""
     from t2n.driver.export import export_model
     from t2n.frontend.meta_trace import stand_ins
-    from t2n.llm.stateful import stateful_passes
-    from t2n.llm.wrapper import cache_layout
+    from t2n.llm.common.stateful import KV_CACHES, stateful_passes
+    from t2n.llm.decoder.modes import extension_lines, write_modes
+    from t2n.llm.decoder.wrapper import cache_layout
     from t2n.options import compile_options, write_options
 
+    kv_bits, num_logits_to_keep = KV_CACHES[opts.kv_cache], opts.kept_logits
     placeholder = placeholder_of(model, family)
     with stand_ins(model):  # one step on zeros for a model on the meta device (no memory)
         layout = cache_layout(model)
-    text_config: Any = _config(model).get_text_config()
+    text_config = config_of(model).get_text_config()
     wrapper = EmbeddingsDecoder(model, family, placeholder, num_logits_to_keep).eval()
     example, names = _decoder_example(model, family, layout, placeholder)
     rows_symbol = SYMBOLS[family.modality]
@@ -222,18 +212,18 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
     path = decoder / "model" / "model.nnef.tgz"
     LOG.info("exporting the decoder of %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
     options = compile_options(
-        target, input_names=[*layout.input_names(), *names.inputs],
+        opts.target(), input_names=[*layout.input_names(), *names.inputs],
         output_names=[*layout.output_names(), *names.delta_out],
-        dynamic_axes=axes, custom_extensions=[*text.extension_lines(text_config, layout.has_past()),
+        dynamic_axes=axes, custom_extensions=[*extension_lines(text_config, layout.has_past()),
                                              # a call without placeholders gives no rows
                                              f"tract_assert {rows_symbol} >= 0"],
-        nnef_variable_naming_scheme=naming, weights_from=_streamed_weights(wrapper, model, shards),
-        passes=[*text.passes, *(stateful_passes(layout, kv_bits) if kv_bits is not None else ())])
+        nnef_variable_naming_scheme=opts.naming_scheme, weights_from=_streamed_weights(wrapper, model, shards),
+        passes=[*opts.forms().passes(), *(stateful_passes(layout.kv_pairs(), kv_bits) if kv_bits is not None else ())])
     with torch.no_grad():  # a stateful graph: the explicit one, its cache made tract's state
         artifact = export_model(wrapper, example, write_options(path), options)
     if kv_bits is not None:
         layout = attrs.evolve(layout, stateful=True, kv_bits=kv_bits)
-    text.write_modes(layout, text_config, decoder, samples=False)
+    write_modes(layout, text_config, decoder, samples=False)
     modes = _decoder_modes(decoder, family, names, placeholder, int(text_config.hidden_size), num_logits_to_keep)
     return Written(path, artifact, example,
                    lambda m: EmbeddingsDecoder(m, family, placeholder, num_logits_to_keep).eval(),
@@ -242,11 +232,11 @@ def export_decoder(model: torch.nn.Module, family: Family, out: Path, target: An
                    modes["inputs"] if kv_bits is not None else None)
 
 
-def _decoder_example(model: torch.nn.Module, family: Family, layout: Any,
+def _decoder_example(model: torch.nn.Module, family: Family, layout: CacheLayout,
                      placeholder: int) -> tuple[tuple[torch.Tensor, ...], _DecoderInputs]:
     """The decoder's example call (a prompt with placeholder tokens, random cache and rows:
     two rows, or one image's grid for the Qwens) and the names of its extra inputs."""
-    hidden = int(_config(model).get_text_config().hidden_size)
+    hidden = int(config_of(model).get_text_config().hidden_size)
     vocab = int(model.get_input_embeddings().weight.shape[0])  # type: ignore[operator]
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(0, min(vocab, placeholder), (1, 5), generator=generator)
@@ -301,7 +291,7 @@ def _decoder_modes(decoder: Path, family: Family, names: _DecoderInputs, placeho
 
 
 def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, samples: bool = False,
-                   sizes: list[tuple[int, int] | None] | None = None, artifacts: Sequence[Any] = ()) -> Path:
+                   sizes: list[tuple[int, int] | None] | None = None, artifacts: Sequence[Artifact] = ()) -> Path:
     """``OUT/multimodal.json`` (see the module); ``samples``: the encoders' ``tests/io.npz``
     were written; ``sizes``: the image sizes of the encoders written per family (None:
     the default); ``artifacts``: the encoders compiled, in that order (their graphs'
@@ -330,13 +320,15 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, sa
     return path
 
 
-def graph_interface(artifact: Any, entry: dict[str, Any]) -> dict[str, Any]:
+def graph_interface(artifact: Artifact, entry: Mapping[str, object]) -> dict[str, object]:
     """An encoder graph's inputs and outputs in the graph's own order (the order a runtime
     feeds and reads them by position), each with its shape (ints and size symbols), dtype
-    and, for an output, the decoder input it feeds."""
-    feeds = {o["name"]: o["feeds"] for o in [*entry["outputs"], *entry.get("deepstack", [])]}
+    and, for an output, the decoder input it feeds (by the ``outputs`` and ``deepstack``
+    of the manifest's ``entry``)."""
+    listed = [o for key in ("outputs", "deepstack") for o in _json_list(entry.get(key))]
+    feeds = {o["name"]: o["feeds"] for o in listed if isinstance(o, Mapping)}
 
-    def spec(value: Any) -> dict[str, Any]:
+    def spec(value: Value) -> dict[str, object]:
         return {"name": value.name, "shape": [d if isinstance(d, int) else str(d) for d in value.type.shape],
                 "dtype": str(value.type.dtype.numpy)}
 
@@ -346,11 +338,16 @@ def graph_interface(artifact: Any, entry: dict[str, Any]) -> dict[str, Any]:
     return {"inputs": inputs, "outputs": outputs}
 
 
+def _json_list(value: object) -> list[object]:
+    """A JSON array's items (none for anything else)."""
+    return list(value) if isinstance(value, list) else []
+
+
 def _encoder_outputs(model: torch.nn.Module, family: Family, dtype: str) -> dict[str, Any]:
     """An encoder's entry without its paths and sizes: its modality, placeholder token, inputs,
     and every output with the decoder input it feeds (embeddings, DeepStack features, the
     rows' places in their image)."""
-    hidden = int(_config(model).get_text_config().hidden_size)
+    hidden = int(config_of(model).get_text_config().hidden_size)
     rows = SYMBOLS[family.modality]
     name_out, name_in = embeddings_names(family.modality)
     entry: dict[str, Any] = {
@@ -380,40 +377,38 @@ def _image_size_entries(model: torch.nn.Module, family: Family, size: tuple[int,
     height, width = size or family.default_size(model)
     entry: dict[str, Any] = {"image_size": [height, width]}
     if family.grid is not None:
-        patch = int(_config(model).vision_config.patch_size)
+        patch = int(config_of(model).vision_config.patch_size)
         entry["image_grid_thw"] = [1, height // patch, width // patch]
     return entry
 
 
-def export_multimodal(model: torch.nn.Module, out: Path, target: Any, text: TextLayout, *, verify: bool = True,
-                      naming: str = "natural_verbose", num_logits_to_keep: int | None = 1,
+def export_multimodal(model: torch.nn.Module, out: Path, opts: LLMExportOptions, *,
                       shards: StreamedCheckpoint | None = None,
-                      reference: Callable[[], torch.nn.Module | None] | None = None,
-                      image_sizes: Any = None, kv_bits: int | None = None) -> Path:
+                      reference: Callable[[], torch.nn.Module | None] | None = None) -> Path:
     """Export ``model`` (a multimodal family of :mod:`t2n.llm.multimodal.families`) into
     ``out``; returns the manifest's path. A model on the meta device takes its weights
     from ``shards`` (streamed into each artifact); with ``verify`` the artifacts are then run
     in tract together and checked against the model's own forward (``reference()``, the
     loaded model, for a streamed one; None: too big to load).
-    ``image_sizes``: the (height, width) pixel sizes to write an encoder for, one artifact
-    each, for a family whose encoder is fixed to one size (None: its default size).
-    ``kv_bits``: the decoder with tract's stateful cache (see :func:`export_decoder`)."""
+    ``opts.image_sizes``: the (height, width) pixel sizes to write an encoder for, one
+    artifact each, for a family whose encoder is fixed to one size (None: its default size);
+    ``opts.kv_cache``: the decoder's cache form (see :func:`export_decoder`)."""
+    from t2n.llm.common.stateful import KV_CACHES
+
+    verify, keep = opts.verify, opts.kept_logits
     family = family_of(model)
     if family is None:
         raise InvalidArgumentError(f"{type(model).__name__} is not a multimodal family t2n exports")
     model = model.eval()
-    checked = checked_sizes(model, family, image_sizes)
+    checked = checked_sizes(model, family, opts.image_sizes)
     sizes = encoder_sizes(family, checked)
-    encoders = [export_encoder(model, family, out, target, naming=naming, shards=shards, size=size)
-                for size in sizes]
-    written = [*encoders,
-               export_decoder(model, family, out, target, text, naming=naming, shards=shards,
-                              num_logits_to_keep=num_logits_to_keep, kv_bits=kv_bits)]
+    encoders = [export_encoder(model, family, out, opts, shards=shards, size=size) for size in sizes]
+    written = [*encoders, export_decoder(model, family, out, opts, shards=shards)]
     loaded = model if shards is None else reference() if verify and reference is not None else None
     if verify and loaded is not None:  # every artifact against the model's own forward, at each size
         checks = [(encoders[0], s) for s in checked] if family.size_symbols is not None else list(zip(encoders, sizes))
-        verify_multimodal(loaded, family, checks, written[-1], "very" if kv_bits else target.check_io_tolerance,
-                          placeholder=placeholder_of(loaded, family), keep=num_logits_to_keep)
+        verify_multimodal(loaded, family, checks, written[-1], "very" if KV_CACHES[opts.kv_cache] else
+                          opts.target().check_io_tolerance, placeholder=placeholder_of(loaded, family), keep=keep)
     if loaded is not None:
         _write_samples(loaded, family, out, written, sizes)
     return write_manifest(model, [family], out, samples=loaded is not None, sizes=sizes,

@@ -15,6 +15,8 @@ from typing import Any
 import attrs
 import torch
 
+from t2n.llm.common.checkpoint import config_of
+
 
 def _pooled(features: Any) -> torch.Tensor:
     """The projected features of a ``get_*_features`` call (an output object or a tensor)."""
@@ -23,6 +25,12 @@ def _pooled(features: Any) -> torch.Tensor:
         return torch.cat(list(out), dim=0)
     assert isinstance(out, torch.Tensor)
     return out
+
+
+ForwardInputs = Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor, "tuple[int, int] | None"],
+                         dict[str, torch.Tensor]]
+"""``(model, example, input_ids, size)`` → the keywords beside ``input_ids`` with which the
+model's own ``forward`` takes the encoder's raw input ``example`` (of the image ``size``)."""
 
 
 @attrs.frozen
@@ -60,11 +68,11 @@ class Family:
     symbols of ``dynamic_axes``): each symbol's ``min``, ``max`` and ``multiple_of``
     pixels. ``image_sizes`` then writes no encoder per size: the one encoder is checked
     at each of them."""
-    fixed_inputs: Callable[[Any, tuple[int, int] | None], dict[str, torch.Tensor]] | None = None
+    fixed_inputs: Callable[[torch.nn.Module, tuple[int, int] | None], dict[str, torch.Tensor]] | None = None
     """Keywords of ``encode`` that depend only on the image size fixed at export, computed
     before the trace by the model's library (Qwen2.5-VL's window partition: its boolean
     selection of a grid's windows would otherwise be traced)."""
-    forward_inputs: Callable[..., dict[str, Any]] | None = None
+    forward_inputs: ForwardInputs | None = None
     """``(model, example, input_ids, size)`` → the keywords beside ``input_ids`` with which
     the model's own ``forward`` (the reference an export is checked against) takes the
     encoder's raw input ``example`` (of the image ``size``), as the family's processor
@@ -77,34 +85,34 @@ def _placeholders(model: Any, ids: torch.Tensor) -> torch.Tensor:
 
 
 def _gemma3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
-                   size: tuple[int, int] | None = None) -> dict[str, Any]:
+                   size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
     return {"pixel_values": example[0], "token_type_ids": _placeholders(model, ids)}
 
 
 def _idefics3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
-                     size: tuple[int, int] | None = None) -> dict[str, Any]:
+                     size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
     return {"pixel_values": example[0][None]}  # the processor's [1, IMAGES, 3, H, W]
 
 
 def _mistral3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
-                     size: tuple[int, int] | None = None) -> dict[str, Any]:
+                     size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
     pixels = example[0]
     return {"pixel_values": pixels, "image_sizes": torch.tensor([[pixels.shape[2], pixels.shape[3]]])}
 
 
 def _qwen_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
-                 size: tuple[int, int] | None = None) -> dict[str, Any]:
+                 size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
     return {"pixel_values": example[0], "image_grid_thw": torch.tensor([[1, *_qwen_grid_of(model, size)]]),
             "mm_token_type_ids": _placeholders(model, ids).int()}
 
 
 def _voxtral_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
-                    size: tuple[int, int] | None = None) -> dict[str, Any]:
+                    size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
     return {"input_features": example[0]}
 
 
 def _image_size(model: torch.nn.Module) -> int:
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    vision = config_of(model).vision_config
     return int(vision.image_size)
 
 
@@ -137,7 +145,7 @@ def _llava_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
 
 
 def _llava_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
-                  size: tuple[int, int] | None = None) -> dict[str, Any]:
+                  size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
     return {"pixel_values": example[0]}
 
 
@@ -187,8 +195,8 @@ def _square(model: torch.nn.Module) -> tuple[int, int]:
 
 
 def _mistral3_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
-    config: Any = model.config
+    vision = config_of(model).vision_config
+    config = config_of(model)
     step = int(vision.patch_size) * int(config.spatial_merge_size)
     if any(s <= 0 or s % step for s in size):
         return f"a side is not a multiple of patch_size * spatial_merge_size = {step} pixels"
@@ -198,8 +206,8 @@ def _mistral3_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
 
 
 def _mistral3_symbols(model: torch.nn.Module) -> dict[str, dict[str, int]]:
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
-    config: Any = model.config
+    vision = config_of(model).vision_config
+    config = config_of(model)
     step = int(vision.patch_size) * int(config.spatial_merge_size)
     bounds = {"min": step, "max": _image_size(model), "multiple_of": step}
     return {"H": dict(bounds), "W": dict(bounds)}
@@ -217,7 +225,7 @@ def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
     """The patch grid (rows, columns) an image is exported at: two attention windows a
     side (224 x 224 pixels for Qwen2.5-VL's 14 px patches and 112 px windows); for
     Qwen3-VL (no windows) the grid of its learned position embeddings (48 x 48 patches)."""
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    vision = config_of(model).vision_config
     learned = getattr(vision, "num_position_embeddings", None)
     if getattr(vision, "window_size", None) is None and isinstance(learned, int):
         side = int(round(learned ** 0.5))
@@ -228,13 +236,13 @@ def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
 
 
 def _qwen_merged_grid(model: torch.nn.Module) -> tuple[int, int]:
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    vision = config_of(model).vision_config
     rows, columns = qwen_patch_grid(model)
     return rows // int(vision.spatial_merge_size), columns // int(vision.spatial_merge_size)
 
 
 def _qwen_example(model: torch.nn.Module, size: tuple[int, int] | None = None) -> tuple[torch.Tensor, ...]:
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    vision = config_of(model).vision_config
     rows, columns = _qwen_grid_of(model, size)
     width = int(vision.in_channels) * int(vision.temporal_patch_size) * int(vision.patch_size) ** 2
     return (torch.randn((rows * columns, width), generator=torch.Generator().manual_seed(0)),)
@@ -242,7 +250,7 @@ def _qwen_example(model: torch.nn.Module, size: tuple[int, int] | None = None) -
 
 def _qwen_size(model: torch.nn.Module) -> tuple[int, int]:
     """The pixel size of the default grid (patches of ``patch_size`` pixels)."""
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    vision = config_of(model).vision_config
     rows, columns = qwen_patch_grid(model)
     return rows * int(vision.patch_size), columns * int(vision.patch_size)
 
@@ -251,13 +259,13 @@ def _qwen_grid_of(model: torch.nn.Module, size: tuple[int, int] | None) -> tuple
     """The patch grid (rows, columns) of an image of ``size`` pixels (None: the default)."""
     if size is None:
         return qwen_patch_grid(model)
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    vision = config_of(model).vision_config
     patch = int(vision.patch_size)
     return size[0] // patch, size[1] // patch
 
 
 def _qwen_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    vision = config_of(model).vision_config
     step = int(vision.patch_size) * int(vision.spatial_merge_size)
     if any(s <= 0 or s % step for s in size):
         return f"a side is not a multiple of patch_size * spatial_merge_size = {step} pixels (the processor's resize)"
@@ -267,7 +275,7 @@ def _qwen_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
 def qwen_grid_positions(model: torch.nn.Module, size: tuple[int, int] | None) -> torch.Tensor:
     """``[rows * columns, 4]`` int64: each merged patch's (row, column, rows, columns) in
     its image, in the order of the encoder's rows (row-major over the merged grid)."""
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    vision = config_of(model).vision_config
     merge = int(vision.spatial_merge_size)
     rows, columns = (n // merge for n in _qwen_grid_of(model, size))
     row, column = torch.meshgrid(torch.arange(rows), torch.arange(columns), indexing="ij")
@@ -311,7 +319,7 @@ QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), 
                     fixed_inputs=_qwen_windows, forward_inputs=_qwen_inputs)
 
 def _voxtral_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
-    audio: Any = model.config.audio_config  # type: ignore[union-attr]
+    audio = config_of(model).audio_config
     shape = (1, int(audio.num_mel_bins), 2 * int(audio.max_source_positions))
     return (torch.randn(shape, generator=torch.Generator().manual_seed(0)),)
 
@@ -338,7 +346,7 @@ def _qwen3_vl_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, in
 
 
 def _qwen3_vl_streams(model: torch.nn.Module) -> int:
-    vision: Any = model.config.vision_config  # type: ignore[union-attr]
+    vision = config_of(model).vision_config
     return len(vision.deepstack_visual_indexes)
 
 

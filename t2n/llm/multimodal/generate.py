@@ -7,26 +7,32 @@ time with no rows. This is how the tests prove the artifacts generate what
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 
-def tract_encode(export_dir: str | Path, *raw: Any, modality: str = "image",
+def tract_encode(export_dir: str | Path, *raw: npt.ArrayLike, modality: str = "image",
                  image_size: tuple[int, int] | None = None) -> np.ndarray:
     """The encoder's embedding rows for ``raw`` (e.g. ``pixel_values``), run in tract."""
     return tract_encode_all(export_dir, *raw, modality=modality, image_size=image_size)[0]
 
 
-def encoder_entry(manifest: dict[str, Any], raw: tuple[Any, ...], modality: str = "image",
-                  image_size: tuple[int, int] | None = None) -> dict[str, Any]:
+def _objects(value: object) -> list[dict[str, object]]:
+    """The JSON objects of a JSON array (none for anything else)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def encoder_entry(manifest: Mapping[str, object], raw: Sequence[npt.ArrayLike], modality: str = "image",
+                  image_size: tuple[int, int] | None = None) -> dict[str, object]:
     """The manifest's encoder for ``raw``: the one of ``image_size`` (height, width), else
     the only one of the modality, else the one whose ``image_size`` is the ``[..., H, W]``
     of 4-D pixel values (Qwen's flattened patches need ``image_size``)."""
     from t2n.errors import InvalidArgumentError
 
-    entries = [e for e in manifest["encoders"] if e["modality"] == modality]
+    entries = [e for e in _objects(manifest["encoders"]) if e["modality"] == modality]
     if image_size is not None:
         chosen = [e for e in entries if takes_size(e, (int(image_size[0]), int(image_size[1])))]
     elif len(entries) == 1:
@@ -38,38 +44,37 @@ def encoder_entry(manifest: dict[str, Any], raw: tuple[Any, ...], modality: str 
         sizes = [e.get("image_size") for e in entries]
         raise InvalidArgumentError(f"no single {modality} encoder of this export takes this input "
                                    f"(image_size={image_size}); its sizes are {sizes}: pass image_size=(h, w)")
-    entry: dict[str, Any] = chosen[0]
-    return entry
+    return chosen[0]
 
 
-def takes_size(entry: dict[str, Any], size: tuple[int, int]) -> bool:
+def takes_size(entry: Mapping[str, object], size: tuple[int, int]) -> bool:
     """Whether a manifest's encoder takes images of ``size``: its ``image_size``, or any
     size within its ``image_size_bounds`` (an encoder of symbolic height and width)."""
     bounds = entry.get("image_size_bounds")
-    if bounds is None:
+    if not isinstance(bounds, dict):
         return bool(entry.get("image_size") == list(size))
     return all(b["min"] <= side <= b["max"] and side % b["multiple_of"] == 0
                for side, b in zip(size, bounds.values()))
 
 
-def tract_encode_all(export_dir: str | Path, *raw: Any, modality: str = "image",
+def tract_encode_all(export_dir: str | Path, *raw: npt.ArrayLike, modality: str = "image",
                      image_size: tuple[int, int] | None = None) -> list[np.ndarray]:
     """Every output of the encoder for ``raw`` (of ``image_size``: see :func:`encoder_entry`):
     the embedding rows, then the DeepStack streams of a Qwen3-VL, then each row's place in
     its image's grid (Qwen)."""
     import tract
 
-    from t2n.backends.tract.child import _to_numpy
-    from t2n.llm.generate import load_runnable
+    from t2n.backends.tract.child import numpy_of
+    from t2n.llm.common.generate import load_runnable
 
     out = Path(export_dir)
     manifest = json.loads((out / "multimodal.json").read_text())
     entry = encoder_entry(manifest, raw, modality, image_size)
-    runnable = load_runnable(out / entry["path"])
-    return [np.asarray(_to_numpy(tract, np, o)) for o in runnable.run([np.asarray(r) for r in raw])]
+    runnable = load_runnable(out / str(entry["path"]))
+    return [np.asarray(numpy_of(tract, np, o)) for o in runnable.run([np.asarray(r) for r in raw])]
 
 
-def tract_encode_images(export_dir: str | Path, images: list[tuple[Any, tuple[int, int] | None]],
+def tract_encode_images(export_dir: str | Path, images: Sequence[tuple[npt.ArrayLike, tuple[int, int] | None]],
                         modality: str = "image") -> list[np.ndarray]:
     """The encoder's outputs for several images (each its raw input and its size, None:
     picked as :func:`encoder_entry` picks), joined output by output in order: the rows of
@@ -83,7 +88,7 @@ class _Decoder:
     tract state), and the inputs the encoder's outputs feed."""
 
     def __init__(self, export_dir: str | Path, modality: str = "image") -> None:
-        from t2n.llm.generate import load_runnable
+        from t2n.llm.common.generate import load_runnable
 
         out = Path(export_dir)
         manifest = json.loads((out / "multimodal.json").read_text())
@@ -118,7 +123,7 @@ class _Decoder:
         refuses image features that do not match the image tokens."""
         import tract
 
-        from t2n.backends.tract.child import _to_numpy
+        from t2n.backends.tract.child import numpy_of
 
         tokens = int((ids == self.placeholder).sum())
         if rows is not None and tokens != int(rows[0].shape[0]):
@@ -130,14 +135,14 @@ class _Decoder:
                 "writes them); put the media's placeholders in the prompt")
 
         run = self.state.run if self.state is not None else self.runnable.run  # stateful: tract keeps the cache
-        outputs = [_to_numpy(tract, np, o) for o in run([ids, *self.cache, *self.rows(rows)])]
+        outputs = [numpy_of(tract, np, o) for o in run([ids, *self.cache, *self.rows(rows)])]
         self.cache = outputs[1:]
         return outputs
 
 
-def tract_prefill_logits(export_dir: str | Path, prompt_ids: Any, *raw: Any, modality: str = "image",
-                         image_size: tuple[int, int] | None = None, rows: list[np.ndarray] | None = None
-                         ) -> np.ndarray:
+def tract_prefill_logits(export_dir: str | Path, prompt_ids: npt.ArrayLike, *raw: npt.ArrayLike,
+                         modality: str = "image", image_size: tuple[int, int] | None = None,
+                         rows: list[np.ndarray] | None = None) -> np.ndarray:
     """The decoder's logits (``[1, 1, vocab]``, ``[1, S, vocab]`` from an export with
     ``num_logits_to_keep=0``) for ``prompt_ids`` with the encoder's rows of
     ``raw`` (none: a text-only prompt) or the encoder outputs ``rows``, run in tract."""
@@ -147,7 +152,8 @@ def tract_prefill_logits(export_dir: str | Path, prompt_ids: Any, *raw: Any, mod
     return decoder.step(np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1), rows)[0]
 
 
-def tract_multimodal_generate(export_dir: str | Path, prompt_ids: Any, max_new_tokens: int, *raw: Any,
+def tract_multimodal_generate(export_dir: str | Path, prompt_ids: npt.ArrayLike, max_new_tokens: int,
+                              *raw: npt.ArrayLike,
                               modality: str = "image", image_size: tuple[int, int] | None = None,
                               rows: list[np.ndarray] | None = None) -> list[int]:
     """The ``max_new_tokens`` token ids tract's greedy choice gives after ``prompt_ids``
@@ -156,7 +162,7 @@ def tract_multimodal_generate(export_dir: str | Path, prompt_ids: Any, max_new_t
     :func:`encoder_entry`), or the encoder outputs ``rows`` already computed (several
     images: :func:`tract_encode_images`). A decoder with tract's stateful cache generates
     in one tract state."""
-    from t2n.llm.generate import _greedy
+    from t2n.llm.common.generate import greedy_ids
 
     decoder = _Decoder(export_dir, modality)
     if rows is None and raw:
@@ -166,4 +172,4 @@ def tract_multimodal_generate(export_dir: str | Path, prompt_ids: Any, max_new_t
     def step(ids: np.ndarray) -> list[np.ndarray]:  # the rows go with the prefill only
         return decoder.step(ids, pending.pop() if pending else None)
 
-    return _greedy(step, np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1), max_new_tokens)
+    return greedy_ids(step, np.asarray(prompt_ids, dtype=np.int64).reshape(1, -1), max_new_tokens)

@@ -8,9 +8,12 @@ one call (a prefill holds the whole image), as a runtime feeds them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    import transformers
 
 
 def _bidirectional_runs(is_placeholder: torch.Tensor) -> torch.Tensor:
@@ -23,11 +26,12 @@ def _bidirectional_runs(is_placeholder: torch.Tensor) -> torch.Tensor:
     return same & (group.unsqueeze(1) > 0)
 
 
-def mask_mapping(is_placeholder: torch.Tensor, past_length: Any, config: Any,
-                 dtype: torch.dtype) -> dict[str, torch.Tensor]:
+def mask_mapping(is_placeholder: torch.Tensor, past_length: int,
+                 config: transformers.PretrainedConfig, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """``{"full_attention": ..., "sliding_attention": ...}``, ``[1, 1, S, P + S]`` each, for
     the ``[1, S]`` tokens of a call (``is_placeholder``: the image tokens): boolean (True:
-    attend) for SDPA, additive (0 or the dtype's minimum) for eager."""
+    attend) for SDPA, additive (0 or the dtype's minimum) for eager. ``past_length``: the
+    cache's ``shape[2]`` (an int as torch types sizes; while tracing, a symbolic size)."""
     length = is_placeholder.shape[1]
     device = is_placeholder.device
     queries = torch.arange(length, device=device).unsqueeze(1) + past_length

@@ -15,19 +15,20 @@ so images of any size (and several sizes in one call) are placed as transformers
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import torch
 
 DELTA_IN, DELTA_OUT = "in_rope_delta", "out_rope_delta"
 
 
-def mrope_positions(is_placeholder: torch.Tensor, past_length: Any, delta: torch.Tensor,
+def mrope_positions(is_placeholder: torch.Tensor, past_length: int, delta: torch.Tensor,
                     grid_rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(``[3, 1, S]`` positions, ``[1]`` shift after this call) for the ``[1, S]`` tokens of
     a call (``is_placeholder``: those that take an image row) after ``past_length`` cached
-    tokens, ``delta`` the shift of the images before them, ``grid_rows`` ``[N, 4]`` the
-    (row, column, rows, columns) of each image row.
+    tokens (the cache's ``shape[2]``: a symbolic size while tracing), ``delta`` the shift
+    of the images before them, ``grid_rows`` ``[N, 4]`` the (row, column, rows, columns)
+    of each image row.
 
     Each image token moves the later text by -1, and an image's first token by
     ``max(rows, columns)`` more: a running sum of those gives every token's text position;
@@ -53,7 +54,7 @@ def mrope_positions(is_placeholder: torch.Tensor, past_length: Any, delta: torch
     return positions, grown.reshape(1)
 
 
-def interleaved_frequencies(section: list[int]) -> Any:
+def interleaved_frequencies(section: list[int]) -> Callable[[torch.Tensor], torch.Tensor]:
     """Qwen3-VL's recomposition of the ``[3, B, S, D/2]`` rotary frequencies (channel
     ``c`` from the height axis when ``c % 3 == 1`` and ``c < 3 * section[1]``, from the
     width axis when ``c % 3 == 2`` and ``c < 3 * section[2]``, else from the temporal

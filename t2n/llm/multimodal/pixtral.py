@@ -16,12 +16,15 @@ tracing it fixes one size; this computes the same features for every size."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
+if TYPE_CHECKING:
+    import transformers
 
-def pixtral_image_features(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+
+def pixtral_image_features(model: transformers.PreTrainedModel, pixel_values: torch.Tensor) -> torch.Tensor:
     """``[rows * columns, hidden]``: the model's image features of one image
     (``pixel_values`` ``[1, 3, H, W]``, sides multiples of ``patch_size``), row-major over
     the merged grid, as ``get_image_features(pixel_values, image_sizes=[(H, W)])``."""

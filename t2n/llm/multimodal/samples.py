@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from t2n.check.io_npz import IOStep, write_io_npz
-from t2n.llm.samples import to_numpy
+from t2n.llm.common.samples import to_numpy
 
 LOG = logging.getLogger(__name__)
 

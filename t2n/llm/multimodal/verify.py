@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from t2n.check.compare import Tolerance
-from t2n.llm.multimodal.families import Family
+from t2n.llm.multimodal.families import Family, ForwardInputs
 from t2n.reference.causal_lm import Call, calls, check_logits
 
 LOG = logging.getLogger(__name__)
@@ -42,12 +42,12 @@ def encoder_rows(encoder: Written, example: tuple[torch.Tensor, ...]) -> list[np
     grid positions)."""
     import tract
 
-    from t2n.backends.tract.child import _to_numpy
-    from t2n.llm.generate import load_runnable
-    from t2n.llm.samples import to_numpy
+    from t2n.backends.tract.child import numpy_of
+    from t2n.llm.common.generate import load_runnable
+    from t2n.llm.common.samples import to_numpy
 
     outputs = load_runnable(encoder.path).run([to_numpy(t) for t in example])
-    return [np.asarray(_to_numpy(tract, np, o)) for o in outputs]
+    return [np.asarray(numpy_of(tract, np, o)) for o in outputs]
 
 
 def prompt_ids(model: torch.nn.Module, placeholder: int, rows: int, decode: int) -> np.ndarray:
@@ -63,8 +63,8 @@ def decoder_logits(decoder: Written, ids: np.ndarray, steps: Sequence[Call], med
     """The decoder artifact's logits for each call: the prefill with ``media`` (the
     encoder's outputs), the one-token calls with none; the cache (explicit) and the rotary
     shift fed back from each call's outputs, or the cache kept in one tract state."""
-    from t2n.llm.samples import to_numpy
-    from t2n.llm.verify import chained_logits
+    from t2n.llm.common.samples import to_numpy
+    from t2n.llm.common.verify import chained_logits
 
     carried = [to_numpy(t) for t in decoder.start]
     if decoder.graph_inputs is not None:  # the graph keeps the cache: only the rotary shift (if any) is fed back
@@ -72,9 +72,9 @@ def decoder_logits(decoder: Written, ids: np.ndarray, steps: Sequence[Call], med
     return chained_logits(decoder.path, ids, steps, carried, stateful=decoder.graph_inputs is not None, media=media)
 
 
-def _with_media(forward_inputs: Callable[..., dict[str, Any]], model: torch.nn.Module,
+def _with_media(forward_inputs: ForwardInputs, model: torch.nn.Module,
                 example: tuple[torch.Tensor, ...], size: tuple[int, int] | None, prefix: torch.Tensor
-                ) -> dict[str, Any]:
+                ) -> dict[str, torch.Tensor]:
     """The model's keywords for ``example`` beside the prompt ``prefix``."""
     return forward_inputs(model, example, prefix, size)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from t2n.llm.cache_api import cache_keyword, returned_cache
+from t2n.llm.common.cache_api import cache_keyword, returned_cache
 from t2n.llm.multimodal.families import Family
 from t2n.llm.multimodal.scatter import placeholder_mask, scatter_at_placeholders, text_ids
 
@@ -99,12 +99,14 @@ class EmbeddingsDecoder(torch.nn.Module):
             from t2n.llm.multimodal.deepstack import forward_with_deepstack
 
             out = forward_with_deepstack(model, embeds, is_placeholder, deep, self.num_logits_to_keep,
-                                         position_ids=positions, use_cache=True,
-                                         **{cache_keyword(model.model.language_model): cache})
+                                         position_ids=positions, cache=cache)
         else:
             extra[cache_keyword(model)] = cache
             out = model(inputs_embeds=embeds, position_ids=positions, use_cache=True, **extra)
         grown: list[torch.Tensor] = []
-        for layer in returned_cache(out).layers:
+        cache_out: Any = returned_cache(out)  # the DynamicCache given, grown
+        for layer in cache_out.layers:
             grown += [layer.keys, layer.values]
-        return (out.logits, *grown, *grown_delta)
+        logits = out.logits
+        assert logits is not None  # a causal LM always returns its logits
+        return (logits, *grown, *grown_delta)

@@ -40,11 +40,15 @@ from t2n.backends.nnef.reader.tree import (
     walk,
 )
 from t2n.ir import Graph, OpSet
+from t2n.ir.attributes import DATA, INT, SIZE, STR, STRS, optional, required, tuple_of
 from t2n.ir.dims import substitute
 from t2n.ir.schema import InferContext, OpTable, Trait
 from t2n.ir.types import TensorType
 
 STATEMENT_KINDS = ("nnef", "nnef_stateful")
+
+STATEMENT_ATTRS = {"expr": required(STR), "count": optional(INT, 1), "form": optional(STR, "one"),
+                   "fragments": optional(STRS, ()), "quant": optional(STRS)}
 
 
 class NNEFExpr(str):
@@ -140,12 +144,14 @@ def statement_table(ops: ReadOps) -> OpTable:
         except InferenceError:
             return [None] * int(ctx.attrs.get("count", 1))
 
-    table.op("nnef", known=known, doc="An NNEF assignment read from graph.nnef (attrs expr, count, form, "
-                                      "fragments, quant).")(infer)
-    table.op("nnef_stateful", traits=(Trait.STATEFUL,), known=known,
+    table.op("nnef", known=known, attrs=STATEMENT_ATTRS, doc="An NNEF assignment read from graph.nnef (attrs "
+                                                              "expr, count, form, fragments, quant).")(infer)
+    table.op("nnef_stateful", traits=(Trait.STATEFUL,), known=known, attrs=STATEMENT_ATTRS,
              doc="An NNEF assignment calling a stateful operation.")(infer)
     table.op("nnef_variable", traits=(Trait.PURE, Trait.CONSTANT_LIKE),
              evaluate=lambda xs, a: [np.asarray(a["data"].values()).reshape(tuple(a["shape"]))],
+             attrs={"data": required(DATA), "label": required(STR), "shape": required(tuple_of(SIZE)),
+                    "generic": required(STR), "quant": optional(STRS)},
              doc="variable<generic>(shape, label) read from graph.nnef, its tensor in attr data.")(_variable)
     return table
 

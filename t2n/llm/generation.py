@@ -1,0 +1,100 @@
+"""``t2n.llm.generate``: the greedy new tokens of any folder ``t2n llm`` writes, from the
+inputs a ``transformers`` tokenizer or processor returns.
+
+The folder says what it holds: ``seq2seq.json`` (an encoder-decoder: the encoder runs
+once, the decoder steps), ``multimodal.json`` (encoders, then a decoder whose prompt holds
+one placeholder token per encoder row), else ``modes.json`` (a text decoder). The cache
+form (explicit tensors fed back, or tract's state) is read from the folder too."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from t2n.errors import InvalidArgumentError
+
+ENCODER_INPUTS = ("pixel_values", "input_features")
+"""The processor outputs that are an encoder's raw input, one image or clip per row."""
+
+
+def generate(export_dir: str | Path, inputs: Mapping[str, npt.ArrayLike], max_new_tokens: int) -> list[int]:
+    """The token ids tract's greedy choice gives after the prompt, at most ``max_new_tokens``
+    (an end token included when it comes, for an encoder-decoder; a decoder-only model
+    gives exactly ``max_new_tokens``). ``inputs``: the dict of a tokenizer or processor
+    (numpy or torch; batch 1): ``input_ids`` (``attention_mask`` all ones), and for a
+    multimodal export ``pixel_values`` or ``input_features`` (one image or clip per row,
+    their placeholders in ``input_ids`` in the same order), for an encoder-decoder its
+    source (``input_ids`` or Whisper's ``input_features``, ``decoder_input_ids`` for
+    start tokens of one's own)."""
+    folder = Path(export_dir)
+    if (folder / "seq2seq.json").is_file():
+        from t2n.llm.seq2seq import generate as seq2seq_generate
+
+        return seq2seq_generate(folder, inputs, max_new_tokens)
+    ids = _prompt(inputs)
+    if (folder / "multimodal.json").is_file():
+        return _multimodal(folder, ids, inputs, max_new_tokens)
+    if (folder / "modes.json").is_file():
+        from t2n.llm.common.generate import tract_greedy_generate
+
+        extra = sorted(set(inputs) - {"input_ids", "attention_mask"})
+        if extra:
+            raise InvalidArgumentError(f"{folder} is a text model's export: it takes input_ids only, not "
+                                       f"{', '.join(extra)}")
+        return tract_greedy_generate(folder, ids, max_new_tokens)
+    raise InvalidArgumentError(f"{folder} holds no seq2seq.json, multimodal.json or modes.json: give the folder "
+                               "t2n llm (export_llm) wrote")
+
+
+def _prompt(inputs: Mapping[str, npt.ArrayLike]) -> np.ndarray:
+    """``input_ids`` as ``[1, S]`` int64; a padded or batched prompt is refused."""
+    if "input_ids" not in inputs:
+        raise InvalidArgumentError(f"inputs has no input_ids (it has {', '.join(sorted(inputs)) or 'nothing'}): "
+                                   "give what the model's tokenizer or processor returns")
+    ids = np.asarray(_numpy(inputs["input_ids"]), dtype=np.int64)
+    if ids.ndim != 2 or ids.shape[0] != 1:
+        raise InvalidArgumentError(f"input_ids must be one prompt, [1, S], got shape {list(ids.shape)}")
+    mask = inputs.get("attention_mask")
+    if mask is not None and not np.all(np.asarray(_numpy(mask)) == 1):
+        raise InvalidArgumentError("attention_mask holds zeros: a padded prompt is not generated; give the "
+                                   "prompt without padding")
+    return ids
+
+
+def _numpy(value: npt.ArrayLike | object) -> np.ndarray:
+    """A torch tensor or array-like as numpy (on the CPU)."""
+    detach = getattr(value, "detach", None)
+    if callable(detach):
+        return np.asarray(detach().cpu().numpy())
+    return np.asarray(value)
+
+
+def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLike], max_new_tokens: int
+                ) -> list[int]:
+    """The encoders' rows for each image or clip of ``inputs`` (one encoder call each, their
+    rows in order), then the decoder's greedy loop."""
+    from t2n.llm.multimodal.generate import tract_encode_images, tract_multimodal_generate
+
+    manifest = json.loads((folder / "multimodal.json").read_text())
+    given = [name for name in ENCODER_INPUTS if name in inputs]
+    if not given:
+        return tract_multimodal_generate(folder, ids, max_new_tokens)
+    name = given[0]
+    modality = "image" if name == "pixel_values" else "audio"
+    entries = [e for e in manifest["encoders"] if e["modality"] == modality]
+    if not entries:
+        raise InvalidArgumentError(f"{folder} has no {modality} encoder: export a model that takes {name}")
+    wanted = set(entries[0]["inputs"])
+    others = sorted(set(inputs) - wanted - {"input_ids", "attention_mask"})
+    if wanted != {name} or others:
+        raise InvalidArgumentError(
+            f"the {modality} encoder of {folder} takes {', '.join(sorted(wanted))}; the inputs also hold "
+            f"{', '.join(others) or 'other names'}: encode with t2n.llm.multimodal.generate.tract_encode_images "
+            "and pass the rows to tract_multimodal_generate (see docs/multimodal.md)")
+    raw = _numpy(inputs[name])
+    rows = tract_encode_images(folder, [(raw[i:i + 1], None) for i in range(raw.shape[0])], modality=modality)
+    return tract_multimodal_generate(folder, ids, max_new_tokens, modality=modality, rows=rows)

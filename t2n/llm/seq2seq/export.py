@@ -1,0 +1,228 @@
+"""``export_seq2seq``: an encoder-decoder model of ``transformers`` (object or local
+folder) to two tract artifacts and a manifest:
+
+- ``OUT/encoder/model.nnef.tgz``: the source (``input_ids`` ``[1, T]``, or Whisper's
+  ``input_features``) → the encoder states and, per decoder layer, the cross-attention
+  keys and values already projected (computed once per source, never per step);
+- ``OUT/decoder/model.nnef.tgz``: ``input_ids`` ``[1, S]``, the self-attention cache
+  ``in_cache_{key,value}_{i}`` ``[1, H, P, D]`` (or tract's stateful cache) and the
+  cross keys/values ``in_cross_{key,value}_{i}`` → the last position's logits and the
+  grown cache;
+- ``OUT/seq2seq.json`` (:mod:`t2n.llm.seq2seq.manifest`).
+
+Everything given is checked before ``export_dirpath`` is touched; after writing, the
+artifacts generate in tract against the model's own ``generate`` and forward
+(:mod:`t2n.llm.seq2seq.verify`); on any failure what this call wrote is removed."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from t2n.errors import CheckpointFolderError, InvalidArgumentError
+from t2n.llm.common.options import LLMExportOptions
+from t2n.llm.seq2seq.families import Family, family_of
+from t2n.llm.seq2seq.layout import Seq2SeqLayout
+from t2n.llm.seq2seq.manifest import DECODER_PATH, ENCODER_PATH, MANIFEST, MODES, write_manifest
+from t2n.llm.seq2seq.rules import rules_of
+from t2n.llm.seq2seq.wrappers import DecoderWrapper, EncoderWrapper, read_layout
+
+if TYPE_CHECKING:
+    import transformers
+
+    from t2n.artifact import Artifact
+    from t2n.passes.base import Pass
+
+LOG = logging.getLogger(__name__)
+
+DECODER_EXAMPLE = {"S": 3, "P": 2, "T": 5}
+"""The sizes the decoder is traced at (distinct, so that each axis keeps its symbol)."""
+
+
+def export_seq2seq(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str],
+                   export_dirpath: str | os.PathLike[str], options: LLMExportOptions | None = None) -> Path:
+    """Export an encoder-decoder model (a proven family of
+    :mod:`t2n.llm.seq2seq.families`, or a local folder saved with ``save_pretrained``) into
+    ``export_dirpath``; returns the path of ``seq2seq.json``. ``options``: the LLM export
+    options (``kv_cache="stateful"`` keeps the decoder's self-attention cache in tract's
+    state; the cross keys and values stay inputs); those an encoder-decoder export does
+    not take yet are refused by name."""
+    from t2n.reference.releases import check_transformers
+
+    opts = LLMExportOptions() if options is None else options
+    check_transformers()
+    out = Path(export_dirpath)
+    opts.check(out)
+    refuse_options(opts)
+    model, family = _resolve(model_or_dir, opts)
+    model = _in_f32(model, opts.dtype)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _export(model, family, out, opts)
+    except BaseException:
+        _remove(out, created)
+        raise
+
+
+UNSUPPORTED = {
+    "compression": None, "merge_peft": None, "force_inputs_dtype": None, "sample_generation_total_size": None,
+    "image_sizes": None, "window_kv_cache": False, "dump_with_tokenizer_and_conf": False,
+}
+"""Options an encoder-decoder export does not take yet, with their only accepted value."""
+
+
+def refuse_options(opts: LLMExportOptions) -> None:
+    """``InvalidArgumentError`` for each option an encoder-decoder export does not take yet."""
+    given = [name for name, accepted in UNSUPPORTED.items() if getattr(opts, name) != accepted]
+    if opts.kv_cache not in ("explicit", "stateful"):
+        given.append(f"kv_cache={opts.kv_cache!r}")
+    if opts.dtype not in (None, "f32"):
+        given.append(f"dtype={opts.dtype!r}")
+    if opts.num_logits_to_keep != 1:
+        given.append(f"num_logits_to_keep={opts.num_logits_to_keep!r} (the decoder returns the last position's)")
+    if given:
+        raise InvalidArgumentError(f"an encoder-decoder export does not take {', '.join(given)} yet: export "
+                                   "without (kv_cache 'explicit' or 'stateful', f32)")
+
+
+def _resolve(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str],
+             opts: LLMExportOptions) -> tuple[transformers.PreTrainedModel, Family]:
+    """The model (a folder's loaded with ``from_pretrained``, local files only) and its family."""
+    if isinstance(model_or_dir, (str, os.PathLike)):
+        return _load_folder(Path(model_or_dir), opts.trust_remote_code)
+    config = getattr(model_or_dir, "config", None)
+    if not isinstance(model_or_dir, torch.nn.Module) or config is None:
+        raise InvalidArgumentError("model_or_dir must be a transformers encoder-decoder model (a PreTrainedModel) "
+                                   f"or the path of a local checkpoint folder, got {type(model_or_dir).__name__}")
+    family = family_of(getattr(config, "model_type", None), type(model_or_dir).__name__)
+    model: Any = model_or_dir
+    return model.eval(), family
+
+
+def _in_f32(model: transformers.PreTrainedModel, dtype: str | None) -> transformers.PreTrainedModel:
+    """The model in f32 (cast with ``dtype="f32"``, a model object in place); other dtypes
+    are refused: an encoder-decoder export is proven in f32 only yet."""
+    found = next(model.parameters()).dtype
+    if dtype == "f32" and found != torch.float32:
+        loose: Any = model
+        cast: transformers.PreTrainedModel = loose.to(torch.float32)
+        return cast
+    if found != torch.float32:
+        raise InvalidArgumentError(f"{type(model).__name__} holds {str(found).removeprefix('torch.')} weights: an "
+                                   "encoder-decoder export is proven in f32 only yet; pass dtype='f32' to cast it")
+    return model
+
+
+def _load_folder(folder: Path, trust_remote_code: bool) -> tuple[transformers.PreTrainedModel, Family]:
+    """A checkpoint folder's model, loaded whole in its family's class."""
+    import transformers
+
+    if not (folder / "config.json").is_file():
+        raise CheckpointFolderError(f"{folder} is not a checkpoint folder: it holds no config.json")
+    try:
+        config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True,
+                                                         trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as exc:
+        raise CheckpointFolderError(f"{folder}/config.json cannot be read: {exc}") from exc
+    architectures = getattr(config, "architectures", None) or []
+    family = family_of(config.model_type, architectures[0] if architectures else None)
+    cls = getattr(transformers, family.model_class)
+    LOG.info("loading %s from %s", family.model_class, folder)
+    try:
+        model = cls.from_pretrained(folder, local_files_only=True, trust_remote_code=trust_remote_code)
+    except OSError as exc:
+        raise CheckpointFolderError(f"{folder} cannot be loaded as {family.model_class}: {exc}") from exc
+    return model.eval(), family
+
+
+def _remove(out: Path, created: bool) -> None:
+    """Remove what a failed export wrote: the folder it created, or its own files."""
+    if created:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for part in ("encoder", "decoder"):
+        shutil.rmtree(out / part, ignore_errors=True)
+    (out / MANIFEST).unlink(missing_ok=True)
+
+
+def _export(model: transformers.PreTrainedModel, family: Family, out: Path, opts: LLMExportOptions) -> Path:
+    from t2n.llm.seq2seq.verify import verify_seq2seq
+
+    example = family.example(model)
+    layout = read_layout(model, family.input_name, example)
+    if opts.forms().stateful:
+        import attrs
+
+        layout = attrs.evolve(layout, stateful=True)
+    encoder = _write_encoder(model, family, layout, example, out, opts)
+    decoder = _write_decoder(model, family, layout, out, opts)
+    rules = rules_of(model, family.audio)
+    for setting in rules.not_applied:
+        LOG.warning("%s's generation config sets %s: t2n's greedy loop does not apply it", type(model).__name__,
+                    setting)
+    manifest = write_manifest(out, family.model_type, type(model).__name__, layout, encoder, decoder, rules,
+                              family.decoder_limit(model.config), _whisper_tokens(model, family))
+    if opts.verify:
+        verify_seq2seq(out, model, family, opts.tolerance())
+    return manifest
+
+
+def _whisper_tokens(model: transformers.PreTrainedModel, family: Family) -> dict[str, object]:
+    """Whisper's language and task tokens (a runtime puts its own in the prompt)."""
+    if not family.audio:
+        return {}
+    config = model.generation_config
+    return {name: dict(getattr(config, attr)) for name, attr in
+            (("language_token_ids", "lang_to_id"), ("task_token_ids", "task_to_id")) if getattr(config, attr, None)}
+
+
+def _write(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], path: Path, opts: LLMExportOptions, *,
+           inputs: list[str], outputs: list[str], axes: dict[str, dict[int, str]], lines: list[str],
+           passes: list[Pass]) -> Artifact:
+    """Trace ``wrapper`` on ``example`` and write ``path`` (checked afterwards, with the other
+    artifact, against the model's own generation)."""
+    from t2n.driver.export import export_model
+    from t2n.options import compile_options, write_options
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    options = compile_options(opts.target(), input_names=inputs, output_names=outputs, dynamic_axes=axes,
+                              custom_extensions=lines, nnef_variable_naming_scheme=opts.naming_scheme,
+                              passes=passes)
+    with torch.no_grad():
+        return export_model(wrapper.eval(), example, write_options(path), options)
+
+
+def _write_encoder(model: transformers.PreTrainedModel, family: Family, layout: Seq2SeqLayout,
+                   example: torch.Tensor, out: Path, opts: LLMExportOptions) -> Artifact:
+    limit = family.encoder_limit(model.config)
+    lines = [] if family.audio else ["tract_assert T >= 1", *([f"tract_assert T <= {limit}"] if limit else [])]
+    LOG.info("exporting the encoder of %s to %s", type(model).__name__, out / ENCODER_PATH)
+    return _write(EncoderWrapper(model, family.input_name), (example,), out / ENCODER_PATH, opts,
+                  inputs=[family.input_name], outputs=layout.encoder_outputs(), axes=layout.encoder_axes(),
+                  lines=lines, passes=[])
+
+
+def _write_decoder(model: transformers.PreTrainedModel, family: Family, layout: Seq2SeqLayout, out: Path,
+                   opts: LLMExportOptions) -> Artifact:
+    """The decoder step; with tract's stateful cache, its self-attention cache inputs and
+    outputs made tract's state by the interface pass run last in the pipeline."""
+    from t2n.llm.common.stateful import StatefulKVCache
+
+    limit = family.decoder_limit(model.config)
+    lines = ["tract_assert P >= 0", "tract_assert S >= 1", "tract_assert T >= 1",
+             *([f"tract_assert S + P <= {limit}"] if limit else []),
+             *(f"tract_assert {name}: {mode['assert']}" for name, mode in MODES.items())]
+    ids = torch.randint(0, int(model.config.vocab_size), (1, DECODER_EXAMPLE["S"]),
+                        generator=torch.Generator().manual_seed(1))
+    example = (ids, *layout.empty_cache(DECODER_EXAMPLE["P"], random=True), *layout.example_cross(DECODER_EXAMPLE["T"]))
+    passes: list[Pass] = [*opts.forms().passes(), *([StatefulKVCache(layout.cache_pairs())] if layout.stateful else [])]
+    LOG.info("exporting the decoder of %s (%d layers) to %s", type(model).__name__, layout.layers, out / DECODER_PATH)
+    return _write(DecoderWrapper(model, layout.layers), example, out / DECODER_PATH, opts,
+                  inputs=layout.traced_decoder_inputs(), outputs=layout.traced_decoder_outputs(),
+                  axes=layout.decoder_axes(), lines=lines, passes=passes)

@@ -1,0 +1,1 @@
+"""Decoder-only (text) language models: one artifact with its KV cache."""
