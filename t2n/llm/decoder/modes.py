@@ -82,7 +82,19 @@ def write_modes(layout: CacheLayout, config: transformers.PretrainedConfig, out:
                   **({"windows": {str(i): w for i, w in layout.windows}, "tokens_per_call": 1}
                      if layout.windows else {}),
                   **describe_states(layout)},
+        "state_inputs": state_inputs(layout),
         "tests": [] if not samples else
                  ["tests/prefill.npz", "tests/decode.npz", *([] if layout.stateful else ["tests/io.npz"])],
     }
     (out / "modes.json").write_text(json.dumps(description, indent=2) + "\n")
+
+
+def state_inputs(layout: CacheLayout) -> list[dict[str, object]]:
+    """Each input a runtime carries from call to call, as data: its name, the output that
+    feeds it in the next call, and its value for a new sequence (shape, dtype, fill), so a
+    driver needs no rule of its own (empty for tract's stateful cache: the state keeps it)."""
+    if layout.stateful:
+        return []
+    starts = layout.empty_cache(0)
+    return [{"input": i, "fed_by": o, "start": {"shape": list(t.shape), "dtype": _written_dtype(t.dtype), "fill": 0}}
+            for (i, o), t in zip(layout.kv_pairs(), starts)]

@@ -271,10 +271,17 @@ def _decoder_modes(decoder: Path, family: Family, names: _DecoderInputs, placeho
     modes["inputs"] += names.inputs
     modes["outputs"] += names.delta_out
     if names.delta_in:
+        modes["state_inputs"].append({"input": names.delta_in[0], "fed_by": names.delta_out[0],
+                                      "start": {"shape": [1], "dtype": "int64", "fill": 0}})
         modes["rope_delta"] = {"input": names.delta_in[0], "output": names.delta_out[0], "shape": [1],
                                "dtype": "int64",
                                "description": "the shift of the 3-D rotary positions by the images so far: "
                                               "[0] for a new sequence, then fed back like the cache"}
+    modes["call_inputs"] = [  # what a call without encoder rows takes in their place
+        {"input": name, "fed_by_encoder": True, "without": {"shape": [0, *dims], "dtype": dtype, "fill": 0}}
+        for name, dims, dtype in [(names.rows, [hidden], modes["cache"]["dtype"]),
+                                  *((d, [hidden], modes["cache"]["dtype"]) for d in names.deep),
+                                  *((g, [4], "int64") for g in names.grid)]]
     modes["embeddings"] = {"input": names.rows, "placeholder_token_id": placeholder,
                            "shape": [rows_symbol, hidden],
                            **({"deepstack": {name: layer for layer, name in enumerate(names.deep)}}
