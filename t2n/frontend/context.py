@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from t2n.frontend.dtypes import promote, to_ir
+from t2n.frontend.lowering.folding import fold
 from t2n.frontend.unsupported import NotConstantError as NotConstantError
 from t2n.frontend.unsupported import UnsupportedHere as UnsupportedHere
 from t2n.ir import ArrayData, Builder, DType, Graph, SourceLoc, Trait, Value
@@ -178,9 +179,11 @@ class LoweringContext:
 
     def to_const(self, x: Any, what: str = "argument") -> Any:
         if isinstance(x, Value):
-            if x.known is None or (x.known.dtype == object and has_sym(x.known)):
+            # computed from constants and weights only (a padding from size buffers): known now
+            known = x.known if x.known is not None else fold(x)
+            if known is None or (known.dtype == object and has_sym(known)):
                 raise NotConstantError(f"{self.kind}: {what} must be a constant, but it is computed in the model")
-            k = np.asarray(x.known)
+            k = np.asarray(known)
             if x.producer is None or not x.producer.has(Trait.CONSTANT_LIKE):
                 # A computed value used as a constant: if it follows an input size, a
                 # dynamic axis cannot change it. DynamicAxes reports those.

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from t2n.frontend.context import LoweringContext, Poison
 from t2n.frontend.helpers import dims_product, i64, reshape, scalar
 from t2n.frontend.lowering.norm import batch_stats_norm, running_stats_norm, upcast
 from t2n.frontend.lowering.prim import numel, size
+from t2n.frontend.lowering.storage import storage_read, traced_input
+from t2n.frontend.lowering.storage import strided_indices as strided_indices
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
 
@@ -58,10 +58,26 @@ def _contiguous_strides(ctx: LoweringContext, x: Value) -> list[Any]:
     return out
 
 
-@RULES.rule("aten::sym_stride", notes="row-major strides: the IR has no other layout")
+def _strides(ctx: LoweringContext, x: Value) -> list[Any]:
+    """``x.stride()`` in PyTorch: a view's strides as the frontend recorded them (numbers:
+    a view's strides follow no symbol here), row-major ones otherwise."""
+    me = traced_input(ctx)
+    layout = me.layout() if me is not None else None
+    if layout is not None and not layout.contiguous:
+        if not x.type.shape.is_static:
+            raise ctx.unsupported("the strides of a non-contiguous view whose sizes are symbolic; "
+                                  "What to do: call .contiguous() before reading its strides")
+        return list(layout.strides)
+    if layout is None and me is not None and not me.symbolic_row_major():
+        raise ctx.unsupported("the strides of a tensor whose layout is not known at export "
+                              "(it may be a view); What to do: call .contiguous() before reading them")
+    return _contiguous_strides(ctx, x)
+
+
+@RULES.rule("aten::sym_stride", notes="a view's recorded strides; row-major for other tensors")
 def sym_stride(ctx: LoweringContext) -> Any:
     x = ctx.tensor(0)
-    strides = _contiguous_strides(ctx, x)
+    strides = _strides(ctx, x)
     if ctx.n_inputs > 1 and not ctx.is_none(1):
         return strides[ctx.axis(1, x.rank)]
     return strides
@@ -69,13 +85,25 @@ def sym_stride(ctx: LoweringContext) -> Any:
 
 @RULES.rule("aten::sym_storage_offset")
 def sym_storage_offset(ctx: LoweringContext) -> int:
-    """An exported tensor is its own buffer, read from its start."""
-    return 0
+    """A view's offset into its base's memory as recorded; an input's own buffer starts at 0."""
+    me = traced_input(ctx)
+    layout = me.layout() if me is not None else None
+    if layout is not None and layout.offset is not None:
+        return layout.offset
+    if me is None or me.symbolic_row_major():
+        return 0
+    raise ctx.unsupported("the storage offset of a tensor whose layout is not known at export")
 
 
 @RULES.rule("aten::sym_is_contiguous")
 def sym_is_contiguous(ctx: LoweringContext) -> bool:
-    return True
+    me = traced_input(ctx)
+    layout = me.layout() if me is not None else None
+    if layout is not None:
+        return layout.contiguous
+    if me is None or me.symbolic_row_major():
+        return True
+    raise ctx.unsupported("whether a tensor whose layout is not known at export is contiguous")
 
 
 # -- run-time checks -------------------------------------------------------------------
@@ -104,35 +132,21 @@ def local_scalar_dense(ctx: LoweringContext) -> Any:
     return reshape(ctx.b, x, []) if x.rank else x
 
 
-def strided_indices(sizes: list[int], strides: list[int], offset: int) -> np.ndarray:
-    """The flat position that each element of ``as_strided(sizes, strides, offset)``
-    reads: offset + Σ index_k · stride_k, as an i64 array of shape ``sizes``."""
-    idx = np.full(sizes, offset, dtype=np.int64)
-    for axis, (n, s) in enumerate(zip(sizes, strides, strict=True)):
-        shape = [1] * len(sizes)
-        shape[axis] = n
-        idx = idx + (np.arange(n, dtype=np.int64) * s).reshape(shape)
-    return idx
-
-
 @RULES.rule("aten::as_strided", "aten::as_strided_copy",
-            notes="reads the input as one row-major buffer; sizes and strides must be constants")
+            notes="indexes its input's storage as PyTorch does (a view's strides and offset as "
+                  "recorded at trace time); sizes and strides must be constants")
 def as_strided(ctx: LoweringContext) -> Value:
-    """A gather from the flattened input at constant positions. The input is the
-    functional program's own value, so its buffer is row-major and starts at 0."""
+    """A gather at constant positions, from the input or from the tensor whose memory it
+    views (see :mod:`t2n.frontend.lowering.storage`); refused when that memory is unknown."""
     x = ctx.tensor(0)
     sizes, strides = ctx.ints(1), ctx.ints(2)
-    offset = 0 if ctx.is_none(3) else ctx.int(3)
+    offset = None if ctx.is_none(3) else ctx.int(3)
     if len(sizes) != len(strides):
         raise ctx.unsupported(f"as_strided with {len(sizes)} sizes but {len(strides)} strides")
-    if any(s < 0 for s in strides) or offset < 0:
+    if any(s < 0 for s in strides) or (offset is not None and offset < 0):
         raise ctx.unsupported("as_strided with a negative stride or storage offset")
-    total = dims_product(x.type.shape)
-    idx = strided_indices(sizes, strides, offset)
-    if isinstance(total, int) and idx.size and int(idx.max()) >= total:
-        raise ctx.unsupported(
-            f"as_strided reads element {int(idx.max())} of a tensor of {total} elements")
-    flat = reshape(ctx.b, x, [total])
+    src, idx = storage_read(ctx, x, sizes, strides, offset)
+    flat = reshape(ctx.b, src, [dims_product(src.type.shape)])
     return ctx.b.op("gather", flat, ctx.b.const(idx, DType.I64), axis=0)
 
 

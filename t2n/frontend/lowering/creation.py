@@ -15,6 +15,7 @@ import numpy as np
 
 from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import from_tensor_data, scalar
+from t2n.frontend.lowering.folding import fold
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, Dim, DType, Value
 
@@ -46,6 +47,8 @@ def fill(ctx: LoweringContext, shape: Value, value: Any, dtype: DType) -> Value:
     v = ctx.as_value(value, dtype)
     if v.rank != 0:
         v = ctx.b.op("reshape", v, ctx.b.ints([]))
+    if shape.known is None and (sizes := fold(shape)) is not None:
+        shape = ctx.b.ints([int(d) for d in sizes.reshape(-1)])  # computed from constants only
     if shape.known is None and from_tensor_data(shape):
         return data_sized(ctx, shape, v)
     return ctx.b.op("expand", v, shape)
@@ -184,7 +187,7 @@ def arange(ctx: LoweringContext) -> Value:
         step = ctx.raw("step") if ctx.has("step") else 1
     else:
         start, end, step = 0, ctx.raw("end"), 1
-    bounds = (start, end, step)
+    start, end, step = bounds = tuple(_folded_number(v) for v in (start, end, step))
     dt = out_dtype(ctx, number_dtype(*bounds))
     if not any(isinstance(v, Value) for v in bounds):
         try:
@@ -201,6 +204,14 @@ def arange(ctx: LoweringContext) -> Value:
     if any(v.known is None for v in vals3):  # bounds from tensor data (an input `n`)
         return ctx.b.cast(data_range(ctx.b, *vals3), dt)
     return ctx.b.cast(ctx.b.op("range", *vals3), dt)
+
+
+def _folded_number(v: Any) -> Any:
+    """A bound computed from constants only (``arange(mask.sum().max())`` of a mask the
+    model builds) as the number it is; anything else as given."""
+    if isinstance(v, Value) and v.known is None and (k := fold(v)) is not None and k.size == 1:
+        return k.reshape(()).item()
+    return v
 
 
 def index_range(b: Builder, n: Value) -> Value:

@@ -14,6 +14,7 @@ import numpy as np
 
 from t2n.frontend.context import LoweringContext, UnsupportedHere
 from t2n.frontend.helpers import dim_value, dims_product, i64, reshape, transpose, unsqueeze
+from t2n.frontend.lowering.folding import fold
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, DType, Value
 
@@ -350,13 +351,29 @@ def _data_dependent(ctx: LoweringContext, what: str) -> UnsupportedHere:
                            "(a static-shape graph cannot hold it); use torch.where(mask, x, fill)")
 
 
+def _known_mask(x: Value) -> np.ndarray | None:
+    """``x``'s value when it is known at export time (inferred, or computed from constants)."""
+    known = x.known if x.known is not None else fold(x)
+    return None if known is None or known.dtype == object else np.asarray(known)
+
+
 @RULES.rule("aten::nonzero", "aten::argwhere")
 def nonzero(ctx: LoweringContext) -> Value:
     """Only when the input is known at export time (then it is a constant)."""
-    x = ctx.tensor(0)
-    if x.known is None or x.known.dtype == object:
+    known = _known_mask(ctx.tensor(0))
+    if known is None:
         raise _data_dependent(ctx, ctx.kind.removeprefix("aten::"))
-    return ctx.b.const(np.argwhere(np.asarray(x.known)).astype(np.int64), DType.I64)
+    return ctx.b.const(np.argwhere(known).astype(np.int64), DType.I64)
+
+
+@RULES.rule("aten::nonzero_numpy")
+def nonzero_numpy(ctx: LoweringContext) -> list[Value]:
+    """``nonzero(as_tuple=True)``: one index vector per axis, when the input is known at
+    export time (a mask the model builds from constants and sizes)."""
+    known = _known_mask(ctx.tensor(0))
+    if known is None:
+        raise _data_dependent(ctx, "nonzero(as_tuple=True)")
+    return [ctx.b.const(ix.astype(np.int64), DType.I64) for ix in np.nonzero(known.reshape(known.shape or (1,)))]
 
 
 def _static_mask(ctx: LoweringContext, mask: Value, x: Value) -> np.ndarray | None:

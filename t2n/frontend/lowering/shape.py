@@ -8,6 +8,7 @@ from typing import Any
 
 from t2n.frontend.context import LoweringContext, norm_axis
 from t2n.frontend.helpers import from_tensor_data
+from t2n.frontend.lowering.folding import folded_int
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, DType, Value
 from t2n.ir.infer_utils import INT64_MAX
@@ -265,8 +266,7 @@ def unflatten(ctx: LoweringContext) -> Value:
 def narrow(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
     axis = ctx.axis(1, x.rank)
-    start = ctx.raw(2)
-    length = ctx.raw(3)
+    start, length = (folded_int(v) for v in (ctx.raw(2), ctx.raw(3)))
     if isinstance(start, int) and isinstance(length, int):
         end = start + length
         # A negative start counts from the end, python-style, as the slice bounds do.

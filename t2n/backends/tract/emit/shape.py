@@ -9,7 +9,7 @@ from t2n.backends.nnef.context import EmitContext, EmitterTable, Raw, literal
 from t2n.backends.nnef.emit.shape import circular_pad, pad_attrs, pad_pairs, slice_
 from t2n.backends.tract.emit.block_quant import gather_datum_type
 from t2n.backends.tract.versions import tract_has
-from t2n.ir import DType, Op, Sym, Value
+from t2n.ir import DType, Op, Sym, Trait, Value
 from t2n.ir.dims import Dim
 from t2n.ir.infer_utils import slice_dim
 
@@ -107,7 +107,55 @@ def expand_tract(ctx: EmitContext, op: Op) -> None:
     if ctx.is_const(x) and x.rank == 0 and x.type.dtype.is_float and x.type.dtype is not DType.F32:
         # A float literal is f32 in tract: say which float type the filled tensor has.
         src = ctx.call("tract_core_cast", Raw(src), to=x.type.dtype.value)
+    if not ctx.is_const(x) and _read_by_a_product(ctx, op.output, _widened_axes(op)):
+        _expand_by_gather(ctx, op, src)
+        return
     ctx.emit(op.output, "tract_core_broadcast", Raw(src), shape=list(op.output.type.shape))
+
+
+def _widened_axes(op: Op) -> set[int]:
+    """The axes of ``expand``'s output that the broadcast widens (new leading axes too)."""
+    dims, out = list(op.inputs[0].type.shape), list(op.output.type.shape)
+    lead = len(out) - len(dims)
+    return {i for i, m in enumerate(out)
+            if not (isinstance(m, int) and m == 1) and (i < lead or (isinstance(dims[i - lead], int)
+                                                                      and dims[i - lead] == 1))}
+
+
+def _read_by_a_product(ctx: EmitContext, v: Value, widened: set[int]) -> bool:
+    """Whether a matrix product reads ``v`` broadcast along one of its two matrix axes,
+    directly or through concatenations and element-wise ops. tract 0.23.9 folds such a
+    broadcast into the product and gets it wrong: along the summed axis, wrong numbers;
+    along the other, a model it cannot load ("Trying to substitute a 16,32 by 1,32":
+    DPT's readout projection of the CLS token concatenated to every patch). A broadcast
+    along batch axes (grouped-query attention's repeated heads) it folds right."""
+    seen: set[int] = set()
+    todo = [(v, widened)]
+    while todo:
+        cur, axes = todo.pop()
+        for user in ctx.graph.users(cur):
+            if "matmul" in user.kind:
+                if cur in user.inputs[:2] and axes & {cur.rank - 2, cur.rank - 1}:
+                    return True
+            elif id(user) not in seen and (user.kind in ("concat", "cast", "copy")
+                                           or user.has(Trait.ELEMENTWISE)):
+                seen.add(id(user))
+                todo.extend((out, {a + out.rank - cur.rank for a in axes}) for out in user.outputs)
+    return False
+
+
+def _expand_by_gather(ctx: EmitContext, op: Op, src: str) -> None:
+    """The broadcast as gathers of element 0 along each axis it widens: a copy tract does
+    not fold into a matrix product."""
+    x, out = op.inputs[0], op.output.type.shape
+    lead = len(out) - x.rank
+    cur = ctx.call("unsqueeze", Raw(src), axes=list(range(lead))) if lead else src
+    dims = [1] * lead + list(x.type.shape)
+    for axis, (n, m) in enumerate(zip(dims, out)):
+        if isinstance(n, int) and n == 1 and not (isinstance(m, int) and m == 1):
+            zeros = ctx.call("tract_core_broadcast", Raw("0"), shape=[m])
+            cur = ctx.emit(f"{op.output.name}_g", "tract_core_gather", Raw(cur), indices=Raw(zeros), axis=axis)
+    ctx.emit(op.output, "copy", Raw(cur))
 
 
 @TRACT.emitter("shape_of")
