@@ -33,6 +33,7 @@ def test_the_commands_have_help_without_nemo():
     for name in ("nemo-asr", "nemo-transcribe"):
         res = CliRunner().invoke(cli, [name, "--help"])
         assert res.exit_code == 0 and f"Usage: cli {name}" in res.output, res.output
+        assert ("--max-audio-seconds" in res.output) == (name == "nemo-asr")
 
 
 def test_a_folder_that_is_not_an_export_is_refused(tmp_path):

@@ -23,6 +23,10 @@ from t2n.cli.params import tolerance_option, version_callback
 @click.option("--no-remodel", is_flag=True, help="Keep NeMo's batched interfaces (no default plans).")
 @click.option("--no-preprocessor", is_flag=True,
               help="Leave out the preprocessor (the application computes the log-mel features).")
+@click.option("--max-audio-seconds", type=float, default=None,
+              help="The longest audio to transcribe: the encoder's length tables are grown to it and longer "
+                   "audio is refused (default: what the model's positional table covers, 400 s for a "
+                   "FastConformer and for convolution encoders).")
 @click.option("--tract-version", default=None, callback=version_callback,
               help="The tract release to emit for (default: the newest t2n knows).")
 @click.option("--no-check", is_flag=True, help="Do not run the artifacts in tract against NeMo.")
@@ -34,8 +38,8 @@ from t2n.cli.params import tolerance_option, version_callback
 @debug_option
 @guarded
 def nemo_asr_command(model: Path, output: Path, plan_path: Path | None, no_remodel: bool, no_preprocessor: bool,
-                     tract_version: str | None, no_check: bool, tolerance: str, seed: int, overwrite: bool,
-                     as_json: bool) -> None:
+                     max_audio_seconds: float | None, tract_version: str | None, no_check: bool, tolerance: str,
+                     seed: int, overwrite: bool, as_json: bool) -> None:
     """Export the NeMo ASR MODEL (a .nemo file, or a YAML config built with random weights)
     to OUTPUT: the preprocessor, the encoder, the CTC head or the transducer's prediction
     and joint networks, each remodelled for one utterance at a time and checked in tract
@@ -45,7 +49,8 @@ def nemo_asr_command(model: Path, output: Path, plan_path: Path | None, no_remod
 
     target = TractNNEF(tract_version) if tract_version else TractNNEF()
     done = export_asr(model, output, preprocessor=not no_preprocessor, plan=plan_path, remodel=not no_remodel,
-                      target=target, check=not no_check, tolerance=tolerance, overwrite=overwrite, seed=seed)
+                      target=target, check=not no_check, tolerance=tolerance, overwrite=overwrite, seed=seed,
+                      max_audio_seconds=max_audio_seconds)
     data = done.manifest.data
     if as_json:
         click.echo(json.dumps(data, indent=2))

@@ -23,6 +23,8 @@ from t2n.ir.dims.expr import DimParseError, Sym
 from t2n.ir.dims.parse import parse_dim
 
 FILE_KINDS = ".wav (PCM, mono) or .npy (float samples)"
+LONGER = ("export the model again for longer audio (export_asr(..., max_audio_seconds=...), t2n nemo-asr "
+          "--max-audio-seconds), or split the audio into pieces no longer than that")
 
 
 def read_audio(path: str | os.PathLike[str], sample_rate: int) -> np.ndarray:
@@ -117,7 +119,7 @@ def _last_symbol(entry: Mapping[str, Any], side: str, name: str) -> str | None:
 @attrs.frozen
 class AudioLimits:
     """The lengths a NeMo export accepts, from its manifest: the feature frames its
-    encoder's assertions allow (the positional table bounds them) and, with a
+    encoder's assertions allow (the longest audio it was exported for bounds them) and, with a
     preprocessor, the samples that give them (by its output shape, ``samples / 160``)."""
 
     sample_rate: int
@@ -193,8 +195,8 @@ class AudioLimits:
             raise AudioLengthError(
                 source, f"{_s(_down(seconds, up=True))} of audio ({samples} samples at {rate} Hz), longer than this export "
                 f"accepts: at most {_s(high or 0.0)} ({self.max_samples} samples; its encoder takes at most "
-                f"{self.max_frames} feature frames, as its manifest states: the length of its positional table); "
-                "split the audio into pieces no longer than that", seconds=seconds, min_seconds=low,
+                f"{self.max_frames} feature frames, as its manifest states: the longest audio it was exported for); "
+                f"{LONGER}", seconds=seconds, min_seconds=low,
                 max_seconds=high)
 
     def check_frames(self, frames: int, source: str = "the features") -> None:
@@ -209,8 +211,7 @@ class AudioLimits:
                 source, f"{frames} feature frames (about {_s(seconds)} of audio); this export's encoder takes "
                 f"{which}, as its manifest states"
                 + ("; give longer audio" if frames < self.min_frames else
-                   f" (about {_s(high or 0.0)}: the length of its positional table); split the audio into "
-                   "shorter pieces"),
+                   f" (about {_s(high or 0.0)}: the longest audio it was exported for); {LONGER}"),
                 seconds=seconds, min_seconds=low, max_seconds=high)
 
     def _seconds(self, samples: int | None) -> float | None:

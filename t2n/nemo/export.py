@@ -20,6 +20,8 @@ from t2n.backends.target import Target
 from t2n.backends.tract.target import TractNNEF
 from t2n.check.compare import CheckReport, Tolerance
 from t2n.errors import NemoExportError, OverwriteRefusedError, UnsupportedOpsError
+from t2n.nemo.audio import AudioLimits
+from t2n.nemo.lengths import CHECK_SAMPLES, AudioSpan, audio_span
 from t2n.nemo.manifest import FILE, FORMAT, VERSION, Manifest, is_export_folder
 from t2n.nemo.model import ModelFacts, load_model, model_facts
 from t2n.nemo.plans import default_plans
@@ -52,14 +54,16 @@ class AsrExport:
     artifacts: Mapping[str, Artifact]
 
 
-def subnets_of(model: Any, facts: ModelFacts, preprocessor: bool = True) -> list[Subnet]:
-    """The sub-networks to export, in the order audio flows through them."""
+def subnets_of(model: Any, facts: ModelFacts, preprocessor: bool = True,
+               span: AudioSpan | None = None) -> list[Subnet]:
+    """The sub-networks to export, in the order audio flows through them; the encoder's
+    length tables grown to cover ``span``."""
     out: list[Subnet] = []
     hop = max(facts.hop_length, 1)
     if preprocessor:
         out.append(preprocessor_subnet(model.preprocessor))
-    frames = [max(n // hop, 2 * facts.subsampling_factor) for n in (16000 + 77, 8000 + 13)]
-    out.append(encoder_subnet(model.encoder, facts.features, frames))
+    frames = [max(n // hop, 2 * facts.subsampling_factor) for n in (CHECK_SAMPLES, 8000 + 13)]
+    out.append(encoder_subnet(model.encoder, facts.features, frames, span, facts.subsampling_factor))
     if facts.kind == "ctc":
         out.append(ctc_subnet(model.decoder, "decoder", facts.d_model))
     if facts.transducer:
@@ -73,7 +77,7 @@ def subnets_of(model: Any, facts: ModelFacts, preprocessor: bool = True) -> list
 def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = True, plan: Any = None,
                remodel: bool = True, target: Target | None = None, check: bool = True,
                tolerance: Tolerance | str = Tolerance.APPROXIMATE, overwrite: bool = False,
-               seed: int = 0) -> AsrExport:
+               seed: int = 0, max_audio_seconds: float | None = None) -> AsrExport:
     """Export the NeMo ASR ``model`` (a model, a ``.nemo`` file, a YAML config or a config
     mapping, built with random weights seeded by ``seed``) into the folder ``out``:
     ``preprocessor.nnef.tgz`` (audio samples to log-mel features), ``encoder.nnef.tgz``
@@ -92,6 +96,14 @@ def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = 
     preprocessor, forward and CTC head (``CheckMismatchError``; see :mod:`t2n.nemo.verify`).
     ``preprocessor=False`` leaves the features to the application.
 
+    ``max_audio_seconds`` is the longest audio the export takes: the encoder's length
+    tables (a Conformer's positional table, a Citrinet's squeeze-excitation masks) are
+    grown to cover it, as NeMo grows them for long audio, and the encoder's plan bounds
+    its frames by it, so longer audio is refused before tract runs
+    (:class:`~t2n.errors.AudioLengthError`). By default: what the model's positional
+    table covers (NeMo's default ``pos_emb_max_len``, 5000 encoded frames, is 400 s for a
+    FastConformer), 400 s for a convolution encoder (:mod:`t2n.nemo.lengths`).
+
     The folder is written under a temporary name and moved into place when complete;
     an existing ``out`` is replaced only if it is empty or a NeMo export t2n wrote
     (``overwrite=True`` replaces anything). Returns an :class:`AsrExport`.
@@ -105,16 +117,19 @@ def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = 
     source = _source_name(model)
     nemo_model = load_model(model, seed=seed)
     facts = model_facts(nemo_model)
-    subnets = subnets_of(nemo_model, facts, preprocessor)
+    span = audio_span(nemo_model.encoder, facts, max_audio_seconds)
+    subnets = subnets_of(nemo_model, facts, preprocessor, span)
     names = [s.name for s in subnets]
     _check_plan_names(user_plan, names)
-    plans = default_plans(facts, names, _max_frames(nemo_model.encoder, facts)) if remodel else {}
+    plans = default_plans(facts, names, span.max_frames) if remodel else {}
     dest.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(dest.parent, dest.name)
     tmp = new_temp_dir(dest.parent, dest.name)
     try:
         artifacts, entries = _save_subnets(tmp, subnets, plans, user_plan, target,
                                            tolerance=tolerance, check=check)
+        if _plan_for("encoder", {}, user_plan) is not None:
+            _check_user_bound(entries, facts, span)
         data = {"format": FORMAT, "version": VERSION, "t2n_version": __version__,
                 "target": str(target), "model": {"class": facts.class_name, "kind": facts.kind, "source": source},
                 "audio": _audio(facts, preprocessor), "decoding": _decoding(facts), "artifacts": entries}
@@ -129,6 +144,23 @@ def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = 
             remove_path(tmp)
         raise
     return AsrExport(dest, Manifest(data, dest), artifacts)
+
+
+def _check_user_bound(entries: Mapping[str, Any], facts: ModelFacts, span: AudioSpan) -> None:
+    """A user's plan for the encoder must bound its frames within what its length tables
+    were grown to: beyond them the artifact reads past a table (tract fails, or a mask
+    comes out wrong)."""
+    if not span.tables or span.max_frames is None:
+        return
+    limits = AudioLimits.from_manifest({"audio": _audio(facts, False), "artifacts": {"encoder": entries["encoder"]}})
+    if limits.max_frames is not None and limits.max_frames <= span.max_frames:
+        return
+    seconds = span.seconds(facts) or 0.0
+    said = f"up to {limits.max_frames}" if limits.max_frames is not None else "any number of"
+    raise NemoExportError("encoder", f"the plan lets the encoder take {said} feature frames, but its length tables "
+                                     f"cover {span.max_frames} ({seconds:.2f} s of audio); bound the frames in the "
+                                     f"plan (extensions: [\"tract_assert frames <= {span.max_frames}\"]) or export "
+                                     "with a larger max_audio_seconds")
 
 
 def _check_plan_names(user_plan: RemodelPlan | None, names: list[str]) -> None:
@@ -176,12 +208,6 @@ def _check_destination(dest: Path, overwrite: bool) -> bool:
     raise OverwriteRefusedError(
         f"{dest} holds something that is not a NeMo export t2n wrote; it was left untouched: pass "
         "overwrite=True (--overwrite) to replace it, or choose another folder")
-
-
-def _max_frames(encoder: Any, facts: ModelFacts) -> int | None:
-    """The longest input the encoder's positional table covers, in feature frames."""
-    length = getattr(encoder, "max_audio_length", None)
-    return int(length) * facts.subsampling_factor if isinstance(length, int) and length > 0 else None
 
 
 def _plan_for(name: str, plans: Mapping[str, Any], user: RemodelPlan | None) -> GraphPlan | None:

@@ -3,10 +3,10 @@
 The interfaces are NeMo's export interfaces (``Exportable``: ``input_types_for_export``,
 ``forward_for_export``, the transducer's ``RNNTDecoderJoint``): the same input and output
 names, batch-first, with the lengths NeMo passes around. Every wrapper calls NeMo's own
-code (``get_features``, ``forward_for_export``, ``predict``, ``joint_net``) and names
-its weights as the NeMo model's state dict does (``encoder.layers.0...``). The default
-remodel plans (:mod:`t2n.nemo.plans`) then shape them for an application that streams
-one utterance.
+code (``get_features``, ``forward_for_export``, a convolution encoder's blocks,
+``predict``, ``joint_net``) and names its weights as the NeMo model's state dict does
+(``encoder.layers.0...``). The default remodel plans (:mod:`t2n.nemo.plans`) then shape
+them for an application that streams one utterance.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import attrs
 import torch
 
 from t2n.errors import NemoExportError
+from t2n.nemo.lengths import AudioSpan, extend_tables, is_conv_encoder
 
 Tensors = tuple[torch.Tensor, ...]
 
@@ -98,6 +99,29 @@ class Encoder(torch.nn.Module):
         return out[0], out[1]
 
 
+class ConvEncoder(torch.nn.Module):
+    """NeMo's convolution encoder (``ConvASREncoder``: QuartzNet, Jasper, Citrinet) as NeMo
+    exports it: its blocks on ``audio_signal`` [B, features, frames] and ``length`` [B] give
+    ``outputs`` [B, d_model, T] and ``encoded_lengths`` [B], the masked convolutions'
+    masks off (``ConvASREncoder._prepare_for_export``; on an utterance that fills the
+    signal they multiply by ones). A copy is traced, its squeeze-excitation masks' frame
+    range grown to the export's span: the model's own encoder is left as it is."""
+
+    def __init__(self, encoder: Any, span: AudioSpan, subsampling: int) -> None:
+        super().__init__()
+        own = copy.deepcopy(encoder)
+        for m in own.modules():
+            if type(m).__name__ == "MaskedConv1d":
+                m.use_mask = False
+        extend_tables(own, span, subsampling)
+        self.encoder = own
+
+    def forward(self, audio_signal: torch.Tensor, length: torch.Tensor) -> Tensors:
+        # ConvASREncoder.forward, less its growing of the tables (done once, to the span)
+        out, lengths = self.encoder.encoder(([audio_signal], length))
+        return out[-1], lengths
+
+
 class CTCDecoder(torch.nn.Module):
     """NeMo's CTC head: ``logprobs`` [B, T, vocabulary + 1] (log-softmax, blank last)."""
 
@@ -175,15 +199,26 @@ def preprocessor_subnet(preprocessor: Any) -> Subnet:
                   "audio samples to log-mel features")
 
 
-def encoder_subnet(encoder: Any, features: int, frames: Sequence[int]) -> Subnet:
-    if not hasattr(encoder, "forward_for_export"):
+def encoder_subnet(encoder: Any, features: int, frames: Sequence[int], span: AudioSpan | None = None,
+                   subsampling: int = 1) -> Subnet:
+    """The encoder, its length tables grown to cover ``span`` (a Conformer's in place, by
+    NeMo's own call; a convolution encoder's on the copy :class:`ConvEncoder` traces)."""
+    conv = is_conv_encoder(encoder)
+    if not conv and not hasattr(encoder, "forward_for_export"):
         raise NemoExportError("encoder", f"{type(encoder).__name__} has no forward_for_export; t2n.nemo exports "
-                              "NeMo's Conformer and FastConformer encoders (ConformerEncoder)")
+                              "NeMo's Conformer and FastConformer encoders (ConformerEncoder) and its convolution "
+                              "encoders (ConvASREncoder: QuartzNet, Jasper, Citrinet)")
     if getattr(encoder, "export_cache_support", False):
         raise NemoExportError("encoder", "the encoder is set up for cache-aware streaming export "
                               "(export_cache_support); t2n.nemo exports the whole-utterance encoder: set "
                               "model.encoder.export_cache_support = False")
-    module = Encoder(encoder).eval()
+    span = span if span is not None else AudioSpan(None, False)
+    if conv:
+        _refuse_conv_constructs(encoder)
+        module: torch.nn.Module = ConvEncoder(encoder, span, subsampling).eval()
+    else:
+        extend_tables(encoder, span, subsampling)
+        module = Encoder(encoder).eval()
 
     def example(i: int) -> Tensors:
         gen = torch.Generator().manual_seed(21 + i)
@@ -192,6 +227,27 @@ def encoder_subnet(encoder: Any, features: int, frames: Sequence[int]) -> Subnet
     return Subnet("encoder", module, ("audio_signal", "length"), ("outputs", "encoded_lengths"),
                   {"audio_signal": {0: BATCH, 2: FRAMES}, "length": {0: BATCH}}, example,
                   "features to encoded frames")
+
+
+def _refuse_conv_constructs(encoder: Any) -> None:
+    """What a convolution encoder holds that its artifact would not compute as NeMo
+    does: :class:`NemoExportError` naming the module and what to do."""
+    for name, m in encoder.named_modules():
+        path = f"encoder.{name}"
+        kind = type(m).__name__
+        if kind == "SqueezeExcite" and int(getattr(m, "context_window", -1)) >= 0:
+            raise NemoExportError("encoder", f"{path} (SqueezeExcite) pools over a limited context "
+                                  f"(se_context_size={m.context_window}) in a TorchScript function t2n does not "
+                                  "trace; in inference NeMo pools over the whole utterance either way: call "
+                                  "model.change_conv_asr_se_context_window(context_window=-1) (the same outputs in "
+                                  "eval mode) and export again")
+        if kind == "GroupNorm":
+            raise NemoExportError("encoder", f"{path} (GroupNorm: normalization_mode group, layer or instance) "
+                                  "normalizes over time including the frames NeMo pads an utterance with "
+                                  "(pad_to, the batch's longest), so NeMo's own output depends on that padding, "
+                                  "which the artifacts never see; t2n.nemo exports convolution encoders with "
+                                  "batch normalization (normalization_mode: batch, as NeMo's QuartzNet, Jasper "
+                                  "and Citrinet models have)")
 
 
 def ctc_subnet(decoder: Any, attribute: str, d_model: int) -> Subnet:

@@ -17,7 +17,7 @@ batch of one and their lengths given, so both forms transcribe alike.
 
 Audio is checked before tract runs: one channel of float samples, as long as the
 manifest's bounds allow (:class:`~t2n.nemo.audio.AudioLimits`: at least one feature frame,
-at most what the encoder's positional table covers); a refusal is a typed
+at most the longest audio the export was made for); a refusal is a typed
 :class:`~t2n.errors.NemoAudioError` naming the file, and a failure inside tract an
 :class:`~t2n.errors.EngineError` with tract's message, never its backtrace. The text of
 the ids is NeMo's (:mod:`t2n.nemo.text`).

@@ -14,11 +14,12 @@ import numpy as np
 
 from t2n.check.compare import Tolerance, compare
 from t2n.errors import CheckMismatchError
+from t2n.nemo.lengths import CHECK_SAMPLES
 from t2n.reference.nemo_asr import nemo_outputs, synthetic_utterance
 
 LOG = logging.getLogger(__name__)
 
-UTTERANCES = ((16000 + 77, 1), (8000 + 13, 2))
+UTTERANCES = ((CHECK_SAMPLES, 1), (8000 + 13, 2))
 """(samples at 16 kHz, seed) of the utterances checked."""
 
 

@@ -52,6 +52,35 @@ def encoder(kind: str) -> dict[str, Any]:
     return enc
 
 
+def jasper_block(filters: int, repeat: int, kernel: int, stride: int = 1, *, residual: bool = True,
+                 **over: Any) -> dict[str, Any]:
+    """One block of a ``ConvASREncoder``: ``repeat`` time-channel separable convolutions."""
+    return {"filters": filters, "repeat": repeat, "kernel": [kernel], "stride": [stride], "dilation": [1],
+            "dropout": 0.0, "residual": residual, "separable": True, **over}
+
+
+def conv_encoder(kind: str) -> dict[str, Any]:
+    """A tiny QuartzNet (separable convolutions, residual blocks, a dilated one; 2x) or
+    Citrinet (squeeze-excitation over the whole utterance in every block, strided blocks
+    with ``stride_add`` residuals and ``stride_last``, swish; 4x)."""
+    if kind == "quartznet":
+        blocks = [jasper_block(32, 1, 11, 2, residual=False), jasper_block(32, 2, 13), jasper_block(48, 2, 15),
+                  jasper_block(48, 1, 29, residual=False, dilation=[2]), jasper_block(D_MODEL, 1, 1, residual=False)]
+        activation = "relu"
+    else:
+        se = {"se": True, "se_context_size": -1, "se_reduction_ratio": 8}
+        strided = {**se, "residual_mode": "stride_add", "stride_last": True}
+        blocks = [jasper_block(32, 1, 5, residual=False, **se), jasper_block(32, 2, 7, 2, **strided),
+                  jasper_block(32, 2, 9, **se), jasper_block(48, 2, 11, 2, **strided), jasper_block(48, 2, 13, **se),
+                  jasper_block(D_MODEL, 1, 41, residual=False, **se)]
+        activation = "swish"
+    return {"_target_": "nemo.collections.asr.modules.ConvASREncoder", "feat_in": FEATURES,
+            "activation": activation, "conv_mask": True, "jasper": blocks}
+
+
+CONV_ENCODERS = ("quartznet", "citrinet")
+
+
 def ctc_decoder() -> dict[str, Any]:
     return {"_target_": "nemo.collections.asr.modules.ConvASRDecoder", "feat_in": None,
             "num_classes": len(LABELS), "vocabulary": LABELS}
@@ -59,10 +88,10 @@ def ctc_decoder() -> dict[str, Any]:
 
 def config(name: str) -> dict[str, Any]:
     """The config of ``fastconformer_ctc``, ``conformer_ctc``, ``fastconformer_rnnt``,
-    ``fastconformer_tdt`` or ``fastconformer_hybrid``."""
+    ``fastconformer_tdt``, ``fastconformer_hybrid``, ``quartznet_ctc`` or ``citrinet_ctc``."""
     arch, _, head = name.partition("_")
     cfg: dict[str, Any] = {"sample_rate": 16000, "labels": LABELS, "preprocessor": preprocessor(),
-                           "encoder": encoder(arch)}
+                           "encoder": conv_encoder(arch) if arch in CONV_ENCODERS else encoder(arch)}
     if head == "ctc":
         return {**cfg, "decoder": ctc_decoder()}
     cfg.update(
@@ -158,8 +187,14 @@ def nemo_greedy(model: Any, audio: torch.Tensor, *, ctc: bool = False) -> list[i
 @torch.no_grad()
 def nemo_text(model: Any, audio: torch.Tensor) -> str:
     """The text of NeMo's ``transcribe`` (the model's default decoder; an utterance of a
-    second or more, which it does not pad)."""
-    hyp = model.transcribe([audio.numpy()], batch_size=1, return_hypotheses=True, verbose=False)[0]
+    second or more, which it does not pad); the model's modules left in the modes they
+    were in."""
+    modes = {m: m.training for m in model.modules()}
+    try:
+        hyp = model.transcribe([audio.numpy()], batch_size=1, return_hypotheses=True, verbose=False)[0]
+    finally:  # NeMo 3.0's transcribe() leaves the encoder and decoder in training mode (its
+        for m, training in modes.items():  # _transcribe_on_end unfreezes them after restoring the mode)
+            m.training = training
     return str(hyp.text)
 
 
