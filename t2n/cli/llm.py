@@ -52,7 +52,8 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
 @click.option("-nv", "--no-verify", "no_verify", is_flag=True,
               help="Do not run the artifact in tract after export.")
 @click.option("--dump-with-tokenizer-and-conf", is_flag=True,
-              help="Write config.json and tokenizer/ beside the graph.")
+              help="Write config.json and the checkpoint's tokenizer/ (processor/ for multimodal and audio "
+                   "models) beside the graph: what `t2n generate` reads.")
 @click.option("--naming-scheme", type=click.Choice(["raw", "natural_verbose", "natural_verbose_camel", "numeric"]),
               default="natural_verbose", show_default=True, help="How graph.nnef names its tensors.")
 @click.option("--trust-remote-code", is_flag=True,

@@ -76,10 +76,13 @@ def _numpy(value: npt.ArrayLike | object) -> np.ndarray:
 def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLike], max_new_tokens: int
                 ) -> list[int]:
     """The encoders' rows for each image or clip of ``inputs`` (one encoder call each, their
-    rows in order), then the decoder's greedy loop."""
+    rows in order; with the processor's ``image_sizes``, each image by the encoder of its
+    size), then the decoder's greedy loop."""
     from t2n.llm.multimodal.generate import tract_encode_images, tract_multimodal_generate
 
     manifest = json.loads((folder / "multimodal.json").read_text())
+    modes = json.loads((folder / manifest["decoder"]["modes"]).read_text())
+    _check_token_types(inputs, modes)
     given = [name for name in ENCODER_INPUTS if name in inputs]
     if not given:
         return tract_multimodal_generate(folder, ids, max_new_tokens)
@@ -89,12 +92,69 @@ def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLik
     if not entries:
         raise InvalidArgumentError(f"{folder} has no {modality} encoder: export a model that takes {name}")
     wanted = set(entries[0]["inputs"])
-    others = sorted(set(inputs) - wanted - {"input_ids", "attention_mask"})
+    sized = "image_sizes" in inputs and _tiled(entries)
+    others = sorted(set(inputs) - wanted - {"input_ids", "attention_mask", "token_type_ids"}
+                    - ({"image_sizes", "batch_num_images"} if sized else set()))
     if wanted != {name} or others:
         raise InvalidArgumentError(
             f"the {modality} encoder of {folder} takes {', '.join(sorted(wanted))}; the inputs also hold "
             f"{', '.join(others) or 'other names'}: encode with t2n.llm.multimodal.generate.tract_encode_images "
             "and pass the rows to tract_multimodal_generate (see docs/multimodal.md)")
     raw = _numpy(inputs[name])
-    rows = tract_encode_images(folder, [(raw[i:i + 1], None) for i in range(raw.shape[0])], modality=modality)
+    if sized:
+        images = _tiled_images(raw, inputs, entries)
+    else:
+        images = [(raw[i:i + 1], None) for i in range(raw.shape[0])]
+    rows = tract_encode_images(folder, images, modality=modality)
     return tract_multimodal_generate(folder, ids, max_new_tokens, modality=modality, rows=rows)
+
+
+def _check_token_types(inputs: Mapping[str, npt.ArrayLike], modes: Mapping[str, object]) -> None:
+    """The processor's ``token_type_ids`` are taken by a prefix-LM decoder (PaliGemma) when
+    they mark the whole prompt as its prefix (all 0, what its processor gives without a
+    ``suffix``); other token types are refused."""
+    if "token_type_ids" not in inputs:
+        return
+    if "prefix" not in modes:
+        raise InvalidArgumentError("the inputs hold token_type_ids, which this export's decoder does not take "
+                                   "(its graph finds the image tokens from the placeholders): drop them")
+    if np.any(_numpy(inputs["token_type_ids"]) != 0):
+        raise InvalidArgumentError("token_type_ids mark a causal suffix in the prompt (1s): the export's first call "
+                                   "attends both ways over its whole prompt; give the prompt without a suffix")
+
+
+def _tiled(entries: list[dict[str, object]]) -> bool:
+    """Whether the encoders take one image of a fixed size each as its tiles ``[1, N, 3, S, S]``
+    (LLaVA-NeXT, LLaVA-OneVision), picked by the processor's ``image_sizes``."""
+    return all(isinstance(e.get("image_size"), list) and len(_graph_input_shape(e)) == 5 for e in entries)
+
+
+def _graph_input_shape(entry: Mapping[str, object]) -> list[object]:
+    graph = entry.get("graph")
+    inputs = graph.get("inputs") if isinstance(graph, dict) else None
+    first = inputs[0] if isinstance(inputs, list) and inputs else None
+    shape = first.get("shape") if isinstance(first, dict) else None
+    return list(shape) if isinstance(shape, list) else []
+
+
+def _tiled_images(raw: np.ndarray, inputs: Mapping[str, npt.ArrayLike], entries: list[dict[str, object]]
+                  ) -> list[tuple[np.ndarray, tuple[int, int] | None]]:
+    """Each image of the processor's ``[IMAGES, N, 3, S, S]`` (tiles padded to the longest
+    image's) with its size: its own tiles, as many as its size's encoder takes."""
+    sizes = np.asarray(_numpy(inputs["image_sizes"])).reshape(-1, 2)
+    counts = np.asarray(_numpy(inputs.get("batch_num_images", np.ones(len(sizes)))))
+    if np.any(counts != 1):
+        raise InvalidArgumentError("batch_num_images holds a prompt of several images, which LLaVA-OneVision "
+                                   "encodes as their base tiles only (not exported yet): give one image a prompt")
+    if len(sizes) != raw.shape[0]:
+        raise InvalidArgumentError(f"image_sizes holds {len(sizes)} sizes for {raw.shape[0]} images")
+    images: list[tuple[np.ndarray, tuple[int, int] | None]] = []
+    for i, (height, width) in enumerate(sizes.tolist()):
+        entry = next((e for e in entries if e["image_size"] == [height, width]), None)
+        if entry is None:
+            raise InvalidArgumentError(f"no encoder of this export takes images of {height} x {width} pixels "
+                                       f"(its sizes: {[e['image_size'] for e in entries]}); export that size "
+                                       "(image_sizes) or resize the image to one of them before the processor")
+        tiles = _graph_input_shape(entry)[1]
+        images.append((raw[i:i + 1, :tiles] if isinstance(tiles, int) else raw[i:i + 1], (height, width)))
+    return images

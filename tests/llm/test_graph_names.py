@@ -17,7 +17,7 @@ from .tiny_hybrid import tiny_hybrid
 from .tiny_models import tiny_model
 from .tiny_multimodal import CASES
 
-pytestmark = pytest.mark.slow  # 25 exports of 1-3 s each: CI's second step and the newest-release step
+pytestmark = pytest.mark.slow  # 35 exports of 1-3 s each: CI's second step and the newest-release step
 
 
 def _declared(path: Path) -> tuple[list[str], list[str]]:
@@ -34,7 +34,8 @@ def _agrees(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("kv_cache", ["explicit", "stateful"])
-@pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "qwen3_vl", "voxtral", "llava"])
+@pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "qwen3_vl", "voxtral", "llava",
+                                    "paligemma", "paligemma2", "llava_next", "llava_onevision"])
 def test_multimodal_decoder_declares_its_modes(family: str, kv_cache: str, tmp_path: Path) -> None:
     export_llm(CASES[family]().model, tmp_path / "out", kv_cache=kv_cache, verify=False)
     _agrees(tmp_path / "out" / "decoder")
@@ -61,7 +62,7 @@ def test_windowed_and_hybrid_decoders_declare_their_modes(tmp_path: Path) -> Non
     _agrees(tmp_path / "hybrid")
 
 
-@pytest.mark.parametrize("family", ["gemma3", "qwen3_vl", "mistral3", "voxtral"])
+@pytest.mark.parametrize("family", ["gemma3", "qwen3_vl", "mistral3", "voxtral", "paligemma", "llava_next"])
 def test_manifest_follows_its_published_schema(family: str, tmp_path: Path) -> None:
     """docs/multimodal.schema.json describes what the export writes."""
     import jsonschema

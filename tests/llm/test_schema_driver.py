@@ -3,7 +3,8 @@
 every name, order, start value and feedback from ``multimodal.json`` and the decoder's
 ``modes.json``. It generates, image in the prompt, the tokens ``transformers`` does, for
 families with each kind of extra decoder input (token types, 3-D rotary shift and
-positions, DeepStack streams), in both cache forms."""
+positions, DeepStack streams), a prefix attending both ways on the first call (PaliGemma 2)
+and an encoder of tiles fixed to one image size (LLaVA-NeXT), in both cache forms."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def drive(folder: Path, prompt: np.ndarray, pixels: list[np.ndarray], count: int
 
 
 @pytest.mark.parametrize("kv_cache", ["explicit", "stateful"])
-@pytest.mark.parametrize("family", ["gemma3", "qwen2_5_vl", "qwen3_vl", "llava"])
+@pytest.mark.parametrize("family", ["gemma3", "qwen2_5_vl", "qwen3_vl", "llava", "paligemma2", "llava_next"])
 def test_a_driver_written_from_the_manifests_generates_transformers_tokens(family: str, kv_cache: str,
                                                                            tmp_path: Path) -> None:
     case = CASES[family]()

@@ -151,6 +151,84 @@ def test_stateful_decoder_takes_tokens_and_cross_keys(exported: Any) -> None:
     assert decoder["cache"]["states"] == ["cache_key_0", "cache_value_0", "cache_key_1", "cache_value_1"]
 
 
+F16 = {"bart": (6, 0.45), "whisper": (1, 0.4)}
+"""(seed, weight scale) of the f16 models: weights narrower than the f32 tests' (at 0.6
+tract's f16 logits and PyTorch's differ by up to 0.1 and near-ties make other tokens),
+seeds whose generation varies."""
+
+
+def cache_dtypes(out: Path) -> set[str]:
+    decoder = json.loads((out / "seq2seq.json").read_text())["decoder"]
+    return {decoder["cache"]["dtype"], *(i["dtype"] for i in decoder["inputs"] if i["name"] != "input_ids")}
+
+
+def half_inputs(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.half() if v.is_floating_point() else v for k, v in inputs.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("family", sorted(F16))
+def test_f16_generates_the_tokens_of_transformers_in_f16(family: str, form: str, tmp_path: Path) -> None:
+    """An f16 model is written in f16 (weights, caches, cross keys and values; Whisper's
+    features given in f32 are cast), checked at the tolerance the f16 decoder-only tests
+    use, and generates what transformers generates with the f16 model on the CPU."""
+    model = tiny_seq2seq(family, *F16[family]).half()
+    export_seq2seq(model, tmp_path / "out", LLMExportOptions(kv_cache=form, tract_check_io_tolerance="very"))
+    assert cache_dtypes(tmp_path / "out") == {"float16"}
+    inputs = source(family)
+    if family == "whisper":
+        prompt = {"decoder_input_ids": torch.tensor([FRENCH])}
+        expected = transformers_tokens(model, family, half_inputs(inputs), language="fr", task="transcribe")
+        got = without_end(generate(tmp_path / "out", {**inputs, **prompt}, NEW_TOKENS), WHISPER_TOKENS["eos"])
+    else:
+        expected = transformers_tokens(model, family, inputs)
+        got = generate(tmp_path / "out", inputs, NEW_TOKENS)
+    assert got == expected
+    assert len(set(got)) >= 4
+
+
+def f32_casts(archive: Path) -> int:
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("graph.nnef")
+        assert member is not None
+        return member.read().decode().count('to = "f32"')
+
+
+@pytest.mark.slow
+def test_dtype_f16_with_f32_forcing(tmp_path: Path) -> None:
+    """``dtype="f16"`` casts an f32 model (in place, as the decoder-only export does); the
+    f32 forcing of attention, linear accumulation and normalization is the target's, as
+    there (more casts to f32 in both graphs): the f16 model's tokens."""
+    model = tiny_seq2seq("whisper", *F16["whisper"])
+    forcing = dict(force_f32_attention=True, force_f32_linear_accumulator=True, force_f32_normalization=True)
+    export_seq2seq(model, tmp_path / "out", LLMExportOptions(dtype="f16", tract_check_io_tolerance="very", **forcing))
+    assert next(model.parameters()).dtype == torch.float16 and cache_dtypes(tmp_path / "out") == {"float16"}
+    inputs = source("whisper")
+    expected = transformers_tokens(model, "whisper", half_inputs(inputs), language="en", task="transcribe")
+    assert without_end(generate(tmp_path / "out", inputs, NEW_TOKENS), WHISPER_TOKENS["eos"]) == expected
+    export_seq2seq(model, tmp_path / "plain", LLMExportOptions(verify=False))
+    for part in ("encoder", "decoder"):
+        assert f32_casts(tmp_path / "out" / part / "model.nnef.tgz") > f32_casts(tmp_path / "plain" / part /
+                                                                                 "model.nnef.tgz")
+
+
+@pytest.mark.slow
+def test_bf16_folder_is_written_as_f16(tmp_path: Path) -> None:
+    """A bf16 checkpoint is exported in f16 (tract's form of bf16) and generates what its
+    weights cast to f16 generate in transformers."""
+    import transformers as tf
+
+    tiny_seq2seq("bart", *F16["bart"]).to(torch.bfloat16).save_pretrained(tmp_path / "ckpt")
+    export_seq2seq(str(tmp_path / "ckpt"), tmp_path / "out", LLMExportOptions(tract_check_io_tolerance="very"))
+    assert cache_dtypes(tmp_path / "out") == {"float16"}
+    loaded = tf.BartForConditionalGeneration.from_pretrained(tmp_path / "ckpt").eval()
+    assert next(loaded.parameters()).dtype == torch.bfloat16
+    reference = loaded.to(torch.float16)
+    inputs = source("bart")
+    assert generate(tmp_path / "out", inputs, NEW_TOKENS) == transformers_tokens(reference, "bart", inputs)
+
+
 @pytest.mark.slow
 def test_from_a_checkpoint_folder(tmp_path: Path) -> None:
     import transformers as tf
@@ -196,8 +274,10 @@ def test_refused_before_writing(tmp_path: Path) -> None:
          InvalidArgumentError, "compression"),
         (tf.BartForConditionalGeneration(tf.BartConfig(**small)), LLMExportOptions(kv_cache="stateful_int8"),
          InvalidArgumentError, "stateful_int8"),
-        (tf.BartForConditionalGeneration(tf.BartConfig(**small)).half(), LLMExportOptions(), InvalidArgumentError,
-         "f32"),
+        (tf.BartForConditionalGeneration(tf.BartConfig(**small)).double(), LLMExportOptions(), InvalidArgumentError,
+         "f32 or f16"),
+        (tf.BartForConditionalGeneration(tf.BartConfig(**small)), LLMExportOptions(force_inputs_dtype="f32"),
+         InvalidArgumentError, "force_inputs_dtype"),
     ]
     assert is_seq2seq(cases[0][0]) and not is_seq2seq(tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=1, n_embd=16, n_head=2)))
     for model, options, error, message in cases:

@@ -26,6 +26,8 @@ class Case:
     """The model's ``pixel_values`` from the encoder's (None: the same)."""
     feature_kwargs: dict[str, Any] = attrs.field(factory=dict)
     modality: str = "image"
+    text_kwargs: dict[str, Any] = attrs.field(factory=dict)
+    """The keywords of a text-only ``generate`` (functions of the prompt, like ``generate_kwargs``)."""
 
     def features(self, pixels: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """The model's own ``get_image_features`` for the encoder's inputs, one row per token."""
@@ -36,7 +38,7 @@ class Case:
         return out.reshape(-1, out.shape[-1])
 
     def reference_tokens(self, prompt: torch.Tensor, count: int, with_image: bool) -> list[int]:
-        extra = {**self.generate_kwargs_for(prompt)} if with_image else {}
+        extra = self.generate_kwargs_for(prompt) if with_image else self.kwargs_for(self.text_kwargs, prompt)
         from transformers import GenerationConfig
 
         # no end-of-sequence token: greedy choices all along, as tract's generation makes them
@@ -49,7 +51,11 @@ class Case:
         return [int(t) for t in out[0, prompt.shape[1]:]]
 
     def generate_kwargs_for(self, prompt: torch.Tensor) -> dict[str, Any]:
-        return {k: (v(prompt) if callable(v) else v) for k, v in self.generate_kwargs.items()}
+        return self.kwargs_for(self.generate_kwargs, prompt)
+
+    @staticmethod
+    def kwargs_for(kwargs: dict[str, Any], prompt: torch.Tensor) -> dict[str, Any]:
+        return {k: (v(prompt) if callable(v) else v) for k, v in kwargs.items()}
 
     def reference_logits(self, prompt: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -205,4 +211,78 @@ def llava(seed: int = 0, image_seed: int = 5) -> Case:
                                                           "vision_feature_select_strategy": "default"})
 
 
-CASES = {"qwen3_vl": qwen3_vl, "voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True), "llava": llava}
+def paligemma(seed: int = 0, image_seed: int = 5, version: int = 1) -> Case:
+    """PaliGemma: a SigLIP tower (28 px, 7 px patches) whose 16 patches are projected into
+    16 image tokens, a Gemma decoder (``version`` 2: Gemma 2, a sliding layer of window 4
+    and a full one, soft-capped logits). Its prompt (image tokens first, as the processor
+    writes it) attends both ways on the prefill (``token_type_ids`` 0), later tokens
+    causally; positions count from 1. Untied embeddings: Gemma's tied, scaled ones echo
+    the last token on a tiny random model."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text: dict[str, Any] = {**TEXT, "model_type": "gemma" if version == 1 else "gemma2"}
+    if version == 2:
+        text.update(sliding_window=4, layer_types=["sliding_attention", "full_attention"])
+    config = tf.PaliGemmaConfig(text_config=text, vision_config=_vision(), image_token_index=90, projection_dim=64,
+                                hidden_size=64, tie_word_embeddings=False)
+    model = tf.PaliGemmaForConditionalGeneration(config).eval()
+    pixels = _pixels((1, 3, 28, 28), image_seed)
+    zeros = torch.zeros_like  # the processor's token_type_ids: the whole prompt is the prefix
+    return Case(model, torch.tensor([[*[90] * 16, 2, 5, 7, 8, 1]]), torch.tensor([[2, 5, 7, 8, 11, 1]]), (pixels,),
+                {"pixel_values": pixels, "token_type_ids": zeros}, text_kwargs={"token_type_ids": zeros})
+
+
+def llava_next(seed: int = 0, image_seed: int = 5, image_size: tuple[int, int] = (28, 56)) -> Case:
+    """LLaVA-NeXT: a CLIP tower (28 px tiles, 7 px patches), pinpoints 28 x 56, 56 x 28 and
+    56 x 56 px; an image of ``image_size`` (original pixels) is cut into the base tile and
+    the grid of its pinpoint, each tile's 16 patch states (second-to-last layer, class
+    token dropped) through the projector, the grid's unpadded to the image's aspect ratio
+    with an ``image_newline`` row after each row; a Llama decoder. 28 x 56: 3 tiles, 16 +
+    4 x (8 + 1) = 52 image tokens."""
+    import transformers as tf
+    from transformers.models.llava_next.modeling_llava_next import image_size_to_num_patches
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    config = tf.LlavaNextConfig(text_config={**text, "model_type": "llama"},
+                                vision_config={**_vision(), "model_type": "clip_vision_model", "projection_dim": 32},
+                                image_token_id=90, image_grid_pinpoints=[[28, 56], [56, 28], [56, 56]])
+    model = tf.LlavaNextForConditionalGeneration(config).eval()
+    tiles = image_size_to_num_patches(list(image_size), config.image_grid_pinpoints, 28)
+    pixels = _pixels((1, tiles, 3, 28, 28), image_seed)
+    sizes = torch.tensor([list(image_size)])
+    with torch.no_grad():
+        rows = sum(f.shape[0] for f in model.get_image_features(pixels, image_sizes=sizes).pooler_output)
+    return Case(model, torch.tensor([[2, 5, *[90] * rows, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels, "image_sizes": sizes}, feature_kwargs={"image_sizes": sizes})
+
+
+def llava_onevision(seed: int = 0, image_seed: int = 5, image_size: tuple[int, int] = (28, 28)) -> Case:
+    """LLaVA-OneVision: LLaVA-NeXT's tiling on a SigLIP tower (28 px tiles, 7 px patches,
+    every patch state of the last layer), pinpoints of 1 to 4 tiles a side (a grid beyond
+    ``anyres_max_9``'s budget is downsampled: such a size is refused), a Qwen2 decoder.
+    28 x 28 (the first pinpoint, the export's default): 2 tiles, 16 + 4 x (4 + 1) = 36
+    image tokens."""
+    import transformers as tf
+    from transformers.models.llava_next.modeling_llava_next import image_size_to_num_patches
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    pinpoints = [[28 * a, 28 * b] for a in range(1, 5) for b in range(1, 5)]
+    config = tf.LlavaOnevisionConfig(text_config={**text, "model_type": "qwen2"},
+                                     vision_config={**_vision(), "model_type": "siglip_vision_model"},
+                                     image_token_id=90, image_grid_pinpoints=pinpoints)
+    model = tf.LlavaOnevisionForConditionalGeneration(config).eval()
+    tiles = image_size_to_num_patches(list(image_size), pinpoints, 28)
+    pixels = _pixels((1, tiles, 3, 28, 28), image_seed)
+    sizes = torch.tensor([list(image_size)])
+    with torch.no_grad():
+        rows = sum(f.shape[0] for f in model.get_image_features(pixels, image_sizes=sizes).pooler_output)
+    return Case(model, torch.tensor([[2, 5, *[90] * rows, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels, "image_sizes": sizes}, feature_kwargs={"image_sizes": sizes})
+
+
+CASES = {"qwen3_vl": qwen3_vl, "voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True), "llava": llava,
+         "paligemma": paligemma, "paligemma2": lambda: paligemma(version=2),
+         "llava_next": llava_next, "llava_onevision": llava_onevision}

@@ -32,7 +32,9 @@ LOG = logging.getLogger(__name__)
 MODEL_TYPES = {"gemma3": "Gemma3ForConditionalGeneration", "idefics3": "Idefics3ForConditionalGeneration",
                "smolvlm": "SmolVLMForConditionalGeneration", "mistral3": "Mistral3ForConditionalGeneration",
                "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration", "qwen3_vl": "Qwen3VLForConditionalGeneration",
-               "voxtral": "VoxtralForConditionalGeneration", "llava": "LlavaForConditionalGeneration"}
+               "voxtral": "VoxtralForConditionalGeneration", "llava": "LlavaForConditionalGeneration",
+               "paligemma": "PaliGemmaForConditionalGeneration", "llava_next": "LlavaNextForConditionalGeneration",
+               "llava_onevision": "LlavaOnevisionForConditionalGeneration"}
 """The multimodal class of a ``config.json`` that names no architecture, by model type."""
 
 

@@ -291,6 +291,12 @@ def _decoder_modes(decoder: Path, family: Family, names: _DecoderInputs, placeho
                                              "description": "each row's (row, column, rows, columns) in its "
                                                             "image's merged patch grid: the encoder's "
                                                             "out_image_positions"}} if names.grid else {})}
+    if family.prefix_lm:
+        modes["prefix"] = {"first_call": "both ways", "later_calls": "causal",
+                           "description": "the first call of a sequence (no past) is the prefix: its tokens attend "
+                                          "each other both ways, so give the whole prompt (image tokens and text, "
+                                          "the processor's token_type_ids 0) in that one call; each later call "
+                                          "attends causally"}
     modes["logits"] = {"positions": "last" if num_logits_to_keep == 1 else
                        "all" if num_logits_to_keep is None else f"last {num_logits_to_keep}"}
     (decoder / "modes.json").write_text(json.dumps(modes, indent=2) + "\n")

@@ -77,6 +77,13 @@ class Family:
     the model's own ``forward`` (the reference an export is checked against) takes the
     encoder's raw input ``example`` (of the image ``size``), as the family's processor
     gives them."""
+    prefix_lm: bool = False
+    """The first call of a sequence (the prompt: image tokens and text, ``token_type_ids``
+    0 from the processor) attends both ways, later calls causally (PaliGemma; see
+    :mod:`t2n.llm.multimodal.prefix`). The reference then takes ``token_type_ids``: 0 for
+    the prompt, 1 for the tokens after it."""
+    first_position: int = 0
+    """The position of a sequence's first token (PaliGemma counts from 1)."""
 
 
 def _placeholders(model: Any, ids: torch.Tensor) -> torch.Tensor:
@@ -153,6 +160,159 @@ LLAVA = Family("llava", "image", "image_token_id", ("pixel_values",), _gemma3_ex
                dynamic_axes={"pixel_values": {0: "IMAGES"}},
                fixed="pixel_values [IMAGES, 3, S, S] at the vision tower's image_size (the processor's resize)",
                forward_inputs=_llava_inputs)
+
+
+PALIGEMMA = Family("paligemma", "image", "image_token_id", ("pixel_values",), _gemma3_example, _gemma3_encode,
+                   dynamic_axes={"pixel_values": {0: "IMAGES"}},
+                   fixed="pixel_values [IMAGES, 3, S, S] at the vision tower's image_size (the processor's "
+                         "resize); the decoder's first call (the prefill) is the prefix: the whole prompt, image "
+                         "tokens first, in one call, as the processor's token_type_ids 0 mark it",
+                   forward_inputs=_llava_inputs, prefix_lm=True, first_position=1)
+"""PaliGemma and PaliGemma 2 (SigLIP, a linear projector; a Gemma or Gemma 2 decoder whose
+prompt attends both ways on the first call: see :mod:`t2n.llm.multimodal.prefix`)."""
+
+
+def _anyres_size(model: torch.nn.Module) -> tuple[int, int]:
+    """The default image size of an any-resolution family: the first of its
+    ``image_grid_pinpoints`` (a size the processor tiles without padding)."""
+    height, width = config_of(model).image_grid_pinpoints[0]
+    return int(height), int(width)
+
+
+def anyres_tiles(model: torch.nn.Module, size: tuple[int, int] | None) -> int:
+    """The tiles (patches of the vision tower's ``image_size``) the processor cuts an image
+    of ``size`` (height, width; None: the default) into: the base image and the grid of
+    the pinpoint transformers selects for that size."""
+    from transformers.models.llava_next.modeling_llava_next import image_size_to_num_patches
+
+    config = config_of(model)
+    height, width = size or _anyres_size(model)
+    return int(image_size_to_num_patches([height, width], config.image_grid_pinpoints, _image_size(model)))
+
+
+def _anyres_example(model: torch.nn.Module, size: tuple[int, int] | None = None) -> tuple[torch.Tensor, ...]:
+    side = _image_size(model)
+    shape = (1, anyres_tiles(model, size), 3, side, side)
+    return (torch.randn(shape, generator=torch.Generator().manual_seed(0)),)
+
+
+def _anyres_image_sizes(model: torch.nn.Module, size: tuple[int, int] | None) -> torch.Tensor:
+    return torch.tensor([list(size or _anyres_size(model))])
+
+
+def _pack(model: torch.nn.Module, size: tuple[int, int] | None, columns: torch.Tensor) -> torch.Tensor:
+    """``[R, C]``: the model's own ``pack_image_features`` for an image of ``size`` on
+    stand-in features: ``columns`` ``[tiles * per_tile + 1, C]``, the rows of the tiles one
+    after the other, then the ``image_newline``."""
+    import inspect
+
+    inner: Any = model.model
+    config = config_of(model)
+    accepts = inspect.signature(inner.pack_image_features).parameters
+    extra: dict[str, Any] = {}
+    if "vision_feature_select_strategy" in accepts:
+        extra["vision_feature_select_strategy"] = config.vision_feature_select_strategy
+    if "vision_aspect_ratio" in accepts:
+        extra["vision_aspect_ratio"] = config.vision_aspect_ratio
+    tiles = anyres_tiles(model, size)
+    features = columns[:-1].reshape(tiles, -1, columns.shape[1])
+    with torch.no_grad():
+        packed, _ = inner.pack_image_features([features], _anyres_image_sizes(model, size),
+                                              image_newline=columns[-1], **extra)
+    out: torch.Tensor = packed[0]
+    return out
+
+
+PROBE_COLUMNS = 512
+"""Sources probed at once when an image's rows blend several (one-hot columns)."""
+
+
+def anyres_rows(model: torch.nn.Module, size: tuple[int, int] | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Which rows of ``[the tiles' features, one after the other; image_newline]`` make each
+    of the ``R`` image rows the model feeds its decoder for an image of ``size``, found by
+    the model's own ``pack_image_features`` run on stand-in features (the packing computes
+    its geometry from sizes in Python, so it is run here before the trace, as Qwen2.5-VL's
+    windows are): ``(index [R], None)`` where every row is one source (the grid unpadded,
+    an ``image_newline`` after each of its rows: features holding their own index ``i``
+    and ``i * i`` come out whole), else ``(index [R, K], weights [R, K])``, the ``K``
+    sources each row blends (LLaVA-OneVision's bilinear downsampling of a grid beyond its
+    ``anyres_max`` budget), from one-hot features probed ``PROBE_COLUMNS`` at a time."""
+    vision = config_of(model).vision_config
+    side = int(vision.image_size) // int(vision.patch_size)
+    sources = anyres_tiles(model, size) * side * side + 1  # transformers views each tile as side x side rows
+    index = torch.arange(sources, dtype=torch.float64)
+    rows = _pack(model, size, torch.stack([index, index * index], dim=-1))
+    if torch.equal(rows[:, 0], rows[:, 0].round()) and torch.equal(rows[:, 1], rows[:, 0] ** 2):
+        return rows[:, 0].round().to(torch.int64), None
+    found: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    for first in range(0, sources, PROBE_COLUMNS):
+        count = min(PROBE_COLUMNS, sources - first)
+        columns = torch.zeros((sources, count), dtype=torch.float64)
+        columns[first:first + count] = torch.eye(count, dtype=torch.float64)
+        weights = _pack(model, size, columns)
+        row, column = torch.nonzero(weights, as_tuple=True)
+        found.append((row, column + first, weights[row, column]))
+    row, source, weight = (torch.cat(parts) for parts in zip(*found))
+    total = int(rows.shape[0])
+    order = torch.argsort(row, stable=True)
+    row, source, weight = row[order], source[order], weight[order]
+    counts = torch.bincount(row, minlength=total)
+    slot = torch.arange(len(row)) - (torch.cumsum(counts, 0) - counts)[row]  # each source's place in its row
+    width = int(counts.max())
+    index = torch.zeros((total, width), dtype=torch.int64)
+    blend = torch.zeros((total, width), dtype=torch.float64)
+    index[row, slot], blend[row, slot] = source, weight
+    return index, blend
+
+
+def _anyres_fixed(model: torch.nn.Module, size: tuple[int, int] | None) -> dict[str, torch.Tensor]:
+    index, weights = anyres_rows(model, size)
+    return {"order": index} if weights is None else {"order": index, "weights": weights.float()}
+
+
+def _anyres_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
+    return "a side is not a positive number of pixels" if any(s <= 0 for s in size) else ""
+
+
+def _anyres_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None, *,
+                   order: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """The features the model feeds its decoder for one image of the size fixed at export
+    (``pixel_values`` ``[1, N, 3, S, S]``, its ``N`` tiles): each tile through the vision
+    tower's configured layer and the projector (as LLaVA's), then the rows the model's
+    ``pack_image_features`` makes of them (the base tile's, the grid's unpadded to the
+    image's aspect ratio, downsampled by OneVision beyond its budget, an ``image_newline``
+    row after each of its rows): selected by ``order`` (blended by ``weights``), computed
+    for that size before the trace (:func:`anyres_rows`)."""
+    tiles = _llava_encode(model, pixel_values[0])
+    table = torch.cat([tiles.reshape(-1, tiles.shape[-1]), model.model.image_newline[None].to(tiles.dtype)])
+    if weights is None:
+        return torch.index_select(table, 0, order)
+    picked = torch.index_select(table, 0, order.reshape(-1)).reshape(*order.shape, table.shape[-1])
+    return (picked * weights.to(table.dtype).unsqueeze(-1)).sum(dim=1)
+
+
+def _anyres_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
+                   size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
+    return {"pixel_values": example[0], "image_sizes": _anyres_image_sizes(model, size)}
+
+
+LLAVA_NEXT = Family("llava_next", "image", "image_token_id", ("pixel_values",), _anyres_example, _anyres_encode,
+                    fixed="one image a call of the artifact's image_size (the original size, the processor's "
+                          "image_sizes): pixel_values [1, N, 3, S, S], its N tiles at the vision tower's "
+                          "image_size S (the base image, then the grid of the image_grid_pinpoints entry that "
+                          "size selects); the grid, the unpadding to the image's aspect ratio and the "
+                          "image_newline rows are computed for that size, one artifact per size",
+                    default_size=_anyres_size, check_size=_anyres_check, fixed_inputs=_anyres_fixed,
+                    forward_inputs=_anyres_inputs)
+"""LLaVA-NeXT's any-resolution tiling, exact at the image size fixed at export (one encoder
+per size of ``image_sizes``; default the first of ``image_grid_pinpoints``)."""
+
+LLAVA_ONEVISION = attrs.evolve(
+    LLAVA_NEXT, name="llava_onevision",
+    fixed=LLAVA_NEXT.fixed + " (the bilinear downsampling of a grid beyond vision_aspect_ratio's budget too); "
+                             "images only (no video)")
+"""LLaVA-OneVision: LLaVA-NeXT's tiling (the model's own packing, which also downsamples a
+grid beyond its ``anyres_max`` budget bilinearly: a blend of fixed rows)."""
 
 
 def _idefics3_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
@@ -365,6 +525,9 @@ FAMILIES: dict[str, Family] = {
     "Gemma3ForConditionalGeneration": GEMMA3,
     "Idefics3ForConditionalGeneration": IDEFICS3,
     "LlavaForConditionalGeneration": LLAVA,
+    "PaliGemmaForConditionalGeneration": PALIGEMMA,
+    "LlavaNextForConditionalGeneration": LLAVA_NEXT,
+    "LlavaOnevisionForConditionalGeneration": LLAVA_ONEVISION,
     "SmolVLMForConditionalGeneration": IDEFICS3,
 }
 """The proven families, by the model class of ``transformers``."""

@@ -73,10 +73,15 @@ def decoder_logits(decoder: Written, ids: np.ndarray, steps: Sequence[Call], med
 
 
 def _with_media(forward_inputs: ForwardInputs, model: torch.nn.Module,
-                example: tuple[torch.Tensor, ...], size: tuple[int, int] | None, prefix: torch.Tensor
-                ) -> dict[str, torch.Tensor]:
-    """The model's keywords for ``example`` beside the prompt ``prefix``."""
-    return forward_inputs(model, example, prefix, size)
+                example: tuple[torch.Tensor, ...], size: tuple[int, int] | None, prompt: int | None,
+                prefix: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The model's keywords for ``example`` beside the sequence ``prefix``; for a prefix-LM
+    (``prompt``: the prompt's length) its ``token_type_ids``, 0 for the prompt and 1 for the
+    tokens after it, as generation extends the processor's."""
+    given = forward_inputs(model, example, prefix, size)
+    if prompt is not None:
+        given["token_type_ids"] = (torch.arange(prefix.shape[1]) >= prompt).long().unsqueeze(0)
+    return given
 
 
 def verify_multimodal(model: torch.nn.Module, family: Family, checks: Sequence[tuple[Written, tuple[int, int] | None]],
@@ -96,4 +101,5 @@ def verify_multimodal(model: torch.nn.Module, family: Family, checks: Sequence[t
                  type(model).__name__, f" on a {size[0]} x {size[1]} image" if size else "")
         got = decoder_logits(decoder, ids, steps, media)
         check_logits(model, ids, steps, got, tolerance, keep=keep, artifact=f"{encoder.path} with {decoder.path}",
-                     inputs=functools.partial(_with_media, forward_inputs, model, example, size))
+                     inputs=functools.partial(_with_media, forward_inputs, model, example, size,
+                                              steps[0].end if family.prefix_lm else None))

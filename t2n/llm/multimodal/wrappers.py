@@ -81,6 +81,8 @@ class EmbeddingsDecoder(torch.nn.Module):
         cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)])
         past_length = past[0].shape[2]
         positions = torch.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0) + past_length
+        if self.family.first_position:  # PaliGemma's positions count from 1
+            positions = positions + self.family.first_position
         grown_delta: tuple[torch.Tensor, ...] = ()
         if delta is not None and grid_rows is not None:  # 3-D rotary positions
             from t2n.llm.multimodal.mrope import mrope_positions
@@ -100,6 +102,11 @@ class EmbeddingsDecoder(torch.nn.Module):
 
             out = forward_with_deepstack(model, embeds, is_placeholder, deep, self.num_logits_to_keep,
                                          position_ids=positions, cache=cache)
+        elif self.family.prefix_lm:  # the first call both ways, later ones causal
+            from t2n.llm.multimodal.prefix import forward_prefix_lm
+
+            out = forward_prefix_lm(model, embeds, self.num_logits_to_keep, position_ids=positions, cache=cache,
+                                    past_length=past_length)
         else:
             extra[cache_keyword(model)] = cache
             out = model(inputs_embeds=embeds, position_ids=positions, use_cache=True, **extra)

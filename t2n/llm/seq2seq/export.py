@@ -60,11 +60,12 @@ def export_seq2seq(model_or_dir: transformers.PreTrainedModel | str | os.PathLik
     opts.check(out)
     refuse_options(opts)
     model, family = _resolve(model_or_dir, opts)
-    model = _in_f32(model, opts.dtype)
+    model = _as_exported(model, opts.torch_dtype())
+    folder = Path(model_or_dir) if isinstance(model_or_dir, (str, os.PathLike)) else None
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        return _export(model, family, out, opts)
+        return _export(model, family, out, opts, folder)
     except BaseException:
         _remove(out, created)
         raise
@@ -72,7 +73,7 @@ def export_seq2seq(model_or_dir: transformers.PreTrainedModel | str | os.PathLik
 
 UNSUPPORTED = {
     "compression": None, "merge_peft": None, "force_inputs_dtype": None, "sample_generation_total_size": None,
-    "image_sizes": None, "window_kv_cache": False, "dump_with_tokenizer_and_conf": False,
+    "image_sizes": None, "window_kv_cache": False,
 }
 """Options an encoder-decoder export does not take yet, with their only accepted value."""
 
@@ -82,20 +83,18 @@ def refuse_options(opts: LLMExportOptions) -> None:
     given = [name for name, accepted in UNSUPPORTED.items() if getattr(opts, name) != accepted]
     if opts.kv_cache not in ("explicit", "stateful"):
         given.append(f"kv_cache={opts.kv_cache!r}")
-    if opts.dtype not in (None, "f32"):
-        given.append(f"dtype={opts.dtype!r}")
     if opts.num_logits_to_keep != 1:
         given.append(f"num_logits_to_keep={opts.num_logits_to_keep!r} (the decoder returns the last position's)")
     if given:
         raise InvalidArgumentError(f"an encoder-decoder export does not take {', '.join(given)} yet: export "
-                                   "without (kv_cache 'explicit' or 'stateful', f32)")
+                                   "without (kv_cache 'explicit' or 'stateful')")
 
 
 def _resolve(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str],
              opts: LLMExportOptions) -> tuple[transformers.PreTrainedModel, Family]:
     """The model (a folder's loaded with ``from_pretrained``, local files only) and its family."""
     if isinstance(model_or_dir, (str, os.PathLike)):
-        return _load_folder(Path(model_or_dir), opts.trust_remote_code)
+        return _load_folder(Path(model_or_dir), opts.trust_remote_code, opts.torch_dtype())
     config = getattr(model_or_dir, "config", None)
     if not isinstance(model_or_dir, torch.nn.Module) or config is None:
         raise InvalidArgumentError("model_or_dir must be a transformers encoder-decoder model (a PreTrainedModel) "
@@ -105,22 +104,29 @@ def _resolve(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str]
     return model.eval(), family
 
 
-def _in_f32(model: transformers.PreTrainedModel, dtype: str | None) -> transformers.PreTrainedModel:
-    """The model in f32 (cast with ``dtype="f32"``, a model object in place); other dtypes
-    are refused: an encoder-decoder export is proven in f32 only yet."""
+def _as_exported(model: transformers.PreTrainedModel, dtype: torch.dtype | None) -> transformers.PreTrainedModel:
+    """The model as it is traced and checked: cast to ``dtype`` when one is asked (a model
+    object in place), bf16 as f16 (what tract computes, so that the check's reference is
+    the artifact's), f32 or f16 kept."""
     found = next(model.parameters()).dtype
-    if dtype == "f32" and found != torch.float32:
-        loose: Any = model
-        cast: transformers.PreTrainedModel = loose.to(torch.float32)
-        return cast
-    if found != torch.float32:
+    asked = found if dtype is None else dtype
+    wanted = torch.float16 if asked == torch.bfloat16 else asked
+    if wanted not in (torch.float32, torch.float16):
         raise InvalidArgumentError(f"{type(model).__name__} holds {str(found).removeprefix('torch.')} weights: an "
-                                   "encoder-decoder export is proven in f32 only yet; pass dtype='f32' to cast it")
-    return model
+                                   "encoder-decoder export computes in f32 or f16; pass dtype='f32' or 'f16'")
+    if wanted == torch.float16 and found == torch.bfloat16:
+        LOG.info("bf16 weights are exported as f16")
+    if wanted == found:
+        return model
+    loose: Any = model
+    cast: transformers.PreTrainedModel = loose.to(wanted)
+    return cast
 
 
-def _load_folder(folder: Path, trust_remote_code: bool) -> tuple[transformers.PreTrainedModel, Family]:
-    """A checkpoint folder's model, loaded whole in its family's class."""
+def _load_folder(folder: Path, trust_remote_code: bool, dtype: torch.dtype | None
+                 ) -> tuple[transformers.PreTrainedModel, Family]:
+    """A checkpoint folder's model, loaded whole in its family's class (in ``dtype``, else
+    the checkpoint's)."""
     import transformers
 
     if not (folder / "config.json").is_file():
@@ -135,7 +141,8 @@ def _load_folder(folder: Path, trust_remote_code: bool) -> tuple[transformers.Pr
     cls = getattr(transformers, family.model_class)
     LOG.info("loading %s from %s", family.model_class, folder)
     try:
-        model = cls.from_pretrained(folder, local_files_only=True, trust_remote_code=trust_remote_code)
+        model = cls.from_pretrained(folder, local_files_only=True, trust_remote_code=trust_remote_code,
+                                    dtype="auto" if dtype is None else dtype)
     except OSError as exc:
         raise CheckpointFolderError(f"{folder} cannot be loaded as {family.model_class}: {exc}") from exc
     return model.eval(), family
@@ -151,7 +158,8 @@ def _remove(out: Path, created: bool) -> None:
     (out / MANIFEST).unlink(missing_ok=True)
 
 
-def _export(model: transformers.PreTrainedModel, family: Family, out: Path, opts: LLMExportOptions) -> Path:
+def _export(model: transformers.PreTrainedModel, family: Family, out: Path, opts: LLMExportOptions,
+            folder: Path | None) -> Path:
     from t2n.llm.seq2seq.verify import verify_seq2seq
 
     example = family.example(model)
@@ -170,7 +178,36 @@ def _export(model: transformers.PreTrainedModel, family: Family, out: Path, opts
                               family.decoder_limit(model.config), _whisper_tokens(model, family))
     if opts.verify:
         verify_seq2seq(out, model, family, opts.tolerance())
+    if opts.dump_with_tokenizer_and_conf:
+        copy_side_files(folder, model, family, out)
     return manifest
+
+
+SIDE_FILES = ("source.spm", "target.spm", "target_vocab.json", "spiece.model", "sentencepiece.bpe.model",
+              "normalizer.json")
+"""The tokenizer files of the encoder-decoder families beyond those of a causal LM's and a
+processor's (Marian's two SentencePiece models, T5's and Pegasus's, M2M100's and mBART's,
+Whisper's text normalizer)."""
+
+
+def copy_side_files(folder: Path | None, model: transformers.PreTrainedModel, family: Family, out: Path) -> None:
+    """``OUT/config.json`` (and ``generation_config.json``) and the checkpoint folder's
+    tokenizer files in ``OUT/tokenizer/``, or for an audio model its processor's (feature
+    extractor and tokenizer) in ``OUT/processor/``: one folder ``AutoTokenizer`` /
+    ``AutoProcessor`` loads. A model object has no folder: only its config is written."""
+    from t2n.llm.common.checkpoint import PROCESSOR_FILES
+    from t2n.llm.common.checkpoint import copy_side_files as copy
+
+    files = (*PROCESSOR_FILES, *SIDE_FILES)
+    what = "processor" if family.audio else "tokenizer"
+    if folder is None:
+        LOG.warning("dump_with_tokenizer_and_conf: %s was given as a model object, which has no checkpoint folder: "
+                    "config.json is written without %s files (export the checkpoint folder to have them)",
+                    type(model).__name__, what)
+    elif not any((folder / name).is_file() for name in files):
+        LOG.warning("dump_with_tokenizer_and_conf: %s holds no %s files: config.json is written without them",
+                    folder, what)
+    copy(folder, model, out, files=files, into=what)
 
 
 def _whisper_tokens(model: transformers.PreTrainedModel, family: Family) -> dict[str, object]:
