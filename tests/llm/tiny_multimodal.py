@@ -241,7 +241,6 @@ def llava_next(seed: int = 0, image_seed: int = 5, image_size: tuple[int, int] =
     with an ``image_newline`` row after each row; a Llama decoder. 28 x 56: 3 tiles, 16 +
     4 x (8 + 1) = 52 image tokens."""
     import transformers as tf
-    from transformers.models.llava_next.modeling_llava_next import image_size_to_num_patches
 
     torch.manual_seed(seed)
     text = {k: v for k, v in TEXT.items() if k != "head_dim"}
@@ -249,7 +248,15 @@ def llava_next(seed: int = 0, image_seed: int = 5, image_size: tuple[int, int] =
                                 vision_config={**_vision(), "model_type": "clip_vision_model", "projection_dim": 32},
                                 image_token_id=90, image_grid_pinpoints=[[28, 56], [56, 28], [56, 56]])
     model = tf.LlavaNextForConditionalGeneration(config).eval()
-    tiles = image_size_to_num_patches(list(image_size), config.image_grid_pinpoints, 28)
+    return _anyres_case(model, config.image_grid_pinpoints, image_size, image_seed)
+
+
+def _anyres_case(model: Any, pinpoints: list[list[int]], image_size: tuple[int, int], image_seed: int) -> Case:
+    """The case of an any-resolution model (28 px tiles): one image of ``image_size`` as its
+    processor tiles it, as many placeholders as the model's own features have rows."""
+    from transformers.models.llava_next.modeling_llava_next import image_size_to_num_patches
+
+    tiles = image_size_to_num_patches(list(image_size), pinpoints, 28)
     pixels = _pixels((1, tiles, 3, 28, 28), image_seed)
     sizes = torch.tensor([list(image_size)])
     with torch.no_grad():
@@ -265,7 +272,6 @@ def llava_onevision(seed: int = 0, image_seed: int = 5, image_size: tuple[int, i
     28 x 28 (the first pinpoint, the export's default): 2 tiles, 16 + 4 x (4 + 1) = 36
     image tokens."""
     import transformers as tf
-    from transformers.models.llava_next.modeling_llava_next import image_size_to_num_patches
 
     torch.manual_seed(seed)
     text = {k: v for k, v in TEXT.items() if k != "head_dim"}
@@ -274,13 +280,7 @@ def llava_onevision(seed: int = 0, image_seed: int = 5, image_size: tuple[int, i
                                      vision_config={**_vision(), "model_type": "siglip_vision_model"},
                                      image_token_id=90, image_grid_pinpoints=pinpoints)
     model = tf.LlavaOnevisionForConditionalGeneration(config).eval()
-    tiles = image_size_to_num_patches(list(image_size), pinpoints, 28)
-    pixels = _pixels((1, tiles, 3, 28, 28), image_seed)
-    sizes = torch.tensor([list(image_size)])
-    with torch.no_grad():
-        rows = sum(f.shape[0] for f in model.get_image_features(pixels, image_sizes=sizes).pooler_output)
-    return Case(model, torch.tensor([[2, 5, *[90] * rows, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
-                {"pixel_values": pixels, "image_sizes": sizes}, feature_kwargs={"image_sizes": sizes})
+    return _anyres_case(model, pinpoints, image_size, image_seed)
 
 
 CASES = {"qwen3_vl": qwen3_vl, "voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True), "llava": llava,

@@ -10,7 +10,7 @@ import copy
 
 import pytest
 import torch
-from nemo_asr_cases import bpe_model, build, config, nemo_or_skip, synthetic_audio, tokenizer_dir
+from nemo_asr_cases import bpe_model, build, config, synthetic_audio, tokenizer_dir
 from speech.nemo_models import liven, nemo_greedy, nemo_text
 
 import t2n.nemo
@@ -23,10 +23,6 @@ UTTERANCES = [(16000, 0), (20500, 1), (9000, 2), (80000, 3)]
 """About 1 s, 1.3 s, 0.56 s, and 5 s: longer than any utterance NeMo's model had seen
 when exported (its tables are grown as it sees audio; the export grows them to its span)."""
 
-
-@pytest.fixture(autouse=True, scope="module")
-def nemo_asr():
-    return nemo_or_skip()
 
 
 def assert_transcribes_as_nemo(model, asr):

@@ -10,7 +10,7 @@ import copy
 import numpy as np
 import pytest
 import yaml
-from nemo_asr_cases import config, nemo_or_skip, synthetic_audio
+from nemo_asr_cases import config, synthetic_audio
 from speech.nemo_models import liven, nemo_greedy, nemo_text
 
 import t2n.nemo
@@ -24,10 +24,6 @@ POSITIONS = 160
 """The positional table of the test models: 160 encoded frames (NeMo grows a shorter
 one on the first utterance the test model sees: 160 feature frames, padded to 16)."""
 
-
-@pytest.fixture(autouse=True, scope="module")
-def nemo_asr():
-    return nemo_or_skip()
 
 
 def short_table_model(arch: str):

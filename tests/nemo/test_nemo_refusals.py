@@ -12,7 +12,7 @@ import wave
 
 import numpy as np
 import pytest
-from nemo_asr_cases import build, config, nemo_or_skip, synthetic_audio
+from nemo_asr_cases import build, config, synthetic_audio
 
 import t2n.nemo
 from t2n.cli.main import main
@@ -28,10 +28,6 @@ from t2n.errors import (
 pytestmark = pytest.mark.slow
 """Each case builds or exports tiny NeMo models (a few seconds each, after NeMo's import)."""
 
-
-@pytest.fixture(autouse=True, scope="module")
-def nemo_asr():
-    return nemo_or_skip()
 
 
 @pytest.fixture(scope="module")

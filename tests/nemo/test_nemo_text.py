@@ -13,7 +13,6 @@ from nemo_asr_cases import (
     bpe_model,
     build,
     nemo_decoding_text,
-    nemo_or_skip,
     synthetic_audio,
     tokenizer_dir,
 )
@@ -23,10 +22,6 @@ import t2n.nemo
 pytestmark = pytest.mark.slow
 """Each case builds and exports tiny NeMo models (a few seconds each, after NeMo's import)."""
 
-
-@pytest.fixture(autouse=True, scope="module")
-def nemo_asr():
-    return nemo_or_skip()
 
 
 def crafted_ids(tokenizer) -> list[list[int]]:
