@@ -87,12 +87,12 @@ def load_side(folder: Path) -> Any:
     if found is None:
         fail(f"{folder} holds no tokenizer/ nor processor/: export it with --dump-with-tokenizer-and-conf (t2n llm, "
              "from a checkpoint folder that holds its tokenizer files)")
-    config: dict[str, Any] = {}
-    if (folder / "config.json").is_file():
-        config["config"] = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
     if found.name == "processor":
         processor: Any = transformers.AutoProcessor  # untyped in transformers
         return processor.from_pretrained(found, local_files_only=True)
+    config: dict[str, Any] = {}
+    if (folder / "config.json").is_file():
+        config["config"] = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
     return transformers.AutoTokenizer.from_pretrained(found, local_files_only=True, **config)
 
 
