@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from t2n.errors import InvalidArgumentError
+from t2n.llm.common.generate import as_numpy
 
 ENCODER_INPUTS = ("pixel_values", "input_features")
 """The processor outputs that are an encoder's raw input, one image or clip per row."""
@@ -55,22 +56,14 @@ def _prompt(inputs: Mapping[str, npt.ArrayLike]) -> np.ndarray:
     if "input_ids" not in inputs:
         raise InvalidArgumentError(f"inputs has no input_ids (it has {', '.join(sorted(inputs)) or 'nothing'}): "
                                    "give what the model's tokenizer or processor returns")
-    ids = np.asarray(_numpy(inputs["input_ids"]), dtype=np.int64)
+    ids = np.asarray(as_numpy(inputs["input_ids"]), dtype=np.int64)
     if ids.ndim != 2 or ids.shape[0] != 1:
         raise InvalidArgumentError(f"input_ids must be one prompt, [1, S], got shape {list(ids.shape)}")
     mask = inputs.get("attention_mask")
-    if mask is not None and not np.all(np.asarray(_numpy(mask)) == 1):
+    if mask is not None and not np.all(np.asarray(as_numpy(mask)) == 1):
         raise InvalidArgumentError("attention_mask holds zeros: a padded prompt is not generated; give the "
                                    "prompt without padding")
     return ids
-
-
-def _numpy(value: npt.ArrayLike | object) -> np.ndarray:
-    """A torch tensor or array-like as numpy (on the CPU)."""
-    detach = getattr(value, "detach", None)
-    if callable(detach):
-        return np.asarray(detach().cpu().numpy())
-    return np.asarray(value)
 
 
 def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLike], max_new_tokens: int
@@ -100,7 +93,7 @@ def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLik
             f"the {modality} encoder of {folder} takes {', '.join(sorted(wanted))}; the inputs also hold "
             f"{', '.join(others) or 'other names'}: encode with t2n.llm.multimodal.generate.tract_encode_images "
             "and pass the rows to tract_multimodal_generate (see docs/multimodal.md)")
-    raw = _numpy(inputs[name])
+    raw = as_numpy(inputs[name])
     if sized:
         images = _tiled_images(raw, inputs, entries)
     else:
@@ -118,7 +111,7 @@ def _check_token_types(inputs: Mapping[str, npt.ArrayLike], modes: Mapping[str, 
     if "prefix" not in modes:
         raise InvalidArgumentError("the inputs hold token_type_ids, which this export's decoder does not take "
                                    "(its graph finds the image tokens from the placeholders): drop them")
-    if np.any(_numpy(inputs["token_type_ids"]) != 0):
+    if np.any(as_numpy(inputs["token_type_ids"]) != 0):
         raise InvalidArgumentError("token_type_ids mark a causal suffix in the prompt (1s): the export's first call "
                                    "attends both ways over its whole prompt; give the prompt without a suffix")
 
@@ -141,8 +134,8 @@ def _tiled_images(raw: np.ndarray, inputs: Mapping[str, npt.ArrayLike], entries:
                   ) -> list[tuple[np.ndarray, tuple[int, int] | None]]:
     """Each image of the processor's ``[IMAGES, N, 3, S, S]`` (tiles padded to the longest
     image's) with its size: its own tiles, as many as its size's encoder takes."""
-    sizes = np.asarray(_numpy(inputs["image_sizes"])).reshape(-1, 2)
-    counts = np.asarray(_numpy(inputs.get("batch_num_images", np.ones(len(sizes)))))
+    sizes = np.asarray(as_numpy(inputs["image_sizes"])).reshape(-1, 2)
+    counts = np.asarray(as_numpy(inputs.get("batch_num_images", np.ones(len(sizes)))))
     if np.any(counts != 1):
         raise InvalidArgumentError("batch_num_images holds a prompt of several images, which LLaVA-OneVision "
                                    "encodes as their base tiles only (not exported yet): give one image a prompt")

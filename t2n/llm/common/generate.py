@@ -85,3 +85,10 @@ def greedy_ids(step: Callable[[np.ndarray], list[np.ndarray]], ids: np.ndarray, 
         tokens.append(token)
         ids = np.array([[token]], dtype=np.int64)
     return tokens
+
+
+def as_numpy(value: object) -> np.ndarray:
+    """A processor's or tokenizer's value as numpy: a torch tensor (detached, on the CPU)
+    or anything numpy takes."""
+    detach = getattr(value, "detach", None)
+    return np.asarray(detach().cpu().numpy() if callable(detach) else value)

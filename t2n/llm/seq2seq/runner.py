@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from t2n.errors import InvalidArgumentError
+from t2n.llm.common.generate import as_numpy
 from t2n.llm.seq2seq.manifest import Manifest
 from t2n.llm.seq2seq.rules import check_prompt
 
@@ -111,11 +112,11 @@ def _encoder_input(inputs: Mapping[str, npt.ArrayLike], name: str, dtype: np.dty
     """The encoder's input of a tokenizer's or processor's output (one sequence, no padding)."""
     if name not in inputs:
         raise InvalidArgumentError(f"the encoder takes {name!r}; the inputs hold {sorted(inputs)}")
-    array = np.asarray(_plain(inputs[name]), dtype=dtype)
+    array = np.asarray(as_numpy(inputs[name]), dtype=dtype)
     if array.ndim < 2 or array.shape[0] != 1:
         raise InvalidArgumentError(f"{name} must hold one sequence (batch 1), got shape {list(array.shape)}")
     mask = inputs.get("attention_mask")
-    if name == "input_ids" and mask is not None and not np.all(np.asarray(_plain(mask)) == 1):
+    if name == "input_ids" and mask is not None and not np.all(np.asarray(as_numpy(mask)) == 1):
         raise InvalidArgumentError("attention_mask masks some tokens: the exported encoder takes one sequence "
                                    "without padding; pass its tokens alone")
     return array
@@ -125,16 +126,10 @@ def _prompt(inputs: Mapping[str, npt.ArrayLike], default: Sequence[int]) -> list
     given = inputs.get("decoder_input_ids")
     if given is None:
         return list(default)
-    array = np.asarray(_plain(given), dtype=np.int64).reshape(-1)
+    array = np.asarray(as_numpy(given), dtype=np.int64).reshape(-1)
     if array.size == 0:
         raise InvalidArgumentError("decoder_input_ids is empty: give the decoder's start tokens, or leave it out")
     return [int(t) for t in array]
-
-
-def _plain(value: object) -> object:
-    """A torch tensor as numpy (anything else as it is)."""
-    detach = getattr(value, "detach", None)
-    return detach().cpu().numpy() if callable(detach) else value
 
 
 def generate(export_dir: str | Path, inputs: Mapping[str, npt.ArrayLike], max_new_tokens: int) -> list[int]:
