@@ -109,6 +109,8 @@ def cases() -> list[Case]:
         ("batch norm", "norm kind=batch", {}, shape),
         ("decoder block", "block kind=decoder", {}, {"c": (16, 32, 64), "s": (16, 64, 128), "n": N}),
         ("sequencer block", "block kind=sequencer", {}, {"c": (32, 64), "s": (8, 16, 32), "n": (1,)}),
+        ("tied output head", "head kind=tied", {"v": (8192, 32000, 128256)},
+         {"c": (256, 512, 1024, 2048), "s": (1, 8, 64), "n": (1,)}),
     ]
 
 
@@ -135,6 +137,8 @@ def _largest(family: str, p: dict[str, Any]) -> int:
         return n * s * c * 8
     if family == "cumsum":
         return n * c * s
+    if family == "head":  # the logits (the weight is no activation)
+        return n * s * int(p["v"])
     return n * c * s ** dims
 
 

@@ -261,9 +261,30 @@ def block(p: dict[str, str]) -> Case:
     return module, (torch.randn(n, c, s, s, generator=_gen()),)
 
 
+class TiedHead(nn.Module):
+    """A language model's two ends: token embedding, a mixing step, and the output
+    projection whose weight is the embedding matrix (``tie_word_embeddings``)."""
+
+    def __init__(self, vocab: int, width: int) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.head(torch.tanh(self.embed(ids)))
+        return out
+
+
+def head(p: dict[str, str]) -> Case:
+    """``v`` vocabulary rows of width ``c``, ``s`` tokens of a batch of ``n``."""
+    v, c, s, n = int(p["v"]), int(p["c"]), int(p["s"]), int(p["n"])
+    return TiedHead(v, c), (torch.randint(0, v, (n, s), generator=_gen()),)
+
+
 FAMILIES: dict[str, Callable[[dict[str, str]], Case]] = {
     "upsample": upsample, "pool": pool, "cumsum": cumsum, "rnn": rnn, "attention": attention,
-    "norm": norm, "block": block,
+    "norm": norm, "block": block, "head": head,
 }
 
 

@@ -16,8 +16,8 @@ and a Marian-like one (d_model 512, 6 + 6 layers, 8 heads, vocab 58101). For eac
   cross keys and values (optimum computes them in the first call of a third graph,
   ``decoder_model.onnx``); the decoder returns the last position's logits and the grown
   cache. Each ONNX graph's outputs are compared with t2n's on the same inputs;
-- t2n's two exports of a copy of the model whose output projection's weight is stored
-  apart from the embedding it is tied to (:data:`UNTIED`, ``--no-untied`` to skip).
+- t2n's two exports without the tied projection's copy (:data:`COPY_OFF`,
+  ``--no-copy-off`` to skip): what the copy buys.
 
 Timing, in this process's CPU time (tract runs on this thread; a shared machine's other
 jobs do not count) and wall clock: the encoder, median of interleaved runs
@@ -69,29 +69,12 @@ MODELS = {
     "whisper": "Whisper-tiny-like (d_model 384, 4+4 layers, 6 heads, 80 mel bins, vocab 51865)",
     "marian": "Marian-like (d_model 512, 6+6 layers, 8 heads, vocab 58101)",
 }
-UNTIED = "head apart"
-"""The variant whose output projection holds its own copy of the embedding matrix (one
-element one ulp off, so that tract's optimizer, which merges equal constants, does not
-tie them again). Both models tie their output projection to the decoder's embedding:
-tract then does not pre-pack that matrix (its constant folding leaves a large constant
-with several readers alone) and packs it again at every decoder call (0.1 s of a Marian
-token); torch.onnx writes the projection's weight transposed, a second constant tract
-packs once. Not a t2n default: it shows what t2n's artifacts cost without the repacking."""
-
-
-def untied(model: Any) -> Any:
-    """A copy of ``model`` whose output projection holds its own copy of the embedding
-    matrix (:data:`UNTIED`)."""
-    import copy
-
-    config = copy.deepcopy(model.config)
-    config.tie_word_embeddings = False
-    twin = type(model)(config).eval()
-    twin.load_state_dict(model.state_dict())
-    weight = twin.get_output_embeddings().weight
-    with torch.no_grad():
-        weight[0, 0] = torch.nextafter(weight[0, 0], torch.tensor(float("inf")))
-    return twin
+COPY_OFF = "copy off"
+"""t2n's artifacts of the same model written with ``copy_tied_weights=False``: the output
+projection reads the embedding matrix it is tied to, which tract then packs at every
+decoder call (its constant folding leaves a large constant with several readers alone).
+The default writes a transposed copy for the projection, packed once at load, as
+torch.onnx writes a second initializer (see ``t2n/backends/tract/passes/product_weights.py``)."""
 
 
 def build(kind: str, positions: int) -> torch.nn.Module:
@@ -111,7 +94,7 @@ class Exported:
     """One model's artifacts: t2n's two exports and the ONNX encoder and decoder-with-past
     (or why torch.onnx could not write them)."""
 
-    def __init__(self, model: Any, folder: Path, twin: Any | None) -> None:
+    def __init__(self, model: Any, folder: Path, copy_off: bool) -> None:
         from t2n.llm.common.options import LLMExportOptions
         from t2n.llm.seq2seq import export_seq2seq
         from t2n.llm.seq2seq.families import family_of
@@ -128,9 +111,10 @@ class Exported:
             export_seq2seq(model, folder / f"t2n_{form}", LLMExportOptions(kv_cache=form, verify=False))
             self.t2n[form] = folder / f"t2n_{form}"
             self.seconds[f"t2n {form}"] = time.perf_counter() - start
-            if twin is not None:
-                export_seq2seq(twin, folder / f"t2n_{form}_untied", LLMExportOptions(kv_cache=form, verify=False))
-                self.t2n[f"{form}, {UNTIED}"] = folder / f"t2n_{form}_untied"
+            if copy_off:
+                export_seq2seq(model, folder / f"t2n_{form}_copy_off",
+                               LLMExportOptions(kv_cache=form, verify=False, copy_tied_weights=False))
+                self.t2n[f"{form}, {COPY_OFF}"] = folder / f"t2n_{form}_copy_off"
         start = time.perf_counter()
         self.onnx: dict[str, Path | str] = {"encoder": self._onnx_encoder(model, folder / "encoder.onnx"),
                                             "decoder": self._onnx_decoder(model, folder / "decoder_with_past.onnx")}
@@ -313,7 +297,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         seen.add((r["model"], r["source"]))
         e = r["encoder_cpu"]
         lines.append(f"| {r['model']} | {_source(r)} | {_ms(e, 'onnx', 1)} | {_ms(e, 't2n', 1)} | {_ratio(e, 't2n')} |")
-    forms = [f"t2n {f}" for f in ("explicit", "stateful", f"explicit, {UNTIED}", f"stateful, {UNTIED}")]
+    forms = [f"t2n {f}" for f in ("explicit", "stateful", f"explicit, {COPY_OFF}", f"stateful, {COPY_OFF}")]
     shown = [f for f in forms if any(f in r["decoder_cpu"] for r in rows)]
     lines += ["", "| model | source | decoded | ONNX ms/token | " + " | ".join(f"{f} ms/token" for f in shown) + " | "
               + " | ".join(f"{f} / ONNX" for f in shown) + " |", "|---|---:|---:|---:|" + "---:|" * (2 * len(shown))]
@@ -347,8 +331,8 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--whisper-positions", type=int, default=1500,
                         help="Whisper's encoder positions (frames / 2; 1500 is Whisper's 30 s)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--untied", action=argparse.BooleanOptionalAction, default=True,
-                        help="also time t2n's artifacts of the model with its output projection's weight apart")
+    parser.add_argument("--copy-off", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time t2n's artifacts written without the tied projection's copy")
     parser.add_argument("--min-seconds", type=float, default=5.0, help="encoder: time each side about this long")
     parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS_SEQ2SEQ.md")
     args = parser.parse_args(argv)
@@ -363,7 +347,7 @@ def main(argv: list[str] | None = None) -> str:
     try:
         for kind in args.models:
             model = build(kind, args.whisper_positions)
-            exported = Exported(model, scratch / kind, untied(model) if args.untied else None)
+            exported = Exported(model, scratch / kind, args.copy_off)
             exports[kind] = exported.seconds
             rows += measure_model(kind, exported, args.sources, args.decoded, args.rounds, args.min_seconds)
             shutil.rmtree(scratch / kind, ignore_errors=True)
@@ -391,8 +375,8 @@ def report(command: str, note: str, rows: list[dict[str, Any]], exports: dict[st
             f"encoder: median of interleaved runs (at least {args.rounds}, about {args.min_seconds:g} s "
             f"each side); decoder: mean per one-token call over the decoded length after the start token, "
             f"median of {args.rounds} rounds. Ratios: t2n over the ONNX path (below 1: t2n is faster). "
-            f"*{UNTIED}*: t2n's artifacts of the same model with the output projection's weight stored apart from "
-            f"the embedding it is tied to (not a default: see below). "
+            f"*{COPY_OFF}*: t2n's artifacts of the same model written with `copy_tied_weights=False` (the output "
+            f"projection reads the embedding matrix it is tied to; not the default: see below). "
             f"The stateful export's encoder is the explicit one's graph (timed once). "
             f"Export times: {seconds}.\n\n{table(rows)}")
 

@@ -72,6 +72,10 @@ COMPRESSION_CHOICES = ["min_max_q4_0", "min_max_q4_0_with_embeddings", "min_max_
                    "write an encoder for images of H x W pixels; repeat for several sizes (default: one "
                    "encoder of the model's default size). Mistral 3's one encoder takes every size: it is "
                    "checked at these.")
+@click.option("--copy-tied-weights/--no-copy-tied-weights", default=True, show_default=True,
+              help="An output projection tied to the embedding reads a transposed copy of the matrix "
+                   "(one more copy on disk), which tract packs once at load; without it tract packs the "
+                   "matrix at every call (several times slower per token).")
 @click.option("--progress/--no-progress", default=None,
               help="Log each stage on stderr (default: only when stderr is a terminal).")
 @click.option("--overwrite", is_flag=True,
@@ -87,7 +91,7 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
                 dump_with_tokenizer_and_conf: bool, naming_scheme: str, trust_remote_code: bool,
                 merge_peft: Path | None, force_inputs_dtype: str | None,
                 sample_generation_total_size: int | None, progress: bool | None, window_kv_cache: bool,
-                image_size: tuple[str, ...] = (), overwrite: bool = False) -> None:
+                image_size: tuple[str, ...] = (), overwrite: bool = False, copy_tied_weights: bool = True) -> None:
     """Export the causal language model in LOCAL_DIR to tract with an explicit KV cache
     (inputs input_ids and in_cache_key/value_i; outputs outputs and out_cache_key/value_i).
 
@@ -107,7 +111,7 @@ def llm_command(local_dir: Path, export_dirpath: Path, force_module_dtype: str |
         merge_peft=merge_peft, force_inputs_dtype=force_inputs_dtype,
         sample_generation_total_size=sample_generation_total_size, kv_cache=kv_cache, reify_rope=reify_rope_operator,
         reify_rms_norm=reify_rms_norm_operator, window_kv_cache=window_kv_cache, overwrite=overwrite,
-        image_sizes=[_image_size(s) for s in image_size] or None)
+        image_sizes=[_image_size(s) for s in image_size] or None, copy_tied_weights=copy_tied_weights)
     path = export_with_options(local_dir, export_dirpath, options)
     click.echo(f"wrote {path}")
 

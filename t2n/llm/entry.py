@@ -32,7 +32,7 @@ def export_llm(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[st
                overwrite: bool = False, merge_peft: str | os.PathLike[str] | None = None,
                force_inputs_dtype: str | None = None,
                sample_generation_total_size: int | None = None, window_kv_cache: bool = False,
-               image_sizes: Sequence[tuple[int, int]] | None = None) -> Path:
+               image_sizes: Sequence[tuple[int, int]] | None = None, copy_tied_weights: bool = True) -> Path:
     """Export a causal LM to ``export_dirpath``; returns the path of the ``.nnef.tgz``
     (of ``multimodal.json`` for a vision- or audio-language model: see
     :mod:`t2n.llm.multimodal`).
@@ -67,6 +67,10 @@ def export_llm(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[st
     (Qwen2.5-VL, Qwen3-VL), the (height, width) pixel sizes to write an encoder artifact
     for, one each; Mistral 3's one encoder takes every size, and is checked at these
     (see ``docs/multimodal.md``).
+    ``copy_tied_weights``: the output projection of a model whose embedding it shares reads
+    a transposed copy of the matrix (one more copy on disk), which tract packs once at load;
+    False writes the matrix once and tract packs it at every call (6-14x slower per token
+    in benchmarks/RESULTS_SEQ2SEQ.md).
     """
     opts = LLMExportOptions(
         dtype=dtype, compression=compression, force_f32_attention=force_f32_attention,
@@ -77,7 +81,7 @@ def export_llm(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[st
         kv_cache=kv_cache, reify_rope=reify_rope, reify_rms_norm=reify_rms_norm, overwrite=overwrite,
         merge_peft=merge_peft, force_inputs_dtype=force_inputs_dtype,
         sample_generation_total_size=sample_generation_total_size, window_kv_cache=window_kv_cache,
-        image_sizes=image_sizes)
+        image_sizes=image_sizes, copy_tied_weights=copy_tied_weights)
     return export_with_options(model_or_dir, export_dirpath, opts)
 
 

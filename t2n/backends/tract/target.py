@@ -29,6 +29,7 @@ from t2n.backends.tract.passes import (
     NearestAsDeconv,
     NearestUpsample,
     ReifySdpa,
+    UntieProductWeights,
 )
 from t2n.backends.tract.properties import checked_properties, identity_properties
 from t2n.backends.tract.renderer import TractRenderer
@@ -57,13 +58,13 @@ def _tract_version(value: object) -> str:
     return version_text(value, "TractNNEF version")
 
 
-def _flag(name: str) -> Any:
+def _flag(name: str, default: bool = False) -> Any:
     def check(value: object) -> bool:
         if not isinstance(value, bool):
             raise InvalidArgumentError(f"TractNNEF({name}=...) must be True or False, got {value!r}")
         return value
 
-    return attrs.field(default=False, kw_only=True, converter=check)
+    return attrs.field(default=default, kw_only=True, converter=check)
 
 
 RECURRENT_KERNELS = ("auto", "fused", "loop")
@@ -139,6 +140,11 @@ class TractNNEF(Target):
     ``"fused"`` always tract's own kernels (the ONNX path's form: loads fastest, runs as
     the ONNX path does), ``"loop"`` always standard operations in the loop (runs up to
     1.4x faster on large steps over long sequences, loads 3-8x slower).
+    ``copy_shared_product_weights`` (on by default): a matrix product whose weight (over
+    4 MiB) other ops read too, such as an output projection tied to the embedding, reads
+    a transposed copy of its own, which tract packs once at load instead of at every call
+    (:mod:`t2n.backends.tract.passes.product_weights`); off, the artifact is smaller by
+    that weight and the product slower.
     """
 
     version: str = attrs.field(default=TRACT_LATEST, converter=_tract_version)
@@ -155,6 +161,7 @@ class TractNNEF(Target):
     feature_flags: frozenset[str] = attrs.field(default=None, kw_only=True, converter=_feature_flags)
     reify_sdpa_operator: bool = _flag("reify_sdpa_operator")
     upsample_with_debox: bool = _flag("upsample_with_debox")
+    copy_shared_product_weights: bool = _flag("copy_shared_product_weights", default=True)
     recurrent_kernels: str = attrs.field(default="auto", kw_only=True, converter=_recurrent_kernels)
     # f32-forcing (t2n.passes.precision): parts of an f16 model computed in f32
     force_attention_inner_in_f32: bool = _flag("force_attention_inner_in_f32")
@@ -207,6 +214,8 @@ class TractNNEF(Target):
             out.append(GruSequence(self.recurrent_kernels))  # why: backends/tract/passes/gru_sequence.py
         elif self.at_least("0.23.0"):
             out.append(NearestAsDeconv())
+        if self.copy_shared_product_weights:
+            out.append(UntieProductWeights())  # why: backends/tract/passes/product_weights.py
         return out
 
     def lowering_passes(self) -> list[Pass]:

@@ -60,6 +60,11 @@ class LLMExportOptions:
     sample_generation_total_size: int | None = None
     window_kv_cache: bool = False
     image_sizes: Sequence[tuple[int, int]] | None = None
+    copy_tied_weights: bool = True
+    """An output projection tied to the embedding (any product sharing a weight over 4 MiB
+    with other readers) reads a transposed copy, packed once by tract instead of at every
+    call (``TractNNEF.copy_shared_product_weights``); False: the artifact is smaller by the
+    copy and each token slower."""
 
     def check(self, out: Path) -> None:
         """Every field checked (and the destination ``out``), before anything is written."""
@@ -115,7 +120,8 @@ class LLMExportOptions:
         target = TractNNEF(self.tract_version or TRACT_LATEST, force_attention_inner_in_f32=self.force_f32_attention,
                            force_linear_accumulation_in_f32=self.force_f32_linear_accumulator,
                            force_norm_in_f32=self.force_f32_normalization,
-                           reify_sdpa_operator=self.reify_sdpa_operator or self.window_kv_cache)
+                           reify_sdpa_operator=self.reify_sdpa_operator or self.window_kv_cache,
+                           copy_shared_product_weights=self.copy_tied_weights)
         if self.tract_check_io_tolerance is None:
             return target
         return attrs.evolve(target, check_io_tolerance=self.tract_check_io_tolerance)

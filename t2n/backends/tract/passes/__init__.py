@@ -9,6 +9,8 @@ from t2n.backends.tract.passes.gru_sequence import GruSequence
 from t2n.backends.tract.passes.moe import FuseMoeRouter
 from t2n.backends.tract.passes.nearest_deconv import NearestAsDeconv
 from t2n.backends.tract.passes.nearest_upsample import NearestUpsample
+from t2n.backends.tract.passes.product_weights import UntieProductWeights
 from t2n.backends.tract.passes.sdpa import ReifySdpa
 
-__all__ = ["DeboxUpsample", "FuseMoeRouter", "GruSequence", "NearestAsDeconv", "NearestUpsample", "ReifySdpa"]
+__all__ = ["DeboxUpsample", "FuseMoeRouter", "GruSequence", "NearestAsDeconv", "NearestUpsample", "ReifySdpa",
+           "UntieProductWeights"]
