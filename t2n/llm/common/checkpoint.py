@@ -106,12 +106,17 @@ def check_folder(folder: Path) -> dict[str, object]:
             f"[\"LlamaForCausalLM\"]), got {architectures!r}; rewrite it with config.save_pretrained()")
     model_type = config.get("model_type")
     check_architecture(names, None if model_type is None else str(model_type), str(folder / "config.json"))
+    check_weights(folder)
+    return config
+
+
+def check_weights(folder: Path) -> None:
+    """The folder holds safetensors weights, every shard inside it."""
     if not sorted(folder.glob("*.safetensors")):
         raise CheckpointFolderError(
             f"{folder} has no *.safetensors weights beside its config.json; save the model with "
             "model.save_pretrained(folder) (safetensors is its default)")
     check_shards_inside(folder)
-    return config
 
 
 def check_shards_inside(folder: Path) -> None:

@@ -73,6 +73,12 @@ class StreamedCheckpoint:
                 out.update({prefix + a: data for a in aliases})
         return out
 
+    def weights_inside(self, wrapper: torch.nn.Module, model: torch.nn.Module) -> dict[str, TensorData]:
+        """:meth:`weights_for` ``model`` under the names it has inside ``wrapper`` (the
+        module a graph is traced from)."""
+        prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
+        return self.weights_for(model, prefix)
+
 
 def _in_model_dtype(data: TensorData, owner: torch.Tensor) -> TensorData:
     """A float shard tensor as the f32/f16 of the model tensor it fills (converted on the
@@ -154,7 +160,7 @@ def meta_model_of(folder: Path,
     model.eval()
     tensors = converted_tensors(model, tensors, folder)  # as from_pretrained converts them
     check_agreement(model, tensors, folder)
-    compute_missing_buffers(model, tensors, folder)
+    compute_missing_tensors(model, tensors, folder)
     nbytes = sum(math.prod(p.shape) * p.element_size() for p in _unique_parameters(model))
     return model, StreamedCheckpoint(folder, tensors, nbytes)
 
@@ -205,11 +211,12 @@ def check_agreement(model: torch.nn.Module, tensors: Mapping[str, TensorData], f
     owners: dict[str, torch.Tensor] = {name: t for name, t in [*model.named_parameters(remove_duplicate=False),
                                        *model.named_buffers(remove_duplicate=False)]}
     missing, wrong, kinds = [], [], []
+    computed = _ignored(model, "_keys_to_ignore_on_load_missing")
     for names in aliases.values():
         found = next((n for n in names if n in tensors), None)
         t = owners[names[0]]
         if found is None:
-            if isinstance(t, torch.nn.Parameter):
+            if isinstance(t, torch.nn.Parameter) and not any(p.search(n) for p in computed for n in names):
                 missing.append(names[0])
             continue
         if tuple(tensors[found].shape) != tuple(t.shape):
@@ -245,16 +252,21 @@ def _listed(names: list[str]) -> str:
     return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
-def compute_missing_buffers(model: torch.nn.Module, tensors: Mapping[str, TensorData], folder: Path) -> None:
-    """Give each meta buffer the shards do not hold its value, computed by the model's
-    ``_init_weights`` (as ``from_pretrained`` does); a buffer that it does not compute is
-    refused by name, since its value in the real model is unknown."""
+def compute_missing_tensors(model: torch.nn.Module, tensors: Mapping[str, TensorData], folder: Path) -> None:
+    """Give each meta buffer the shards do not hold, and each parameter the model says
+    it computes when missing (``_keys_to_ignore_on_load_missing``: Marian's sinusoidal
+    position tables), its value computed by the model's ``_init_weights`` (as
+    ``from_pretrained`` does); one that it does not compute is refused by name, since its
+    value in the real model is unknown."""
     held = {n for names in _aliases(model).values() for n in names if n in tensors}
+    computed = _ignored(model, "_keys_to_ignore_on_load_missing")
     owners: list[tuple[torch.nn.Module, str, str]] = []
     for path, module in model.named_modules():
-        for name, b in module._buffers.items():
+        for name, t in [*module._buffers.items(), *module._parameters.items()]:
             full = f"{path}.{name}" if path else name
-            if b is not None and b.is_meta and full not in held:
+            if t is None or not t.is_meta or full in held:
+                continue
+            if name in module._buffers or any(p.search(full) for p in computed):
                 owners.append((module, name, full))
     if not owners:
         return
@@ -293,8 +305,14 @@ def _init_weights_of(model: torch.nn.Module, path: str) -> object:
 
 
 def _computed(model: torch.nn.Module, owners: list[tuple[torch.nn.Module, str, str]], fill: int) -> list[torch.Tensor]:
-    """Each buffer after ``_init_weights`` ran on its module, starting from ``fill``."""
+    """Each buffer (or parameter) after ``_init_weights`` ran on its module, starting from ``fill``."""
     for module, name, _ in owners:
+        if name in module._parameters:
+            p = module._parameters[name]
+            assert p is not None
+            module._parameters[name] = torch.nn.Parameter(torch.full(p.shape, fill, dtype=p.dtype),
+                                                          requires_grad=False)
+            continue
         b = module._buffers[name]
         assert b is not None
         module._buffers[name] = torch.full(b.shape, fill, dtype=b.dtype)
@@ -306,9 +324,9 @@ def _computed(model: torch.nn.Module, owners: list[tuple[torch.nn.Module, str, s
                 init(module)
     out = []
     for module, name, _ in owners:
-        b = module._buffers[name]
-        assert b is not None
-        out.append(b.clone())
+        t = module._parameters[name] if name in module._parameters else module._buffers[name]
+        assert t is not None
+        out.append(t.detach().clone())
     return out
 
 

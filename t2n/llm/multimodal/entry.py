@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from t2n.errors import CheckpointFolderError, InvalidArgumentError
+from t2n.errors import InvalidArgumentError
 from t2n.llm.common.options import LLMExportOptions
 from t2n.llm.multimodal.families import FAMILIES, family_of
 
@@ -59,16 +59,6 @@ def is_multimodal(model_or_dir: object) -> bool:
     return isinstance(model_or_dir, torch.nn.Module) and family_of(model_or_dir) is not None
 
 
-def _check_weights(folder: Path) -> None:
-    from t2n.llm.common.checkpoint import check_shards_inside
-
-    if not sorted(folder.glob("*.safetensors")):
-        raise CheckpointFolderError(
-            f"{folder} has no *.safetensors weights beside its config.json; save the model with "
-            "model.save_pretrained(folder) (safetensors is its default)")
-    check_shards_inside(folder)
-
-
 def _load(folder: Path, trust_remote_code: bool, dtype: torch.dtype | None) -> torch.nn.Module:
     """The folder's model loaded whole (the reference a streamed export is checked against, or
     the base an adapter is merged into)."""
@@ -95,9 +85,10 @@ def meta_multimodal(folder: Path, *, dtype: torch.dtype | None, trust_remote_cod
     streams from the shards into the encoder and decoder artifacts."""
     import transformers
 
+    from t2n.llm.common.checkpoint import check_weights
     from t2n.llm.common.streaming import meta_model_of
 
-    _check_weights(folder)
+    check_weights(folder)
     model_class = getattr(transformers, str(_folder_architecture(folder)))
 
     def build(config: transformers.PretrainedConfig, chosen: torch.dtype) -> transformers.PreTrainedModel:

@@ -62,10 +62,7 @@ class Written:
 def _streamed_weights(wrapper: torch.nn.Module, model: torch.nn.Module,
                       shards: StreamedCheckpoint | None) -> dict[str, TensorData] | None:
     """The weights of ``model`` inside ``wrapper`` read from the shards (None: the model's own)."""
-    if shards is None:
-        return None
-    prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
-    return shards.weights_for(model, prefix)
+    return None if shards is None else shards.weights_inside(wrapper, model)
 
 
 def embeddings_names(modality: str) -> tuple[str, str]:

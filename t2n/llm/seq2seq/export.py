@@ -10,9 +10,12 @@ folder) to two tract artifacts and a manifest:
   grown cache;
 - ``OUT/seq2seq.json`` (:mod:`t2n.llm.seq2seq.manifest`).
 
-Everything given is checked before ``export_dirpath`` is touched; after writing, the
-artifacts generate in tract against the model's own ``generate`` and forward
-(:mod:`t2n.llm.seq2seq.verify`); on any failure what this call wrote is removed."""
+A checkpoint folder is streamed, as a causal LM's is: the model is built on the meta
+device and every weight is read from the shards as the artifacts are written (Q4_0
+blocks computed as they stream), the folder's model loaded whole only to verify them when
+it fits in memory. Everything given is checked before ``export_dirpath`` is touched;
+after writing, the artifacts generate in tract against the model's own ``generate`` and
+forward (:mod:`t2n.llm.seq2seq.verify`); on any failure what this call wrote is removed."""
 
 from __future__ import annotations
 
@@ -22,10 +25,12 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import torch
 
 from t2n.errors import CheckpointFolderError, InvalidArgumentError
 from t2n.llm.common.options import LLMExportOptions
+from t2n.llm.common.streaming import StreamedCheckpoint
 from t2n.llm.seq2seq.families import Family, family_of
 from t2n.llm.seq2seq.layout import Seq2SeqLayout
 from t2n.llm.seq2seq.manifest import DECODER_PATH, ENCODER_PATH, MANIFEST, MODES, write_manifest
@@ -59,20 +64,18 @@ def export_seq2seq(model_or_dir: transformers.PreTrainedModel | str | os.PathLik
     out = Path(export_dirpath)
     opts.check(out)
     refuse_options(opts)
-    model, family = _resolve(model_or_dir, opts)
-    model = _as_exported(model, opts.torch_dtype())
-    folder = Path(model_or_dir) if isinstance(model_or_dir, (str, os.PathLike)) else None
+    source = _source(model_or_dir, opts)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     try:
-        return _export(model, family, out, opts, folder)
+        return _export(source, out, opts)
     except BaseException:
         _remove(out, created)
         raise
 
 
 UNSUPPORTED = {
-    "compression": None, "merge_peft": None, "force_inputs_dtype": None, "sample_generation_total_size": None,
+    "merge_peft": None, "force_inputs_dtype": None, "sample_generation_total_size": None,
     "image_sizes": None, "window_kv_cache": False,
 }
 """Options an encoder-decoder export does not take yet, with their only accepted value."""
@@ -90,18 +93,71 @@ def refuse_options(opts: LLMExportOptions) -> None:
                                    "without (kv_cache 'explicit' or 'stateful')")
 
 
-def _resolve(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str],
-             opts: LLMExportOptions) -> tuple[transformers.PreTrainedModel, Family]:
-    """The model (a folder's loaded with ``from_pretrained``, local files only) and its family."""
+@attrs.frozen
+class Source:
+    """What is exported: the model (on the meta device for a streamed folder), its family,
+    its folder, and the shards it streams from."""
+
+    model: transformers.PreTrainedModel
+    family: Family
+    folder: Path | None = None
+    shards: StreamedCheckpoint | None = None
+
+    def reference(self, opts: LLMExportOptions) -> transformers.PreTrainedModel | None:
+        """The model the artifacts are checked against: the one given, or the folder's
+        loaded whole (cast and quantized as the export was) when it fits in memory (else
+        None, with a warning saying the artifacts are not checked)."""
+        from t2n.llm.common.streaming import REFERENCE_MEMORY_FRACTION, fits_in_memory
+
+        if self.shards is None or self.folder is None:
+            return self.model
+        if not fits_in_memory(self.shards):
+            LOG.warning("the weights of %s take %.1f GB, more than %d%% of the memory available: the model is not "
+                        "loaded in PyTorch, so the artifacts are not verified against it (run them with "
+                        "t2n.llm.generate on a machine with more memory to check them)", self.folder,
+                        self.shards.nbytes / 1e9, round(100 * REFERENCE_MEMORY_FRACTION))
+            return None
+        loaded, _ = _load_folder(self.folder, opts.trust_remote_code, opts.torch_dtype())
+        return _quantized(_as_exported(loaded, opts.torch_dtype()), opts.compression, None)
+
+
+def _source(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str], opts: LLMExportOptions) -> Source:
+    """The model as it is traced: a folder's built on the meta device with its shards, an
+    object as given; cast (:func:`_as_exported`) and quantized as ``opts`` ask."""
     if isinstance(model_or_dir, (str, os.PathLike)):
-        return _load_folder(Path(model_or_dir), opts.trust_remote_code, opts.torch_dtype())
+        folder = Path(model_or_dir)
+        model, family, shards = _meta_folder(folder, opts.trust_remote_code, opts.torch_dtype())
+        model = _as_exported(model, opts.torch_dtype())
+        if family.f16_overflow_guard and next(model.parameters()).dtype == torch.float16:
+            LOG.info("%s computes in f16 with an overflow guard that reads activations: loaded whole, not "
+                     "streamed", family.model_class)
+            loaded, _ = _load_folder(folder, opts.trust_remote_code, opts.torch_dtype())
+            return Source(_quantized(_as_exported(loaded, opts.torch_dtype()), opts.compression, None), family, folder)
+        return Source(_quantized(model, opts.compression, shards), family, folder, shards)
     config = getattr(model_or_dir, "config", None)
     if not isinstance(model_or_dir, torch.nn.Module) or config is None:
         raise InvalidArgumentError("model_or_dir must be a transformers encoder-decoder model (a PreTrainedModel) "
                                    f"or the path of a local checkpoint folder, got {type(model_or_dir).__name__}")
     family = family_of(getattr(config, "model_type", None), type(model_or_dir).__name__)
-    model: Any = model_or_dir
-    return model.eval(), family
+    given: Any = model_or_dir
+    return Source(_quantized(_as_exported(given.eval(), opts.torch_dtype()), opts.compression, None), family)
+
+
+def _quantized(model: transformers.PreTrainedModel, compression: str | None, shards: StreamedCheckpoint | None
+               ) -> transformers.PreTrainedModel:
+    """``model`` with the weights ``compression`` picks marked Q4_0, encoder's and decoder's
+    alike (in place; computed from the shards as they stream for a model on the meta device)."""
+    if compression is None:
+        return model
+    from t2n.llm.common.streaming import quantize_streamed
+    from t2n.quant.model import quantize
+
+    LOG.info("quantizing the weights with %s", compression)
+    if shards is not None:
+        quantize_streamed(model, shards, compression)
+    else:
+        quantize(model, compression)
+    return model
 
 
 def _as_exported(model: transformers.PreTrainedModel, dtype: torch.dtype | None) -> transformers.PreTrainedModel:
@@ -123,10 +179,8 @@ def _as_exported(model: transformers.PreTrainedModel, dtype: torch.dtype | None)
     return cast
 
 
-def _load_folder(folder: Path, trust_remote_code: bool, dtype: torch.dtype | None
-                 ) -> tuple[transformers.PreTrainedModel, Family]:
-    """A checkpoint folder's model, loaded whole in its family's class (in ``dtype``, else
-    the checkpoint's)."""
+def _folder_family(folder: Path, trust_remote_code: bool) -> Family:
+    """The family of a checkpoint folder's ``config.json`` (refused when not proven)."""
     import transformers
 
     if not (folder / "config.json").is_file():
@@ -137,7 +191,41 @@ def _load_folder(folder: Path, trust_remote_code: bool, dtype: torch.dtype | Non
     except (OSError, ValueError) as exc:
         raise CheckpointFolderError(f"{folder}/config.json cannot be read: {exc}") from exc
     architectures = getattr(config, "architectures", None) or []
-    family = family_of(config.model_type, architectures[0] if architectures else None)
+    return family_of(config.model_type, architectures[0] if architectures else None)
+
+
+def _meta_folder(folder: Path, trust_remote_code: bool, dtype: torch.dtype | None
+                 ) -> tuple[transformers.PreTrainedModel, Family, StreamedCheckpoint]:
+    """A checkpoint folder's model on the meta device in its family's class, with the
+    folder's generation config (its forced and start tokens), and its shards, checked
+    against each other (:func:`t2n.llm.common.streaming.meta_model_of`)."""
+    import transformers
+
+    from t2n.llm.common.checkpoint import check_weights
+    from t2n.llm.common.streaming import meta_model_of
+
+    family = _folder_family(folder, trust_remote_code)
+    check_weights(folder)
+    cls = getattr(transformers, family.model_class)
+
+    def build(config: transformers.PretrainedConfig, chosen: torch.dtype) -> transformers.PreTrainedModel:
+        model: transformers.PreTrainedModel = cls._from_config(config, dtype=chosen)
+        return model
+
+    model: Any
+    model, shards = meta_model_of(folder, build, dtype=dtype, trust_remote_code=trust_remote_code)
+    if (folder / "generation_config.json").is_file():
+        model.generation_config = transformers.GenerationConfig.from_pretrained(folder, local_files_only=True)
+    return model, family, shards
+
+
+def _load_folder(folder: Path, trust_remote_code: bool, dtype: torch.dtype | None
+                 ) -> tuple[transformers.PreTrainedModel, Family]:
+    """A checkpoint folder's model, loaded whole in its family's class (in ``dtype``, else
+    the checkpoint's)."""
+    import transformers
+
+    family = _folder_family(folder, trust_remote_code)
     cls = getattr(transformers, family.model_class)
     LOG.info("loading %s from %s", family.model_class, folder)
     try:
@@ -158,26 +246,27 @@ def _remove(out: Path, created: bool) -> None:
     (out / MANIFEST).unlink(missing_ok=True)
 
 
-def _export(model: transformers.PreTrainedModel, family: Family, out: Path, opts: LLMExportOptions,
-            folder: Path | None) -> Path:
+def _export(source: Source, out: Path, opts: LLMExportOptions) -> Path:
+    from t2n.frontend.meta_trace import stand_ins
     from t2n.llm.seq2seq.verify import verify_seq2seq
 
+    model, family, folder = source.model, source.family, source.folder
     example = family.example(model)
-    layout = read_layout(model, family.input_name, example)
+    with stand_ins(model):  # one step on zeros for a model on the meta device (no memory)
+        layout = read_layout(model, family.input_name, example)
     if opts.forms().stateful:
-        import attrs
-
         layout = attrs.evolve(layout, stateful=True)
-    encoder = _write_encoder(model, family, layout, example, out, opts)
-    decoder = _write_decoder(model, family, layout, out, opts)
+    encoder = _write_encoder(model, family, layout, example, out, opts, source.shards)
+    decoder = _write_decoder(model, family, layout, out, opts, source.shards)
     rules = rules_of(model, family.audio)
     for setting in rules.not_applied:
         LOG.warning("%s's generation config sets %s: t2n's greedy loop does not apply it", type(model).__name__,
                     setting)
     manifest = write_manifest(out, family.model_type, type(model).__name__, layout, encoder, decoder, rules,
                               family.decoder_limit(model.config), _whisper_tokens(model, family))
-    if opts.verify:
-        verify_seq2seq(out, model, family, opts.tolerance())
+    reference = source.reference(opts) if opts.verify else None
+    if reference is not None:
+        verify_seq2seq(out, reference, family, opts.tolerance())
     if opts.dump_with_tokenizer_and_conf:
         copy_side_files(folder, model, family, out)
     return manifest
@@ -221,32 +310,34 @@ def _whisper_tokens(model: transformers.PreTrainedModel, family: Family) -> dict
 
 def _write(wrapper: torch.nn.Module, example: tuple[torch.Tensor, ...], path: Path, opts: LLMExportOptions, *,
            inputs: list[str], outputs: list[str], axes: dict[str, dict[int, str]], lines: list[str],
-           passes: list[Pass]) -> Artifact:
+           passes: list[Pass], shards: StreamedCheckpoint | None) -> Artifact:
     """Trace ``wrapper`` on ``example`` and write ``path`` (checked afterwards, with the other
-    artifact, against the model's own generation)."""
+    artifact, against the model's own generation); the weights from ``shards`` when streamed."""
     from t2n.driver.export import export_model
     from t2n.options import compile_options, write_options
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    model: torch.nn.Module = wrapper.model  # type: ignore[assignment]
     options = compile_options(opts.target(), input_names=inputs, output_names=outputs, dynamic_axes=axes,
                               custom_extensions=lines, nnef_variable_naming_scheme=opts.naming_scheme,
-                              passes=passes)
+                              passes=passes, weights_from=None if shards is None else shards.weights_inside(wrapper, model))
     with torch.no_grad():
         return export_model(wrapper.eval(), example, write_options(path), options)
 
 
 def _write_encoder(model: transformers.PreTrainedModel, family: Family, layout: Seq2SeqLayout,
-                   example: torch.Tensor, out: Path, opts: LLMExportOptions) -> Artifact:
+                   example: torch.Tensor, out: Path, opts: LLMExportOptions, shards: StreamedCheckpoint | None
+                   ) -> Artifact:
     limit = family.encoder_limit(model.config)
     lines = [] if family.audio else ["tract_assert T >= 1", *([f"tract_assert T <= {limit}"] if limit else [])]
     LOG.info("exporting the encoder of %s to %s", type(model).__name__, out / ENCODER_PATH)
     return _write(EncoderWrapper(model, family.input_name), (example,), out / ENCODER_PATH, opts,
                   inputs=[family.input_name], outputs=layout.encoder_outputs(), axes=layout.encoder_axes(),
-                  lines=lines, passes=[])
+                  lines=lines, passes=[], shards=shards)
 
 
 def _write_decoder(model: transformers.PreTrainedModel, family: Family, layout: Seq2SeqLayout, out: Path,
-                   opts: LLMExportOptions) -> Artifact:
+                   opts: LLMExportOptions, shards: StreamedCheckpoint | None) -> Artifact:
     """The decoder step; with tract's stateful cache, its self-attention cache inputs and
     outputs made tract's state by the interface pass run last in the pipeline."""
     from t2n.llm.common.stateful import StatefulKVCache
@@ -262,4 +353,4 @@ def _write_decoder(model: transformers.PreTrainedModel, family: Family, layout: 
     LOG.info("exporting the decoder of %s (%d layers) to %s", type(model).__name__, layout.layers, out / DECODER_PATH)
     return _write(DecoderWrapper(model, layout.layers), example, out / DECODER_PATH, opts,
                   inputs=layout.traced_decoder_inputs(), outputs=layout.traced_decoder_outputs(),
-                  axes=layout.decoder_axes(), lines=lines, passes=passes)
+                  axes=layout.decoder_axes(), lines=lines, passes=passes, shards=shards)

@@ -32,6 +32,10 @@ class Family:
     audio: bool = False
     decoder_positions: str | None = "max_position_embeddings"
     encoder_positions: str | None = "max_position_embeddings"
+    f16_overflow_guard: bool = False
+    """In f16 its layers test their activations for infinities in Python (``if
+    not torch.isfinite(h).all(): clamp``): a trace reads activations there, which a model
+    on the meta device cannot give, so an f16 checkpoint folder of it is loaded whole."""
 
     @property
     def input_name(self) -> str:
@@ -72,12 +76,15 @@ def audio_frames(model: transformers.PreTrainedModel) -> int:
 
 FAMILIES: tuple[Family, ...] = (
     Family("whisper", "WhisperForConditionalGeneration", audio=True, decoder_positions="max_target_positions"),
-    Family("bart", "BartForConditionalGeneration"),
-    Family("marian", "MarianMTModel"),
-    Family("t5", "T5ForConditionalGeneration", decoder_positions=None, encoder_positions=None),
+    Family("bart", "BartForConditionalGeneration", f16_overflow_guard=True),
+    Family("marian", "MarianMTModel", f16_overflow_guard=True),
+    Family("t5", "T5ForConditionalGeneration", decoder_positions=None, encoder_positions=None,
+           f16_overflow_guard=True),
     Family("m2m_100", "M2M100ForConditionalGeneration"),
     Family("pegasus", "PegasusForConditionalGeneration"),
     Family("mbart", "MBartForConditionalGeneration"),
+    Family("mt5", "MT5ForConditionalGeneration", decoder_positions=None, encoder_positions=None,
+           f16_overflow_guard=True),
 )
 """The proven families, in the order they were proven."""
 

@@ -164,8 +164,7 @@ def _write_artifact(wrapper: torch.nn.Module, model: torch.nn.Module, example: t
     LOG.info("exporting %s (%d layers) to %s", type(model).__name__, layout.num_layers, path)
     weights = None
     if shards is not None:  # streamed: the weights come from the shards
-        prefix = next(n for n, m in wrapper.named_modules() if m is model) + "."
-        weights = shards.weights_for(model, prefix)
+        weights = shards.weights_inside(wrapper, model)
     options = compile_options(
         opts.target(), input_names=layout.input_names(), output_names=layout.output_names(),
         dynamic_axes=layout.dynamic_axes(), custom_extensions=extension_lines(config_of(model), layout.has_past()),
