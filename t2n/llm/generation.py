@@ -84,20 +84,25 @@ def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLik
     entries = [e for e in manifest["encoders"] if e["modality"] == modality]
     if not entries:
         raise InvalidArgumentError(f"{folder} has no {modality} encoder: export a model that takes {name}")
-    wanted = set(entries[0]["inputs"])
+    order = [str(n) for n in entries[0]["inputs"]]  # the encoder's inputs (Qwen2-Audio: features and mask)
+    wanted = set(order)
     sized = "image_sizes" in inputs and _tiled(entries)
     others = sorted(set(inputs) - wanted - {"input_ids", "attention_mask", "token_type_ids"}
                     - ({"image_sizes", "batch_num_images"} if sized else set()))
-    if wanted != {name} or others:
+    missing = sorted(wanted - set(inputs))
+    if name not in wanted or others or missing:
+        what = f"the inputs also hold {', '.join(others)}" if others else f"the inputs lack {', '.join(missing)}"
         raise InvalidArgumentError(
-            f"the {modality} encoder of {folder} takes {', '.join(sorted(wanted))}; the inputs also hold "
-            f"{', '.join(others) or 'other names'}: encode with t2n.llm.multimodal.generate.tract_encode_images "
-            "and pass the rows to tract_multimodal_generate (see docs/multimodal.md)")
-    raw = as_numpy(inputs[name])
+            f"the {modality} encoder of {folder} takes {', '.join(order)}; {what}: give the processor's outputs "
+            "as it returns them, or encode with t2n.llm.multimodal.generate.tract_encode_images and pass the "
+            "rows to tract_multimodal_generate (see docs/multimodal.md)")
+    arrays = [as_numpy(inputs[n]) for n in order]
+    images: list[tuple[np.ndarray | tuple[np.ndarray, ...], tuple[int, int] | None]]
     if sized:
-        images = _tiled_images(raw, inputs, entries)
-    else:
-        images = [(raw[i:i + 1], None) for i in range(raw.shape[0])]
+        images = list(_tiled_images(arrays[0], inputs, entries))
+    else:  # one encoder call per image or clip, each with its row of every input
+        images = [(tuple(a[i:i + 1] for a in arrays) if len(arrays) > 1 else arrays[0][i:i + 1], None)
+                  for i in range(arrays[0].shape[0])]
     rows = tract_encode_images(folder, images, modality=modality)
     return tract_multimodal_generate(folder, ids, max_new_tokens, modality=modality, rows=rows)
 

@@ -283,6 +283,75 @@ def llava_onevision(seed: int = 0, image_seed: int = 5, image_size: tuple[int, i
     return _anyres_case(model, pinpoints, image_size, image_seed)
 
 
+def internvl(seed: int = 0, image_seed: int = 5) -> Case:
+    """InternVL: an InternViT tower (28 px tiles, 7 px patches: 16 patches and a class token),
+    the patch states pixel-shuffled by 0.5 into 4 rows of 4x the width, an MLP projector,
+    a Qwen2 decoder; ``image_seq_length`` 4 placeholders per tile, between ``<img>`` (91)
+    and ``</img>`` (92) as the processor writes them."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    config = tf.InternVLConfig(text_config={**text, "model_type": "qwen2"}, vision_config=_vision(),
+                               image_token_id=90, image_seq_length=4, downsample_ratio=0.5)
+    model = tf.InternVLForConditionalGeneration(config).eval()
+    pixels = _pixels((1, 3, 28, 28), image_seed)
+    return Case(model, torch.tensor([[2, 5, 91, *[90] * 4, 92, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels})
+
+
+def audio_rows(frames: int) -> int:
+    """The placeholders Qwen2-Audio's processor writes for a clip of ``frames`` real frames."""
+    return (((frames - 1) // 2 + 1) - 2) // 2 + 1
+
+
+def clips(frames: list[int], seed: int = 5, mel: int = 16, length: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
+    """Clips as Qwen2-Audio's processor pads them: ``input_features`` ``[CLIPS, mel, length]``
+    and ``feature_attention_mask`` ``[CLIPS, length]`` (int32), 1 over each clip's real frames."""
+    features = _pixels((len(frames), mel, length), seed)
+    mask = (torch.arange(length)[None, :] < torch.tensor(frames)[:, None]).to(torch.int32)
+    return features, mask
+
+
+def qwen2_audio(seed: int = 0, clip_seed: int = 5) -> Case:
+    """Qwen2-Audio: a Whisper-like tower (16 mel bins, 32 frames: the tiny model's 30 s,
+    strided to 16 positions, their attention masked beyond the clip's real frames, pooled
+    by 2) and a linear projector, a Qwen2 decoder; a clip of 20 real frames gives 5 audio
+    tokens (between ``<|audio_bos|>`` 91 and ``<|audio_eos|>`` 92)."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    audio = dict(d_model=32, encoder_ffn_dim=64, encoder_layers=1, encoder_attention_heads=2, num_mel_bins=16,
+                 max_source_positions=16)
+    config = tf.Qwen2AudioConfig(text_config={**text, "model_type": "qwen2"}, audio_config=audio,
+                                 audio_token_index=90)
+    model = tf.Qwen2AudioForConditionalGeneration(config).eval()
+    features, mask = clips([20], clip_seed)
+    prompt = torch.tensor([[2, 5, 91, *[90] * audio_rows(20), 92, 7, 8]])
+    return Case(model, prompt, torch.tensor([[2, 5, 7, 8, 11]]), (features, mask),
+                {"input_features": features, "feature_attention_mask": mask}, modality="audio")
+
+
+def decoder_rows(model: Any, inputs: dict[str, torch.Tensor], placeholder: int) -> torch.Tensor:
+    """``[N, hidden]``: the rows the model's own forward writes at the ``placeholder`` tokens
+    of ``inputs`` (its public forward, the embeddings read as its text model receives them):
+    what an encoder artifact must give, for a model without ``get_<modality>_features``."""
+    seen: list[torch.Tensor] = []
+
+    def keep(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        seen.append(kwargs["inputs_embeds"])
+
+    handle = model.model.language_model.register_forward_pre_hook(keep, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model(**inputs, use_cache=False)
+    finally:
+        handle.remove()
+    return seen[0][inputs["input_ids"] == placeholder]
+
+
 CASES = {"qwen3_vl": qwen3_vl, "voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True), "llava": llava,
          "paligemma": paligemma, "paligemma2": lambda: paligemma(version=2),
-         "llava_next": llava_next, "llava_onevision": llava_onevision}
+         "llava_next": llava_next, "llava_onevision": llava_onevision, "internvl": internvl,
+         "qwen2_audio": qwen2_audio}

@@ -24,7 +24,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import numpy as np
@@ -374,6 +374,24 @@ def quantize_streamed(model: torch.nn.Module, checkpoint: StreamedCheckpoint, re
         table[pname] = done[id(p)]
         setattr(module, SCALES_ATTR, table)
     LOG.info("%s: %d weights as Q4_0 (scales streamed from the shards)", chosen.name, len(done))
+
+
+M = TypeVar("M", bound=torch.nn.Module)
+
+
+def quantized(model: M, compression: str | None, shards: StreamedCheckpoint | None = None) -> M:
+    """``model`` with the weights the recipe ``compression`` picks marked Q4_0 (in place;
+    computed from ``shards`` as they stream for a model on the meta device; None: as it is)."""
+    if compression is None:
+        return model
+    from t2n.quant.model import quantize
+
+    LOG.info("quantizing the weights with %s", compression)
+    if shards is not None:
+        quantize_streamed(model, shards, compression)
+    else:
+        quantize(model, compression)
+    return model
 
 
 def _in_dtype(data: TensorData, dtype: DType) -> TensorData:

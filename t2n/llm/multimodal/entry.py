@@ -15,6 +15,7 @@ import torch
 
 from t2n.errors import InvalidArgumentError
 from t2n.llm.common.options import LLMExportOptions
+from t2n.llm.common.streaming import quantized
 from t2n.llm.multimodal.families import FAMILIES, family_of
 
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ MODEL_TYPES = {"gemma3": "Gemma3ForConditionalGeneration", "idefics3": "Idefics3
                "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration", "qwen3_vl": "Qwen3VLForConditionalGeneration",
                "voxtral": "VoxtralForConditionalGeneration", "llava": "LlavaForConditionalGeneration",
                "paligemma": "PaliGemmaForConditionalGeneration", "llava_next": "LlavaNextForConditionalGeneration",
-               "llava_onevision": "LlavaOnevisionForConditionalGeneration"}
+               "llava_onevision": "LlavaOnevisionForConditionalGeneration",
+               "internvl": "InternVLForConditionalGeneration", "qwen2_audio": "Qwen2AudioForConditionalGeneration"}
 """The multimodal class of a ``config.json`` that names no architecture, by model type."""
 
 
@@ -98,25 +100,6 @@ def meta_multimodal(folder: Path, *, dtype: torch.dtype | None, trust_remote_cod
     return meta_model_of(folder, build, dtype=dtype, trust_remote_code=trust_remote_code)
 
 
-def _quantized(model: torch.nn.Module, compression: str | None, shards: StreamedCheckpoint | None = None
-               ) -> torch.nn.Module:
-    """``model`` with the weights ``compression`` picks as Q4_0, encoders' and decoder's
-    alike (in place; from the shards as they stream for a model on the meta device): a
-    weight whose rows do not split into blocks of 32 (a patch embedding of 3 x 14 x 14)
-    stays in float."""
-    if compression is None:
-        return model
-    from t2n.llm.common.streaming import quantize_streamed
-    from t2n.quant.model import quantize
-
-    LOG.info("quantizing the weights with %s", compression)
-    if shards is not None:
-        quantize_streamed(model, shards, compression)
-    else:
-        quantize(model, compression)
-    return model
-
-
 def _reference(folder: Path, shards: StreamedCheckpoint, dtype: torch.dtype | None, trust_remote_code: bool,
                compression: str | None = None) -> torch.nn.Module | None:
     """The folder's model loaded whole to check the streamed artifacts, when it fits the
@@ -130,7 +113,7 @@ def _reference(folder: Path, shards: StreamedCheckpoint, dtype: torch.dtype | No
                     "with tract_multimodal_generate on a machine with more memory to check them)",
                     folder, shards.nbytes / 1e9, round(100 * REFERENCE_MEMORY_FRACTION))
         return None
-    return _quantized(_load(folder, trust_remote_code, dtype), compression)
+    return quantized(_load(folder, trust_remote_code, dtype), compression)
 
 
 def _source(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str], opts: LLMExportOptions
@@ -145,7 +128,7 @@ def _source(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str],
     folder = Path(model_or_dir) if isinstance(model_or_dir, (str, os.PathLike)) else None
     if folder is not None and adapter is None:
         model, shards = meta_multimodal(folder, dtype=dtype, trust_remote_code=trust)
-        return (_quantized(_computed_dtype(model), compression, shards), folder, shards,
+        return (quantized(_computed_dtype(model), compression, shards), folder, shards,
                 lambda: _reference(folder, shards, dtype, trust, compression))
     if isinstance(model_or_dir, torch.nn.Module):
         given: torch.nn.Module = model_or_dir  # its own methods (transformers wraps ``to``)
@@ -156,7 +139,7 @@ def _source(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str],
         from t2n.llm.common.peft import merge_adapter
 
         model = merge_adapter(model, adapter)
-    return _quantized(_computed_dtype(model), compression, None), folder, None, None
+    return quantized(_computed_dtype(model), compression, None), folder, None, None
 
 
 def _refuse_unsupported(opts: LLMExportOptions) -> None:

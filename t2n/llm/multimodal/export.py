@@ -335,16 +335,23 @@ def graph_interface(artifact: Artifact, entry: Mapping[str, object]) -> dict[str
     feeds and reads them by position), each with its shape (ints and size symbols), dtype
     and, for an output, the decoder input it feeds (by the ``outputs`` and ``deepstack``
     of the manifest's ``entry``)."""
+    from t2n.ir.dims import is_data_symbol
+
     listed = [o for key in ("outputs", "deepstack") for o in _json_list(entry.get(key))]
     feeds = {o["name"]: o["feeds"] for o in listed if isinstance(o, Mapping)}
+    declared = {o["name"]: o["shape"] for o in listed if isinstance(o, Mapping)}
 
-    def spec(value: Value) -> dict[str, object]:
-        return {"name": value.name, "shape": [d if isinstance(d, int) else str(d) for d in value.type.shape],
-                "dtype": str(value.type.dtype.numpy)}
+    def spec(value: Value, name: str) -> dict[str, object]:
+        """A length tract computes from the data (no symbol of the graph) is written as the
+        manifest's own symbol of that axis (``AUD``: the rows the decoder takes)."""
+        given = _json_list(declared.get(name))
+        shape = [d if isinstance(d, int) else given[i] if is_data_symbol(str(d)) and i < len(given) else str(d)
+                 for i, d in enumerate(value.type.shape)]
+        return {"name": name, "shape": shape, "dtype": str(value.type.dtype.numpy)}
 
     graph = artifact.ir
-    inputs = [{**spec(v), "name": n} for n, v in zip(artifact.input_names, graph.inputs)]
-    outputs = [{**spec(v), "name": n, "feeds": feeds.get(n)} for n, v in zip(artifact.output_names, graph.outputs)]
+    inputs = [spec(v, n) for n, v in zip(artifact.input_names, graph.inputs)]
+    outputs = [{**spec(v, n), "feeds": feeds.get(n)} for n, v in zip(artifact.output_names, graph.outputs)]
     return {"inputs": inputs, "outputs": outputs}
 
 
@@ -364,7 +371,8 @@ def _encoder_outputs(model: torch.nn.Module, family: Family, dtype: str) -> dict
         "modality": family.modality,
         "placeholder_token_id": placeholder_of(model, family),
         "inputs": list(family.input_names),
-        "outputs": [{"name": name_out, "feeds": name_in, "shape": [rows, hidden], "dtype": dtype}]}
+        "outputs": [{"name": name_out, "feeds": name_in, "shape": [rows, hidden], "dtype": dtype,
+                     **({"rows": family.rows} if family.rows else {})}]}
     deep = deepstack_names(model, family)
     if deep:  # added at the placeholder tokens to the output of decoder layer i
         entry["deepstack"] = [{"layer": i, "name": o, "feeds": n, "shape": [rows, hidden], "dtype": dtype}

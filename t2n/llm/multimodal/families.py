@@ -5,12 +5,13 @@ sizes of the example input the encoder is traced on.
 
 A family is found by the model's class name; its encoder is the model's own
 ``get_image_features`` (vision tower and projector), so the encoder artifact computes
-exactly what the model feeds its decoder."""
+exactly what the model feeds its decoder (Qwen2-Audio, which has no such function: the
+audio path of its forward, each clip's rows cut to its real frames)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import torch
@@ -84,6 +85,9 @@ class Family:
     the prompt, 1 for the tokens after it."""
     first_position: int = 0
     """The position of a sequence's first token (PaliGemma counts from 1)."""
+    rows: str = ""
+    """How many rows an input gives, for an encoder that computes it from the data
+    (Qwen2-Audio: from each clip's mask); written on the manifest's embeddings output."""
 
 
 def _placeholders(model: Any, ids: torch.Tensor) -> torch.Tensor:
@@ -517,7 +521,102 @@ QWEN3_VL = Family("qwen3_vl", "image", "image_token_id", ("pixel_values",), _qwe
                   deepstack=_qwen3_vl_streams, default_size=_qwen_size, check_size=_qwen_check,
                   forward_inputs=_qwen_inputs)
 
+
+def _pair(value: object) -> tuple[int, int]:
+    """A config size given as one int or a (height, width) pair (InternVL's ``image_size``)."""
+    if isinstance(value, (list, tuple)):
+        return int(value[0]), int(value[1])
+    assert isinstance(value, int)
+    return value, value
+
+
+def _internvl_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    height, width = _pair(config_of(model).vision_config.image_size)
+    return (torch.randn((1, 3, height, width), generator=torch.Generator().manual_seed(0)),)
+
+
+def _internvl_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
+    """The model's own ``get_image_features`` (the vision tower's configured layer, the class
+    token dropped, the pixel shuffle and the projector), which takes every tile at once and
+    returns ``[TILES, rows, hidden]`` without splitting it per image."""
+    return _pooled(model.get_image_features(pixel_values, return_dict=True))
+
+
+INTERNVL = Family("internvl", "image", "image_token_id", ("pixel_values",), _internvl_example, _internvl_encode,
+                  dynamic_axes={"pixel_values": {0: "IMAGES"}},
+                  fixed="pixel_values [IMAGES, 3, S, S] at the vision tower's image_size: the processor's tiles "
+                        "(each image's crops, then its thumbnail), image_seq_length rows each",
+                  forward_inputs=_llava_inputs)
+"""InternVL (InternViT, a pixel shuffle and an MLP projector, a Qwen2 decoder): each tile is
+one image of the tower, its rows at its ``image_seq_length`` placeholders."""
+
+
+def _qwen2_audio_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
+    """A clip as the processor pads it to the tower's 30 s (``2 * max_source_positions``
+    frames) with its ``feature_attention_mask`` (int32, as the feature extractor gives it):
+    three quarters real frames, so the trace takes the masked path."""
+    audio = config_of(model).audio_config
+    frames = 2 * int(audio.max_source_positions)
+    features = torch.randn((1, int(audio.num_mel_bins), frames), generator=torch.Generator().manual_seed(0))
+    mask = (torch.arange(frames) < frames - frames // 4).to(torch.int32)[None]
+    return features, mask
+
+
+def _qwen2_audio_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
+                        size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
+    return {"input_features": example[0], "feature_attention_mask": example[1]}
+
+
+def _kept_rows(features: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """``[sum(counts), C]``: the first ``counts[i]`` rows of each ``features[i]`` (``[N, T, C]``),
+    one clip after the other, as boolean-mask indexing keeps them, written as a gather over
+    a range whose length comes from the data (t2n has no IR for a boolean mask's selection)."""
+    ends = torch.cumsum(counts.to(torch.int64), dim=0)
+    row = torch.arange(cast(int, ends[-1]))  # a 0-d tensor: traced as the range's end (an int would be fixed)
+    clip = (row[:, None] >= ends[None, :]).to(torch.int64).sum(dim=1)
+    first = torch.index_select(ends - counts.to(torch.int64), 0, clip)
+    flat = features.reshape(-1, features.shape[-1])
+    return torch.index_select(flat, 0, clip * features.shape[1] + row - first)
+
+
+def _qwen2_audio_encode(model: Any, input_features: torch.Tensor, feature_attention_mask: torch.Tensor
+                        ) -> torch.Tensor:
+    """The rows ``Qwen2AudioModel.forward`` writes at the audio tokens (it has no
+    ``get_audio_features``): the tower on the padded clips, its attention masked beyond each
+    clip's length (from ``feature_attention_mask``) by the model's own mask builder, the
+    projector, then each clip's first ``(((L - 1) // 2 + 1) - 2) // 2 + 1`` rows (``L`` its
+    real frames: the number of placeholders the processor writes for it)."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    inner = model.model
+    tower = inner.audio_tower
+    frames, positions = tower._get_feat_extract_output_lengths(feature_attention_mask.sum(-1))
+    steps = (input_features.shape[-1] - 2) // 2 + 1  # the tower's positions after its strided convolution
+    valid = (torch.arange(steps)[None, :] < frames[:, None]).to(torch.int64)
+    shape = torch.zeros((input_features.shape[0], steps, 1), dtype=inner.dtype)
+    mask = create_bidirectional_mask(config=tower.config, inputs_embeds=shape, attention_mask=valid)
+    hidden = tower(input_features, attention_mask=mask).last_hidden_state
+    return _kept_rows(inner.multi_modal_projector(hidden), positions)
+
+
+QWEN2_AUDIO = Family("qwen2_audio", "audio", "audio_token_id", ("input_features", "feature_attention_mask"),
+                     _qwen2_audio_example, _qwen2_audio_encode,
+                     dynamic_axes={"input_features": {0: "CLIPS"}, "feature_attention_mask": {0: "CLIPS"}},
+                     fixed="clips as the processor pads them to the Whisper encoder's fixed length: "
+                           "input_features [CLIPS, mel bins, 2 * max_source_positions] (30 s) and its "
+                           "feature_attention_mask [CLIPS, frames] (int32); each clip gives the rows of its "
+                           "real frames, as many as the processor's placeholders for it",
+                     forward_inputs=_qwen2_audio_inputs,
+                     rows="the sum over the clips of (((L - 1) // 2 + 1) - 2) // 2 + 1, L = the clip's "
+                          "feature_attention_mask.sum() (its real frames)")
+"""Qwen2-Audio (a Whisper-like tower with average pooling, a linear projector, a Qwen2
+decoder): the number of rows of a clip comes from its mask, so the encoder's output
+length is computed in tract from the data."""
+
+
 FAMILIES: dict[str, Family] = {
+    "Qwen2AudioForConditionalGeneration": QWEN2_AUDIO,
+    "InternVLForConditionalGeneration": INTERNVL,
     "Qwen3VLForConditionalGeneration": QWEN3_VL,
     "VoxtralForConditionalGeneration": VOXTRAL,
     "Qwen2_5_VLForConditionalGeneration": QWEN2_5_VL,

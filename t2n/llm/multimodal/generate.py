@@ -71,15 +71,39 @@ def tract_encode_all(export_dir: str | Path, *raw: npt.ArrayLike, modality: str 
     manifest = json.loads((out / "multimodal.json").read_text())
     entry = encoder_entry(manifest, raw, modality, image_size)
     runnable = load_runnable(out / str(entry["path"]))
-    return [np.asarray(numpy_of(tract, np, o)) for o in runnable.run([np.asarray(r) for r in raw])]
+    return [np.asarray(numpy_of(tract, np, o)) for o in runnable.run(_encoder_inputs(entry, raw))]
 
 
-def tract_encode_images(export_dir: str | Path, images: Sequence[tuple[npt.ArrayLike, tuple[int, int] | None]],
+def _encoder_inputs(entry: Mapping[str, object], raw: Sequence[npt.ArrayLike]) -> list[np.ndarray]:
+    """``raw`` as the encoder's graph takes it: one array per input of the manifest's entry
+    (refused, naming the inputs, when some are missing), integers in the graph's integer
+    type (a mask built by hand as int64 where the processor gives int32)."""
+    from t2n.errors import InvalidArgumentError
+
+    listed, graph = entry.get("inputs"), entry.get("graph")
+    names = [str(n) for n in listed] if isinstance(listed, list) else []
+    if names and len(raw) != len(names):
+        raise InvalidArgumentError(
+            f"the {entry.get('modality')} encoder takes {len(names)} input(s), {', '.join(names)}, in that order; "
+            f"{len(raw)} given: pass each of them as the processor returns them")
+    declared = _objects(graph.get("inputs")) if isinstance(graph, dict) else []
+    arrays = [np.asarray(r) for r in raw]
+    for i, spec in enumerate(declared[:len(arrays)]):
+        wanted = np.dtype(str(spec["dtype"]))
+        if arrays[i].dtype.kind in "iu" and wanted.kind in "iu" and arrays[i].dtype != wanted:
+            arrays[i] = arrays[i].astype(wanted)
+    return arrays
+
+
+def tract_encode_images(export_dir: str | Path,
+                        images: Sequence[tuple[npt.ArrayLike | tuple[npt.ArrayLike, ...], tuple[int, int] | None]],
                         modality: str = "image") -> list[np.ndarray]:
-    """The encoder's outputs for several images (each its raw input and its size, None:
-    picked as :func:`encoder_entry` picks), joined output by output in order: the rows of
-    one call whose prompt holds the placeholders of these images one after the other."""
-    encoded = [tract_encode_all(export_dir, raw, modality=modality, image_size=size) for raw, size in images]
+    """The encoder's outputs for several images (each its raw input, a tuple of arrays for
+    an encoder of several inputs such as Qwen2-Audio's features and mask, and its size,
+    None: picked as :func:`encoder_entry` picks), joined output by output in order: the rows
+    of one call whose prompt holds the placeholders of these images one after the other."""
+    encoded = [tract_encode_all(export_dir, *(raw if isinstance(raw, tuple) else (raw,)), modality=modality,
+                                image_size=size) for raw, size in images]
     return [np.concatenate(parts, axis=0) for parts in zip(*encoded)]
 
 

@@ -116,4 +116,14 @@ class EmbeddingsDecoder(torch.nn.Module):
             grown += [layer.keys, layer.values]
         logits = out.logits
         assert logits is not None  # a causal LM always returns its logits
+        if self.num_logits_to_keep and not _keeps_logits(model):
+            logits = logits[:, -self.num_logits_to_keep:]
         return (logits, *grown, *grown_delta)
+
+
+def _keeps_logits(model: torch.nn.Module) -> bool:
+    """Whether the model's forward takes ``logits_to_keep`` (Qwen2-Audio's passes it to its
+    text model, which ignores it, and returns every position's logits: they are cut here)."""
+    import inspect
+
+    return "logits_to_keep" in inspect.signature(model.forward).parameters

@@ -30,7 +30,7 @@ import torch
 
 from t2n.errors import CheckpointFolderError, InvalidArgumentError
 from t2n.llm.common.options import LLMExportOptions
-from t2n.llm.common.streaming import StreamedCheckpoint
+from t2n.llm.common.streaming import StreamedCheckpoint, quantized
 from t2n.llm.seq2seq.families import Family, family_of
 from t2n.llm.seq2seq.layout import Seq2SeqLayout
 from t2n.llm.seq2seq.manifest import DECODER_PATH, ENCODER_PATH, MANIFEST, MODES, write_manifest
@@ -118,7 +118,7 @@ class Source:
                         self.shards.nbytes / 1e9, round(100 * REFERENCE_MEMORY_FRACTION))
             return None
         loaded, _ = _load_folder(self.folder, opts.trust_remote_code, opts.torch_dtype())
-        return _quantized(_as_exported(loaded, opts.torch_dtype()), opts.compression, None)
+        return quantized(_as_exported(loaded, opts.torch_dtype()), opts.compression, None)
 
 
 def _source(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str], opts: LLMExportOptions) -> Source:
@@ -132,32 +132,15 @@ def _source(model_or_dir: transformers.PreTrainedModel | str | os.PathLike[str],
             LOG.info("%s computes in f16 with an overflow guard that reads activations: loaded whole, not "
                      "streamed", family.model_class)
             loaded, _ = _load_folder(folder, opts.trust_remote_code, opts.torch_dtype())
-            return Source(_quantized(_as_exported(loaded, opts.torch_dtype()), opts.compression, None), family, folder)
-        return Source(_quantized(model, opts.compression, shards), family, folder, shards)
+            return Source(quantized(_as_exported(loaded, opts.torch_dtype()), opts.compression, None), family, folder)
+        return Source(quantized(model, opts.compression, shards), family, folder, shards)
     config = getattr(model_or_dir, "config", None)
     if not isinstance(model_or_dir, torch.nn.Module) or config is None:
         raise InvalidArgumentError("model_or_dir must be a transformers encoder-decoder model (a PreTrainedModel) "
                                    f"or the path of a local checkpoint folder, got {type(model_or_dir).__name__}")
     family = family_of(getattr(config, "model_type", None), type(model_or_dir).__name__)
     given: Any = model_or_dir
-    return Source(_quantized(_as_exported(given.eval(), opts.torch_dtype()), opts.compression, None), family)
-
-
-def _quantized(model: transformers.PreTrainedModel, compression: str | None, shards: StreamedCheckpoint | None
-               ) -> transformers.PreTrainedModel:
-    """``model`` with the weights ``compression`` picks marked Q4_0, encoder's and decoder's
-    alike (in place; computed from the shards as they stream for a model on the meta device)."""
-    if compression is None:
-        return model
-    from t2n.llm.common.streaming import quantize_streamed
-    from t2n.quant.model import quantize
-
-    LOG.info("quantizing the weights with %s", compression)
-    if shards is not None:
-        quantize_streamed(model, shards, compression)
-    else:
-        quantize(model, compression)
-    return model
+    return Source(quantized(_as_exported(given.eval(), opts.torch_dtype()), opts.compression, None), family)
 
 
 def _as_exported(model: transformers.PreTrainedModel, dtype: torch.dtype | None) -> transformers.PreTrainedModel:
