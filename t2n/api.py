@@ -67,6 +67,7 @@ def compile(
     frontend: str | Frontend = "jit",
     dynamic_shapes: Any = None,
     remodel: Any = None,
+    sampling: str = "refuse",
 ) -> Artifact:
     """Export ``model`` called on ``args`` (and ``kwargs``) for ``target``.
 
@@ -184,6 +185,16 @@ def compile(
             symbols are dynamic axes and its ``eval_symbols`` the example inputs' sizes;
             ``check_io`` compares the remodelled artifact with PyTorch on the inputs
             reshaped to match. A plan that does not fit raises ``RemodelPlanError``.
+        sampling: what becomes of random draws inside ``forward`` (``torch.randn``,
+            ``rand``, ``randn_like``, ``normal``, ``x.normal_()``...), which no artifact can
+            reproduce: ``"refuse"`` (the default) raises ``SamplingOpsError`` naming each;
+            ``"inputs"`` makes each draw a graph input after the model's (``noise_0``,
+            ``noise_1``... in graph order, described in ``artifact.stats["noise_inputs"]``)
+            that takes the values the op returns, so that the artifact computes PyTorch's
+            numbers for the same noise (the draws PyTorch made while tracing are the
+            example values ``check()`` uses). A noise input follows dynamic axes by itself
+            (its sizes are those of the draw's ``size`` or of the tensor it is drawn like).
+            A draw sized from tensor data is refused. See ``docs/sampling.md``.
 
     Returns:
         The :class:`t2n.Artifact`: ``save(path)``, ``check()``, ``ir``, ``input_names``,
@@ -192,7 +203,7 @@ def compile(
     Raises:
         InvalidArgumentError: an option is malformed (before anything runs).
         UnsupportedOpsError: ops without a rule, all listed with their module paths and
-            source lines.
+            source lines (``SamplingOpsError`` when they are all random draws).
         CheckMismatchError: ``check_io`` found outputs that differ from PyTorch.
     """
     # the keywords are t2n.options.CompileKeywords, spelled out above for the reader (a test

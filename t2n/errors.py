@@ -65,6 +65,20 @@ class UnsupportedOpsError(_ProblemList):
     )
 
 
+class SamplingOpsError(UnsupportedOpsError):
+    """The model draws random numbers inside ``forward`` (``torch.randn``, ``rand``,
+    ``randn_like``, ``normal``...), which an artifact cannot reproduce; every draw is
+    listed with its module path, op and source line."""
+
+    headline = "{n} random draw(s) inside the model cannot be exported as they are; nothing was written:"
+    advice = (
+        "What to do: pass compile(..., sampling=\"inputs\"): each draw becomes a graph input "
+        "(noise_0, noise_1... in graph order, listed in artifact.stats[\"noise_inputs\"]) that the caller "
+        "fills with the noise, and the artifact computes PyTorch's numbers for the same noise. Or draw "
+        "the noise outside forward and pass it in as an argument."
+    )
+
+
 class NotExpressibleError(_ProblemList):
     """Ops that the chosen target cannot express (e.g. tract-only ops on Khronos)."""
 

@@ -38,6 +38,7 @@ from t2n.frontend.io_match import same_names
 from t2n.frontend.jit.frontend import JitFrontend
 from t2n.frontend.prefix_names import kept_kind
 from t2n.frontend.registry import LoweringRegistry
+from t2n.frontend.sampling import check_sampling
 from t2n.ir import Graph, OpSet, OpTable, print_graph
 from t2n.passes.base import Pass
 from t2n.passes.dynamic_axes import dynamic_axes_form
@@ -87,6 +88,7 @@ class CompileKeywords:
     frontend: str | Frontend = "jit"
     dynamic_shapes: Any = None
     remodel: Any = None
+    sampling: str = "refuse"
 
 
 COMPILE_KEYWORDS: tuple[str, ...] = tuple(f.name for f in attrs.fields(CompileKeywords))
@@ -141,6 +143,8 @@ class CompileOptions:
     debug_bundle_path: Path | None
     remodel: RemodelStep | None = None
     """The remodel plan (:mod:`t2n.remodel.export`), its symbols already in ``dynamic_axes``."""
+    sampling: str = "refuse"
+    """Random draws inside ``forward``: refused, or made graph inputs (:mod:`t2n.frontend.sampling`)."""
 
 
 def compile_options(target: object = None, *, default_check_io: bool = False, **keywords: Any) -> CompileOptions:
@@ -174,6 +178,7 @@ def compile_options(target: object = None, *, default_check_io: bool = False, **
         naming_scheme=check_naming_scheme(given.nnef_variable_naming_scheme),
         check_io_names_qte_match=flags["check_io_names_qte_match"],
         allow_same_io_names=flags["allow_same_io_names"], debug_bundle_path=bundle, remodel=step,
+        sampling=check_sampling(given.sampling),
     )
     chosen.check_options(options)
     return options

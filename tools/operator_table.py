@@ -25,7 +25,9 @@ EVIDENCE_PATH = ROOT / "docs" / "operator_evidence.json"
 TABLE_PATH = ROOT / "docs" / "operators.md"
 
 LEFT_OUT: dict[str, str] = {
-    "rand": "random", "randn": "random", "randperm": "random",
+    **dict.fromkeys(("rand", "randn", "randperm"),
+                    "random: refused, or a graph input the caller fills with `compile(sampling=\"inputs\")` "
+                    "(docs/sampling.md)"),
     "as_strided": "memory layout: strides have no meaning in NNEF (traces show the view op)",
     "empty_strided": "memory layout (traces show `empty`)",
     "sym_numel": "symbolic-shape bookkeeping of torch.export (traces show `numel`)",

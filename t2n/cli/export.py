@@ -126,6 +126,8 @@ def _save_io(folder: Path, artifact: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print a summary as JSON.")
 @click.option("--frontend", type=click.Choice(["jit", "export"]), default="jit", show_default=True,
               help="Read the model with torch.jit.trace (jit) or torch.export (export).")
+@click.option("--sampling", type=click.Choice(["refuse", "inputs"]), default="refuse", show_default=True,
+              help="Random draws in forward (torch.randn...): refuse them, or make each a graph input (noise_0...).")
 @debug_option
 @guarded
 def export_command(spec: str, output: Path, target: str, tract_version: str | None, bf16_as: str | None,
@@ -135,7 +137,7 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
                    factory_args: tuple[tuple[str, str], ...], check: bool, tolerance: str, overwrite: bool,
                    compression_level: int | None, passes: str | None, weights_from: Path | None,
                    strict: bool, strict_dynamic_axes: bool, dump_ir: Path | None, save_io: Path | None,
-                   as_json: bool, frontend: str = "jit") -> None:
+                   as_json: bool, frontend: str = "jit", sampling: str = "refuse") -> None:
     """Export the model SPEC names to NNEF at --output.
 
     SPEC is MODULE:FACTORY (a dotted module importable from the current folder, or
@@ -158,7 +160,7 @@ def export_command(spec: str, output: Path, target: str, tract_version: str | No
         dynamic_axes=dynamic_axes_mapping(dynamic_axes) or None,
         custom_extensions=_extensions(target, asserts, extensions), strict=strict,
         strict_dynamic_axes=strict_dynamic_axes, frontend=frontend, passes=passes or (),
-        weights_from=weights_from, dump_ir=dump_ir)
+        weights_from=weights_from, dump_ir=dump_ir, sampling=sampling)
     write = write_options(output, compression_level=compression_level, overwrite=overwrite)
     _check_output(output, compression_level, overwrite)
     from t2n.cli.factory import load_source

@@ -9,6 +9,7 @@ from typing import Any
 from t2n.frontend.base import ReadModel
 from t2n.frontend.io import normalize_args, note_non_tensor_outputs
 from t2n.frontend.io_match import checked_io_names
+from t2n.frontend.sampling import named_draws
 from t2n.frontend.specialization import report as report_specializations
 from t2n.options import CompileOptions, check_symbols_apart
 from t2n.passes.dynamic_axes import normalize_dynamic_axes
@@ -24,6 +25,8 @@ def read_model(model: Any, args: Any, options: CompileOptions) -> ReadModel:
     ins, outs, same = checked_io_names(options.input_names, options.output_names, traced, pos_args,
                                        options.kwargs, options.target, check=options.check_io_names_qte_match,
                                        allow_same=options.allow_same_io_names)
+    traced.noise = named_draws(traced.noise, [*ins, *outs])  # compile(sampling="inputs"): after the model's
+    ins = [*ins, *(d.name for d in traced.noise)]
     axes = normalize_dynamic_axes(options.dynamic_axes, {n: t.dim() for n, t in zip(ins, traced.example_inputs)})
     check_symbols_apart(axes, [*ins, *outs])
     return ReadModel(traced, request, ins, outs, same, axes, specialized)

@@ -121,7 +121,8 @@ def make_artifact(read: ReadModel, graph: Graph, rendered: RenderedModel, option
         debug_bundle_path=options.debug_bundle_path,
         ir_stages=options.ir_record.stages if options.ir_record is not None else [],
         stats={"timings": timings, "pass_stats": dict(pass_stats),
-               "state_written": list(getattr(read.traced, "state_written", ()))},
+               "state_written": list(getattr(read.traced, "state_written", ())),
+               **({"noise_inputs": [d.describe() for d in read.traced.noise]} if read.traced.noise else {})},
     )
 
 

@@ -25,6 +25,7 @@ from t2n.backends.target import Target
 from t2n.frontend.extractors import ModuleExtractor
 from t2n.frontend.io import Spec
 from t2n.frontend.registry import LoweringRegistry
+from t2n.frontend.sampling import NoiseDraw
 from t2n.frontend.specialization import Specialization
 from t2n.ir import Graph, OpSet
 
@@ -68,6 +69,9 @@ class FrontendOptions(Protocol):
     @property
     def strict_dynamic_axes(self) -> bool: ...
 
+    @property
+    def sampling(self) -> str: ...
+
 
 class TracedProgram(Protocol):
     """What the rest of ``compile`` reads of a model as a frontend read it (the jit
@@ -93,6 +97,11 @@ class TracedProgram(Protocol):
 
     @property
     def state_read(self) -> dict[str, torch.Tensor]: ...
+
+    noise: list[NoiseDraw]
+    """With ``compile(sampling="inputs")``: the random draws that become graph inputs, in
+    graph order, their values the last ``len(noise)`` of ``example_inputs`` (named when
+    the model is read)."""
 
 
 @attrs.frozen

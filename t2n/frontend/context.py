@@ -37,6 +37,9 @@ class GraphLowering(Protocol):
     native_ops: frozenset[str]
     """IR ops the target runs as one native operation, which rules write whole."""
     module_writes: dict[tuple[int, str], Any]
+    noise_inputs: dict[Any, Value] | None
+    """With ``compile(sampling="inputs")``: each random draw's key
+    (:meth:`LoweringContext.draw_key`) → the graph input standing for it; else None."""
 
 
 class ConstantNames(Protocol):
@@ -164,6 +167,10 @@ class LoweringContext:
 
     def torch_value(self, key: builtins.int | str) -> torch._C.Value:
         return self._inputs[self.index(key)]
+
+    def draw_key(self) -> Any:
+        """This node's key in ``lowering.noise_inputs`` (its output's name)."""
+        return self.node.output().debugName()
 
     def unsupported(self, reason: str) -> UnsupportedHere:
         """Build the error to ``raise`` for an unsupported form of this op."""

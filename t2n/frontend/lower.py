@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from t2n.errors import LoweringError, OpProblem, UnsupportedOpsError
+from t2n.errors import LoweringError, OpProblem
 from t2n.frontend import torch_private
 from t2n.frontend.complex_tensors import COMPLEX_OUTPUT, Complex, holds_complex
 from t2n.frontend.context import (
@@ -30,6 +30,7 @@ from t2n.frontend.extractors import ExtractedCall, lower_extracted
 from t2n.frontend.jit.scalars import SCALAR_FOLD_ERRORS, SCALAR_OPS, is_list_op, is_python_value
 from t2n.frontend.lowering.complex import complex_problem, complex_rule
 from t2n.frontend.registry import LoweringRegistry, RuleInfo
+from t2n.frontend.sampling import ops_error
 from t2n.frontend.trace import TracedModel
 from t2n.frontend.views import (
     MAYBE_COPY_KINDS,
@@ -73,6 +74,7 @@ class Lowering:
         static_sizes: bool = False,
         op_set: OpSet | None = None,
         native_ops: frozenset[str] = frozenset(),
+        sampling: str = "refuse",
     ) -> None:
         self.traced = traced
         self.registry = registry
@@ -85,6 +87,7 @@ class Lowering:
         self.output_names = list(output_names)
         self._keepalive: list[torch.Tensor] = []
         self.module_writes: dict[tuple[int, str], Any] = {}
+        self.noise_inputs: dict[Any, Value] | None = {} if sampling == "inputs" else None
         self.views = ViewTracker(self.env)
         self.pending_params: dict[int, tuple[str, torch.Tensor]] = {}
         self.q4_0_scales = q4_0_scales(traced.root)
@@ -119,14 +122,14 @@ class Lowering:
         g = self.traced.graph
         self.precheck(g.block())
         if self.problems:
-            raise UnsupportedOpsError(self.problems)
+            raise ops_error(self.problems)
         self.bind_inputs(list(g.inputs()))
         self.lower_block(g.block())
         if self.problems:
-            raise UnsupportedOpsError(self.problems)
+            raise ops_error(self.problems)
         outs = self.returned_tensors(list(g.outputs()))
         if self.problems:
-            raise UnsupportedOpsError(self.problems)
+            raise ops_error(self.problems)
         self.graph.set_outputs(self.name_outputs(outs))
         self.graph.info.tracer_warnings = list(self.traced.tracer_warnings)
         return self.graph
@@ -143,14 +146,19 @@ class Lowering:
         tensor_inputs = inputs[first: len(inputs) - n_params]
         for tv, (pname, tensor) in zip(inputs[len(inputs) - n_params:], self.traced.parameter_inputs):
             self.pending_params[tv.unique()] = (pname, tensor)
-        if len(tensor_inputs) != len(self.traced.example_inputs):
+        noise = self.traced.noise
+        examples = self.traced.example_inputs[: len(self.traced.example_inputs) - len(noise)]
+        if len(tensor_inputs) != len(examples):
             raise LoweringError(
-                f"the graph has {len(tensor_inputs)} inputs but {len(self.traced.example_inputs)} "
-                "example tensors were given"
+                f"the graph has {len(tensor_inputs)} inputs but {len(examples)} example tensors were given"
             )
-        for tv, example, name in zip(tensor_inputs, self.traced.example_inputs, self.input_names):
+        for tv, example, name in zip(tensor_inputs, examples, self.input_names):
             t = TensorType(to_ir(example.dtype), list(example.shape))
             self.env[tv.unique()] = self.graph.add_input(t, name)
+        for draw in noise:  # compile(sampling="inputs"): the draws' stand-ins, after the model's inputs
+            assert self.noise_inputs is not None
+            t = TensorType(to_ir(draw.values.dtype), list(draw.values.shape))
+            self.noise_inputs[draw.key] = self.graph.add_input(t, draw.name)
 
     def returned_tensors(self, returned_values: list[torch._C.Value]) -> list[Any]:
         """The IR values the model returns, flattened by its output structure; an output
@@ -421,6 +429,7 @@ def lower(
     static_sizes: bool = False,
     op_set: OpSet | None = None,
     native_ops: frozenset[str] = frozenset(),
+    sampling: str = "refuse",
 ) -> Graph:
     """Lower a traced model into an IR graph (raises UnsupportedOpsError listing all problems).
 
@@ -428,6 +437,8 @@ def lower(
     (the same graph once constants are folded, found with far fewer ops). Without it,
     sizes stay graph computations that the dynamic-axes pass can make symbolic.
     ``op_set``: the IR ops the rules may create (default: the built-in ones).
-    ``native_ops``: IR ops the target runs natively (``Target.native_ops()``)."""
+    ``native_ops``: IR ops the target runs natively (``Target.native_ops()``).
+    ``sampling``: ``"inputs"`` lowers the random draws of ``traced.noise`` to graph inputs
+    (``compile(sampling=...)``); other draws are refused."""
     return Lowering(traced, registry, input_names, output_names, static_sizes=static_sizes,
-                    op_set=op_set, native_ops=native_ops).run()
+                    op_set=op_set, native_ops=native_ops, sampling=sampling).run()

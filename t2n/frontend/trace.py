@@ -32,6 +32,7 @@ from t2n.frontend.jit.quantized_trace import (
     jit_trace_flat,
     mark_quantized_forms,
 )
+from t2n.frontend.sampling import NoiseDraw, script_draws
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.state_guard import StateWrites
 from t2n.frontend.trace_watch import TraceWatch, fast_paths_unwatched
@@ -81,6 +82,9 @@ class TracedModel:
     ``.data``: their version counter did not move), by dotted name."""
     extracted: ExtractedCalls | None = None
     """The module extractors of the compile call and the calls they claimed."""
+    noise: list[NoiseDraw] = attrs.field(factory=list)
+    """Random draws made graph inputs (``compile(sampling="inputs")``), in graph order;
+    their values end ``example_inputs``."""
 
     def name_of(self, t: torch.Tensor, path: str) -> str:
         return self.tensor_names.get(id(t), path)
@@ -239,9 +243,10 @@ def _tracer_warnings_recorded(watch: TraceWatch, caught: list[str]) -> Iterator[
 
 
 def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
-                 extracted: ExtractedCalls | None = None) -> TracedModel:
+                 extracted: ExtractedCalls | None = None, *, draws: bool = False) -> TracedModel:
     """Trace one call of ``model``; instances claimed by ``extracted`` are recorded as one
-    node each."""
+    node each. ``draws``: keep the random draws of the call as graph inputs
+    (``compile(sampling="inputs")``), their values appended to the example inputs."""
     tensors, paths, spec = flatten((args, kwargs))
     if not tensors:
         raise InvalidArgumentError("the example arguments contain no tensor")
@@ -257,16 +262,18 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
     originals = [t.detach().clone() for t in tensors]
     state = module_state(flat, "model.")
     writes = StateWrites(state)
-    watch = TraceWatch(len(tensors), writes, "model.")
+    watch = TraceWatch(len(tensors), writes, "model.", record_draws=draws)
     graph, outputs, caught = _watched_trace(model, flat, tensors, state, watch, extracted)
     graph_state = list(graph.inputs())[len(tensors):]
     start = writes.resolve({name: v for (name, _), v in zip(state, graph_state)})
     _tidy_traced_graph(graph, extracted)
+    noise = script_draws(graph, watch.drawn, "model.") if draws else []
     return TracedModel(
         graph=graph,
         root=flat,
         scope_prefix="model.",
-        example_inputs=originals,
+        example_inputs=originals + [d.values for d in noise],
+        noise=noise,
         input_paths=paths,
         reference_outputs=[o.detach() for o in outputs],
         output_paths=list(flat.out_paths),

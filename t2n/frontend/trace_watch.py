@@ -9,7 +9,9 @@ PyTorch meanwhile are not affected) active during the trace. It sees every torch
   inputs' data (:mod:`t2n.frontend.specialization`);
 * in-place writes into a parameter's or buffer's memory: the tensor is copied once,
   before the first write, so that the artifact can start from the values PyTorch
-  started from (:mod:`t2n.frontend.state_guard`).
+  started from (:mod:`t2n.frontend.state_guard`);
+* with ``compile(sampling="inputs")``, random draws (``torch.randn``...): what each
+  returned, under a name given to its traced value (:mod:`t2n.frontend.sampling`).
 
 The tracer's own ``TracerWarning``s come through :meth:`TraceWatch.on_warning`; those
 raised inside a call the watch already judged are dropped, the others (conversions
@@ -33,6 +35,7 @@ from torch.overrides import TorchFunctionMode
 
 from t2n.frontend import torch_private
 from t2n.frontend.context import module_path
+from t2n.frontend.sampling import is_draw
 from t2n.frontend.specialization import InputDependence, SizeDependence, Specialization, user_frame
 from t2n.frontend.state_guard import StateWrites
 from t2n.frontend.unpool_trace import traced_max_unpool
@@ -129,8 +132,12 @@ def fast_paths_unwatched(model: torch.nn.Module) -> Iterator[None]:
 class TraceWatch(TorchFunctionMode):
     """Active while ``forward`` is traced: see the module docstring."""
 
-    def __init__(self, n_inputs: int, writes: StateWrites, scope_prefix: str) -> None:
+    def __init__(self, n_inputs: int, writes: StateWrites, scope_prefix: str, *, record_draws: bool = False) -> None:
         super().__init__()
+        self.record_draws = record_draws
+        self.drawn: dict[str, torch.Tensor] = {}
+        """Random draws the call made (``record_draws``): the name given to the traced
+        value (which the graph keeps when the tracer renumbers its values) → values."""
         self.dependence = InputDependence(n_inputs)
         self.sizes = SizeDependence(n_inputs)
         self.writes = writes
@@ -142,7 +149,15 @@ class TraceWatch(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
-        kwargs = kwargs or {}
+        result = self._watched_call(func, args, kwargs or {})
+        if self.record_draws and is_draw(func):
+            value = torch_private.traced_value(result)
+            if value is not None and isinstance(result, torch.Tensor):
+                value.setDebugName(f"t2n_draw_{len(self.drawn)}")
+                self.drawn[value.debugName()] = result.detach().clone()
+        return result
+
+    def _watched_call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         unpool = traced_max_unpool(func)
         if unpool is not None:  # PyTorch's own Python for it cannot be traced
             with self._judging():

@@ -53,6 +53,10 @@ class GraphInfo:
     """The TorchScript debug name of the values the trace named (the ``raw`` scheme)."""
     same_io_names: tuple[str, ...] = ()
     """Names that are both an input and an output (the output is that input)."""
+    input_shapes_from: dict[str, Value] = attrs.field(factory=dict)
+    """Inputs whose shape is that of a 1-D size value computed in the graph (random draws
+    made inputs, ``compile(sampling="inputs")``), by name: the dynamic-axes pass gives
+    each the symbolic sizes of its value, unless ``dynamic_axes`` names it."""
     size_conversions: list[str] = attrs.field(factory=list)
     """Where the trace turned a dynamic input size into a Python value (``min(x.shape[1],
     8)``): reported with the baked sizes by the dynamic-axes pass."""

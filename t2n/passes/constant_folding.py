@@ -6,6 +6,7 @@ import attrs
 import numpy as np
 
 from t2n.ir import ArrayData, Builder, DType, Graph, Op, Trait, Value
+from t2n.ir.dims import dim_symbols, is_data_symbol
 from t2n.passes.rewrite import Pattern, PatternPass, Patterns
 
 
@@ -37,6 +38,8 @@ class ConstantFolding(PatternPass):
     def _evaluate(self, op: Op) -> list[np.ndarray] | None:
         known = [v.known for v in op.outputs]
         if all(k is not None for k in known):
+            if any(_holds_data_length(k) for k in known):
+                return None  # a length the engine names only while running: computed there
             return [k for k in known if k is not None]
         producers = [v.producer for v in op.inputs]
         constants = [p for p in producers if p is not None and p.has(Trait.CONSTANT_LIKE)]
@@ -61,6 +64,13 @@ class ConstantFolding(PatternPass):
                 return None
             result.append(arr)
         return result
+
+
+def _holds_data_length(known: np.ndarray | None) -> bool:
+    """Sizes computed from tensor data (``y.shape[1]`` of a length-regulated ``y``) have no
+    constant form: a graph can only read them from the tensor."""
+    return known is not None and known.dtype == object and any(
+        is_data_symbol(s) for s in dim_symbols(known.reshape(-1).tolist()))
 
 
 def _constants(graph: Graph, op: Op, values: list[np.ndarray]) -> dict[Value, Value]:

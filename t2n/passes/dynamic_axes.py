@@ -137,6 +137,7 @@ class DynamicAxes(Pass):
         if not retyped_inputs:  # already done (a second run): nothing to change or report
             return PassResult(graph, False, {"symbols": 0, "retyped": 0, "baked": 0})
         changed = graph.reinfer()
+        changed += self._follow_shapes(graph, spec)
         problems = list(graph.info.size_conversions) + self.baked_values(graph) + self.inconsistent_ops(graph, traced)
         for p in problems:
             log.warning("%s", p)
@@ -179,6 +180,30 @@ class DynamicAxes(Pass):
             return 0
         graph.set_input_type(v, new)
         return 1
+
+    @staticmethod
+    def _follow_shapes(graph: Graph, spec: Mapping[str, Mapping[int, str]]) -> int:
+        """Inputs whose shape follows a size value of the graph (``graph.info.input_shapes_from``)
+        and that ``dynamic_axes`` does not name take that value's sizes, symbolic now; one
+        round per input at most, as one may follow another."""
+        changed = 0
+        live = {id(v) for op in graph.ops() for v in op.outputs}
+        followers = {v.name: v for v in graph.inputs if v.name in graph.info.input_shapes_from and v.name not in spec}
+        for _ in range(len(followers)):
+            retyped = 0
+            for name, v in followers.items():
+                source = graph.info.input_shapes_from[name]
+                known = source.known
+                if id(source) not in live or known is None or known.shape != (v.rank,) or not has_sym(known):
+                    continue
+                new = TensorType(v.type.dtype, Shape(known.tolist()), v.type.quant)
+                if new != v.type:
+                    graph.set_input_type(v, new)
+                    retyped += 1
+            if not retyped:
+                break
+            changed += retyped + graph.reinfer()
+        return changed
 
     def baked_values(self, graph: Graph) -> list[str]:
         """Constants the frontend took from values that now depend on a symbol."""

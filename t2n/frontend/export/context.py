@@ -59,6 +59,9 @@ class FxLoweringContext(LoweringContext):
     def raw(self, key: builtins.int | str) -> Any:
         return self._inputs[self.index(key)]
 
+    def draw_key(self) -> Any:
+        return self.fx_node.name
+
     def torch_value(self, key: builtins.int | str) -> torch._C.Value:
         raise UnsupportedHere(f"{self.kind}: this rule reads TorchScript values; export with frontend=\"jit\"")
 

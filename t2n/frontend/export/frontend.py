@@ -41,11 +41,12 @@ class ExportFrontend(Frontend):
         request = export_request(model, args, options.kwargs, options.input_names, options.dynamic_axes,
                                  options.dynamic_shapes)
         exported = export_program(model, args, options.kwargs, dynamic_shapes=request,
-                                  weights_from=options.weights_from)
+                                  weights_from=options.weights_from, draws=options.sampling == "inputs")
         return exported, request
 
     def lower(self, read: ReadModel, options: FrontendOptions) -> Graph:
         assert isinstance(read.traced, ExportedModel)
         shapes = lowering_shapes(read.traced, read.input_names, read.request, strict=options.strict_dynamic_axes)
         return lower_program(read.traced, options.registry, read.input_names, read.output_names,
-                             op_set=options.op_set, native_ops=options.target.native_ops(), **shapes)
+                             op_set=options.op_set, native_ops=options.target.native_ops(),
+                             sampling=options.sampling, **shapes)

@@ -46,6 +46,9 @@ KEPT_OPS: tuple[Any, ...] = (
     _ATEN.adaptive_max_pool1d.default,
     # the unpool rule scatters into the plane, with no index arithmetic around it
     _ATEN.max_unpool2d.default, _ATEN.max_unpool3d.default,
+    # short-time Fourier transforms: tract's framed FFT, and the overlap-add of the inverse
+    # with static pads, instead of strided views and an index_put over the samples
+    _ATEN.stft.default, _ATEN.stft.center, _ATEN.istft.default,
 )
 """OpOverloads that ``decomposition_table`` leaves whole (see the module docstring)."""
 

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 import torch
 import torch.fx
 from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
 
-from t2n.errors import LoweringError, OpProblem, UnsupportedOpsError
+from t2n.errors import ExportFrontendError, LoweringError, OpProblem
+from t2n.frontend.complex_tensors import COMPLEX_OUTPUT, Complex, holds_complex
 from t2n.frontend.context import Poison, UnsupportedHere, array_data
 from t2n.frontend.dtypes import to_ir
 from t2n.frontend.export.context import FxLoweringContext, fx_module_path, fx_source
@@ -43,7 +44,9 @@ from t2n.frontend.export.symbolic import (
     program_symbols,
 )
 from t2n.frontend.lower import name_outputs
+from t2n.frontend.lowering.complex import complex_problem, complex_rule
 from t2n.frontend.registry import LoweringRegistry
+from t2n.frontend.sampling import ops_error
 from t2n.ir import Builder, DType, Graph, OpSet, Sym, TensorType, Value
 
 log = logging.getLogger("t2n.frontend")
@@ -57,7 +60,7 @@ class ProgramLowering:
     def __init__(self, exported: ExportedModel, registry: LoweringRegistry, input_names: Sequence[str],
                  output_names: Sequence[str], *, op_set: OpSet | None = None,
                  symbols: SymbolNames | None = None, assertions: Sequence[str] = (),
-                 native_ops: frozenset[str] = frozenset()) -> None:
+                 native_ops: frozenset[str] = frozenset(), sampling: str = "refuse") -> None:
         self.exported = exported
         self.native_ops = native_ops
         """IR ops the target runs natively (rules read it as with jit)."""
@@ -74,6 +77,7 @@ class ProgramLowering:
         self.static_sizes = not self.symbols
         """Without symbols every size is an int: size arithmetic runs in Python."""
         self.module_writes: dict[tuple[int, str], Any] = {}
+        self.noise_inputs: dict[Any, Value] | None = {} if sampling == "inputs" else None
 
     # -- checks before lowering ----------------------------------------------------------
     def problem(self, node: torch.fx.Node, kind: str, reason: str) -> None:
@@ -95,7 +99,7 @@ class ProgramLowering:
     def run(self) -> Graph:
         self.precheck()
         if self.problems:
-            raise UnsupportedOpsError(self.problems)
+            raise ops_error(self.problems)
         self.bind_placeholders()
         for node in self.program.graph.nodes:
             if node.op == "call_function":
@@ -103,7 +107,7 @@ class ProgramLowering:
             elif node.op == "output":
                 outs = self.user_outputs(node)
         if self.problems:
-            raise UnsupportedOpsError(self.problems)
+            raise ops_error(self.problems)
         self.graph.set_outputs(name_outputs(self.graph, outs, self.output_names))
         if self.assertions:
             self.graph.info.custom_extensions += [*self.assertions]
@@ -128,6 +132,20 @@ class ProgramLowering:
             else:
                 self.problems.append(OpProblem(f"input {spec.arg.name}", "", "",
                                                f"program inputs of kind {spec.kind.name} are not supported"))
+        self.bind_noise(users)
+
+    def bind_noise(self, left: Iterator[tuple[torch.Tensor, str]]) -> None:
+        """``compile(sampling="inputs")``: a graph input for each random draw, after the
+        model's inputs, sized as torch.export sized the draw (so it follows dynamic sizes)."""
+        nodes = {n.name: n for n in self.program.graph.nodes}
+        for draw, (_, name) in zip(self.exported.noise, left):
+            assert self.noise_inputs is not None
+            val = nodes[draw.key].meta["val"]
+            try:
+                shape = [dim_of(d, self.symbols) for d in val.shape]
+            except ExportFrontendError:
+                continue  # sized from tensor data: the draw's rule refuses it
+            self.noise_inputs[draw.key] = self.graph.add_input(TensorType(to_ir(val.dtype), shape), name)
 
     def state_tensor(self, target: str) -> torch.Tensor:
         t = self.program.state_dict.get(target)
@@ -214,12 +232,12 @@ class ProgramLowering:
             ctx = FxLoweringContext(self, node, kind, schema)
         except KeyError as exc:  # an input whose producer failed was not recorded
             raise LoweringError(f"{kind}: an input was never lowered ({exc})") from exc
-        if any(isinstance(a, Poison) for a in _flat(ctx._inputs)):
-            for a in _flat(ctx._inputs):
-                if isinstance(a, Poison) and a.reason:
-                    self.problem(node, kind, a.reason)
-            self.env[node] = Poison()
+        if self._poisoned(node, kind, ctx):
             return
+        if holds_complex(ctx._inputs):  # complex tensors (Fourier transforms): their own rules
+            info = self._complex_rule(node, kind)
+            if info is None:
+                return
         ops = self.graph.info.aten_ops
         ops[kind] = ops.get(kind, 0) + 1
         try:
@@ -231,6 +249,26 @@ class ProgramLowering:
             self.env[node] = Poison()
         except Exception as exc:
             raise LoweringError(f"lowering {kind} {ctx.loc} failed: {type(exc).__name__}: {exc}") from exc
+
+    def _poisoned(self, node: torch.fx.Node, kind: str, ctx: FxLoweringContext) -> bool:
+        """Whether an input's producer failed: the node is poisoned too, the reasons noted."""
+        failed = [a for a in _flat(ctx._inputs) if isinstance(a, Poison)]
+        if not failed:
+            return False
+        for a in failed:
+            if a.reason:
+                self.problem(node, kind, a.reason)
+        self.env[node] = Poison()
+        return True
+
+    def _complex_rule(self, node: torch.fx.Node, kind: str) -> Any:
+        """The rule of ``kind`` on complex tensors, or None (the node poisoned, the problem
+        noted) where there is none."""
+        found = complex_rule(kind)
+        if found is None:
+            self.problem(node, kind, complex_problem(kind))
+            self.env[node] = Poison()
+        return found
 
     def fold_python(self, node: torch.fx.Node) -> bool:
         """Size arithmetic on Python numbers, computed here (False: some input is a
@@ -259,6 +297,8 @@ class ProgramLowering:
         for o in outs:
             if isinstance(o, Poison) and o.reason:
                 self.problems.append(OpProblem("output", "", "", o.reason))
+            if isinstance(o, Complex):
+                self.problems.append(OpProblem("output", "", "", COMPLEX_OUTPUT))
         return outs
 
 
@@ -284,6 +324,7 @@ def lower_program(
     symbols: Mapping[Any, str] | None = None,
     assertions: Sequence[str] = (),
     native_ops: frozenset[str] = frozenset(),
+    sampling: str = "refuse",
 ) -> Graph:
     """Lower an exported program into an IR graph (raises UnsupportedOpsError listing all
     problems). ``symbols``: each symbol of the program (its name ``s27``, or the sympy
@@ -295,4 +336,4 @@ def lower_program(
     return ProgramLowering(exported, registry, input_names, output_names, op_set=op_set,
                            symbols=program_symbols(exported.program) if symbols is None
                            else {str(k): v for k, v in symbols.items()},
-                           assertions=assertions, native_ops=native_ops).run()
+                           assertions=assertions, native_ops=native_ops, sampling=sampling).run()

@@ -14,11 +14,12 @@ from typing import Any
 
 import attrs
 import torch
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 from t2n.errors import InvalidArgumentError, TraceError
 from t2n.frontend.export.kept_ops import decomposition_table
 from t2n.frontend.io import Spec, flatten
+from t2n.frontend.sampling import DrawRecorder, NoiseDraw, has_draws, program_draws
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.trace import canonical_tensor_names, eval_mode
 from t2n.serialize.torch_io import has_meta_tensors, resolve_weights, weight_source
@@ -45,6 +46,9 @@ class ExportedModel:
     specializations: list[Specialization] = attrs.field(factory=list)
     tracer_warnings: list[str] = attrs.field(factory=list)
     outputs_are_flat: bool = False
+    noise: list[NoiseDraw] = attrs.field(factory=list)
+    """Random draws made graph inputs (``compile(sampling="inputs")``), in graph order;
+    their values end ``example_inputs``."""
 
 
 def is_exported_program(model: object) -> bool:
@@ -58,12 +62,16 @@ def export_program(
     *,
     dynamic_shapes: Any = None,
     weights_from: Any = None,
+    draws: bool = False,
 ) -> ExportedModel:
     """The model as a core-ATen ExportedProgram, with its example inputs and reference
     outputs (computed by PyTorch on ``args``/``kwargs``).
 
     ``weights_from`` supplies parameters by name as for the jit frontend; a model on the
-    meta device is exported on meta inputs and has no reference outputs."""
+    meta device is exported on meta inputs and has no reference outputs. ``draws``: keep
+    the program's random draws as graph inputs (``compile(sampling="inputs")``): the
+    reference outputs then come from a run of the decomposed program that records what
+    each draw returned."""
     kw = dict(kwargs or {})
     tensors, paths, _ = flatten((args, kw))
     if not tensors:
@@ -86,9 +94,14 @@ def export_program(
     weights = {} if weights_from is None else resolve_weights(runnable, weight_source(weights_from), names)
     program = program.run_decompositions(decomposition_table())
     start = _mutated_buffers_before(program)
-    out_tensors, out_paths, out_spec = _reference(runnable, args, kw, ep_module=runnable is not model)
+    noise: list[NoiseDraw] = []
+    if draws and has_draws(program):
+        out_tensors, out_paths, out_spec, noise = _reference_with_draws(program, args, kw)
+    else:
+        out_tensors, out_paths, out_spec = _reference(runnable, args, kw, ep_module=runnable is not model)
     return ExportedModel(
-        program=program, example_inputs=originals, input_paths=paths,
+        program=program, example_inputs=originals + [d.values for d in noise], input_paths=paths,
+        noise=noise,
         reference_outputs=[] if out_tensors[0].is_meta else [t.detach() for t in out_tensors],
         output_paths=out_paths, output_spec=out_spec, tensor_names=names, start_values=start,
         weights=weights,
@@ -113,6 +126,19 @@ def _reference(runnable: Any, args: tuple[Any, ...], kw: dict[str, Any],
     if not tensors:
         raise InvalidArgumentError("the model returned no tensor")
     return tensors, paths, spec
+
+
+def _reference_with_draws(program: torch.export.ExportedProgram, args: tuple[Any, ...],
+                          kw: dict[str, Any]) -> tuple[list[torch.Tensor], list[str], Spec, list[NoiseDraw]]:
+    """PyTorch's outputs from one run of the decomposed program, and what each of its
+    random draws returned in that run (the draws' example values)."""
+    recorder = DrawRecorder(program.module())
+    with torch.no_grad():
+        out = recorder.run(*tree_flatten((args, kw))[0])
+    tensors, paths, spec = flatten(out)
+    if not tensors:
+        raise InvalidArgumentError("the model returned no tensor")
+    return tensors, paths, spec, program_draws(program, recorder.drawn)
 
 
 def _to_meta(x: Any) -> Any:

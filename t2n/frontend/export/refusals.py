@@ -45,7 +45,12 @@ USE_JIT = 'export with frontend="jit" instead (the default)'
 """The advice every refusal ends with."""
 
 _DATA_DEPENDENT_OPS = frozenset({"nonzero", "item", "_local_scalar_dense", "masked_select", "unique",
-                                 "_unique2", "unique_consecutive", "unique_dim", "repeat_interleave"})
+                                 "_unique2", "unique_consecutive", "unique_dim"})
+
+DATA_SIZED_OPS = frozenset({"aten::repeat_interleave"})
+"""Ops whose output length torch.export makes from tensor data (an unbacked size) and
+whose rules give a length tract computes at run time: the export frontend maps that
+size to the lowered output's own axis (:mod:`t2n.frontend.export.lower`)."""
 
 
 def refuse_scripted(model: Any) -> None:
@@ -254,7 +259,7 @@ def _construct_of(node: torch.fx.Node, seen: set[Any]) -> str:
     short = name.split("::")[-1]
     if short in _DATA_DEPENDENT_OPS:
         return f"a data-dependent value or size ({name})"
-    if fresh:
+    if fresh and name not in DATA_SIZED_OPS:
         return f"a size made from tensor data ({name})"
     return ""
 

@@ -51,13 +51,13 @@ class JitFrontend(Frontend):
                                 diagnostics=options.jit_diagnostics), None
         extracted = ExtractedCalls(options.extractors) if options.extractors else None
         return trace_module_with_weights(model, args, dict(options.kwargs or {}), options.weights_from,
-                                         extracted), None
+                                         extracted, draws=options.sampling == "inputs"), None
 
     def lower(self, read: ReadModel, options: FrontendOptions) -> Graph:
         assert isinstance(read.traced, TracedModel)
         graph = lower(read.traced, options.registry, read.input_names, read.output_names,
                       static_sizes=not read.axes, op_set=options.op_set,
-                      native_ops=options.target.native_ops())
+                      native_ops=options.target.native_ops(), sampling=options.sampling)
         graph.info.size_conversions = size_conversion_lines(
             read.traced.size_specializations, read.input_names,
             [t.dim() for t in read.traced.example_inputs], read.axes)
@@ -66,7 +66,7 @@ class JitFrontend(Frontend):
 
 def trace_module_with_weights(
     model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], weights_from: Any,
-    extracted: ExtractedCalls | None = None,
+    extracted: ExtractedCalls | None = None, *, draws: bool = False,
 ) -> TracedModel:
     """Trace; parameters found in ``weights_from`` are read from there when written.
 
@@ -79,7 +79,7 @@ def trace_module_with_weights(
 
     meta = has_meta_tensors(model)
     if not meta and weights_from is None:
-        return trace_module(model, args, kwargs, extracted)
+        return trace_module(model, args, kwargs, extracted, draws=draws)
     source = weight_source(weights_from) if weights_from is not None else None
     weights = resolve_weights(model, source, canonical_tensor_names(model, ""))
     if meta:
@@ -87,6 +87,6 @@ def trace_module_with_weights(
 
         traced = trace_meta_module(model, args, kwargs, extracted)
     else:
-        traced = trace_module(model, args, kwargs, extracted)
+        traced = trace_module(model, args, kwargs, extracted, draws=draws)
     traced.weights = weights
     return traced

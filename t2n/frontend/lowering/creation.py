@@ -17,7 +17,8 @@ from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import from_tensor_data, scalar
 from t2n.frontend.lowering.folding import fold
 from t2n.frontend.registry import RuleSet
-from t2n.ir import Builder, Dim, DType, Value
+from t2n.ir import Builder, Dim, DType, Sym, Value
+from t2n.ir.dims import data_dim, dim_symbols, is_data_symbol
 
 RULES = RuleSet("creation")
 
@@ -118,6 +119,25 @@ def data_range(b: Builder, start: Value, end: Value, step: Value) -> Value:
     return b.op("range", start, end, step, data_dim=b.graph.unique_name("range_len"))
 
 
+def data_positions(b: Builder, n: object) -> Value | None:
+    """``0, 1, ..., n - 1`` when ``n`` (a 0-d size value) is the length of a range made from
+    tensor data: that range itself. Its length then stays the one tract names for the
+    range, where a new range to the same length would need it written in graph.nnef
+    (``torch.arange(y.shape[1])`` of a length-regulated ``y``)."""
+    if not isinstance(n, Value) or n.known is None or n.known.size != 1:
+        return None
+    length = n.known.reshape(()).item()
+    if not isinstance(length, Sym) or not any(is_data_symbol(s) for s in dim_symbols([length])):
+        return None
+    for op in b.graph.ops():
+        tag = op.attrs.get("data_dim") if op.kind == "range" else None
+        if tag and data_dim(tag) == length and all(
+                v.known is not None and v.known.size == 1 and v.known.reshape(()).item() == k
+                for v, k in ((op.inputs[0], 0), (op.inputs[2], 1))):
+            return op.output
+    return None
+
+
 def _same_bound(a: Value, c: Value) -> bool:
     if a is c:
         return True
@@ -139,6 +159,13 @@ def filled(ctx: LoweringContext) -> Value:
     value = ctx.raw("fill_value") if name == "full" else _FILL[name]
     dt = out_dtype(ctx, number_dtype(value) if name == "full" else DType.F32)
     return fill(ctx, ctx.shape_tensor("size"), value, dt)
+
+
+@RULES.rule("aten::empty_permuted")
+def empty_permuted(ctx: LoweringContext) -> Value:
+    """torch.export's form of ``empty_like``: the memory order does not matter, the
+    content is anything (zeros)."""
+    return fill(ctx, ctx.shape_tensor("size"), 0, out_dtype(ctx, DType.F32))
 
 
 @RULES.rule("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
@@ -203,6 +230,8 @@ def arange(ctx: LoweringContext) -> Value:
     vals3 = [v if v.rank == 0 else ctx.b.op("reshape", v, ctx.b.ints([])) for v in vals3]
     if any(v.known is None for v in vals3):  # bounds from tensor data (an input `n`)
         return ctx.b.cast(data_range(ctx.b, *vals3), dt)
+    if start == 0 and step == 1 and (positions := data_positions(ctx.b, vals3[1])) is not None:
+        return ctx.b.cast(positions, dt)  # to the length of a range made from data: that range
     return ctx.b.cast(ctx.b.op("range", *vals3), dt)
 
 
@@ -217,7 +246,9 @@ def _folded_number(v: Any) -> Any:
 def index_range(b: Builder, n: Value) -> Value:
     """0, 1, …, n-1 (i64) for a 0-d i64 ``n`` (a size, or a value from tensor data)."""
     zero, one = scalar(b, 0, DType.I64), scalar(b, 1, DType.I64)
-    return b.op("range", zero, n, one) if n.known is not None else data_range(b, zero, n, one)
+    if n.known is None:
+        return data_range(b, zero, n, one)
+    return data_positions(b, n) or b.op("range", zero, n, one)
 
 
 @RULES.rule("aten::eye")

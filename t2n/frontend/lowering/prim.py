@@ -177,13 +177,12 @@ def python_number(ctx: LoweringContext) -> Any:
     return x
 
 
-@RULES.rule("aten::detach", "aten::contiguous", "aten::clone", "aten::alias", "aten::dropout",
-            "aten::feature_dropout", "aten::alpha_dropout", "aten::feature_alpha_dropout",
-            "aten::lift_fresh", "aten::detach_", "aten::dropout_", "aten::resolve_conj",
+@RULES.rule("aten::detach", "aten::contiguous", "aten::clone", "aten::alias",
+            "aten::lift_fresh", "aten::detach_", "aten::resolve_conj",
             "aten::resolve_neg", "prim::data", "aten::_assert_tensor_metadata", "aten::lift",
             "aten::lift_fresh_copy")
 def identity(ctx: LoweringContext) -> Any:
-    """Ops that only change memory layout or autograd state, or drop out in eval mode."""
+    """Ops that only change memory layout or autograd state (dropout: ``lowering/sampling.py``)."""
     return ctx.raw(0)
 
 

@@ -6,17 +6,21 @@ from __future__ import annotations
 import numpy as np
 
 from t2n.frontend.context import LoweringContext, norm_axis
-from t2n.frontend.helpers import i64, transpose
+from t2n.frontend.helpers import dim_value, i64, transpose
 from t2n.frontend.helpers import unsqueeze as unsqueeze_axes
+from t2n.frontend.lowering.creation import data_range
+from t2n.frontend.lowering.folding import fold
 from t2n.frontend.lowering.shape import (
     concat_shape,
     dims_of,
     shape_part,
     slice_axis,
 )
+from t2n.frontend.lowering.sort import count_below, running_sum
 from t2n.frontend.lowering.split import join
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, DType, Value
+from t2n.ir.dims import has_sym
 
 RULES = RuleSet("rearrange")
 
@@ -66,11 +70,15 @@ def repeat_each(b: Builder, x: Value, axis: int, times: int) -> Value:
 
 @RULES.rule("aten::repeat_interleave")
 def repeat_interleave(ctx: LoweringContext) -> Value:
-    """Repeats given as an int follow dynamic axes; a repeats tensor must be constant
-    (its values decide the output size), and becomes a gather with fixed indices."""
+    """Repeats given as an int follow dynamic axes; a constant repeats tensor becomes a
+    gather with fixed indices; repeats computed in the model (durations from a predictor)
+    become a gather with indices built at run time (:func:`repeat_indices`), whose length
+    tract computes from the data."""
     if not ctx.has("self"):
-        reps = np.asarray(ctx.const(0), dtype=np.int64).reshape(-1)
-        return ctx.b.const(np.repeat(np.arange(len(reps), dtype=np.int64), reps), DType.I64)
+        known = _known_ints(ctx.raw(0))
+        if known is None:
+            return repeat_indices(ctx, _repeats_vector(ctx, ctx.tensor(0), None), _output_size(ctx))
+        return ctx.b.const(np.repeat(np.arange(len(known), dtype=np.int64), known), DType.I64)
     x = ctx.tensor(0)
     if ctx.is_none("dim"):
         x = ctx.b.op("reshape", x, ctx.b.ints([-1]))
@@ -78,19 +86,79 @@ def repeat_interleave(ctx: LoweringContext) -> Value:
     else:
         axis = ctx.axis("dim", x.rank)
     raw = ctx.raw(1)
+    known = _known_ints(raw)
+    if known is None:
+        assert isinstance(raw, Value)
+        reps = _repeats_vector(ctx, raw, (x, axis))
+        return ctx.b.op("gather", x, repeat_indices(ctx, reps, _output_size(ctx)), axis=axis)
     if isinstance(raw, Value) and raw.type.shape.numel != 1:
-        reps = np.asarray(ctx.const(1), dtype=np.int64).reshape(-1)
         n = x.type.shape[axis]
-        if not isinstance(n, int) or len(reps) != n:
-            raise ctx.unsupported(f"repeat_interleave: {len(reps)} repeats for an axis of size {n}")
-        idx = np.repeat(np.arange(n, dtype=np.int64), reps)
+        if not isinstance(n, int) or len(known) != n:
+            raise ctx.unsupported(f"repeat_interleave: {len(known)} repeats for an axis of size {n}")
+        idx = np.repeat(np.arange(n, dtype=np.int64), known)
         if idx.size == 0:
             raise ctx.unsupported("repeat_interleave with all-zero repeats gives an empty tensor")
         return ctx.b.op("gather", x, ctx.b.const(idx, DType.I64), axis=axis)
-    times = int(np.asarray(ctx.const(1)).reshape(-1)[0])
+    times = int(known[0])
     if times < 1:
         raise ctx.unsupported("repeat_interleave with zero repeats gives an empty tensor")
     return x if times == 1 else repeat_each(ctx.b, x, axis, times)
+
+
+def _known_ints(raw: object) -> np.ndarray | None:
+    """The repeats as a 1-D int64 array when they are known at export time (numbers, or
+    a tensor computed from constants only), else None."""
+    if not isinstance(raw, Value):
+        return np.asarray(raw, dtype=np.int64).reshape(-1)
+    known = raw.known if raw.known is not None else fold(raw)
+    if known is None or (known.dtype == object and has_sym(known)):
+        return None
+    return np.asarray(known, dtype=np.int64).reshape(-1)
+
+
+def _repeats_vector(ctx: LoweringContext, reps: Value, along: tuple[Value, int] | None) -> Value:
+    """Repeats computed in the model as a 1-D i64 vector: one per element of ``along``
+    (tensor, axis), a single count broadcast to that axis' length."""
+    b = ctx.b
+    if reps.type.dtype.is_float or reps.type.dtype is DType.BOOL:
+        raise ctx.unsupported(f"repeat_interleave: repeats must be integers, got {reps.type.dtype}")
+    reps = b.cast(reps, DType.I64)
+    if reps.rank > 1:
+        raise ctx.unsupported(f"repeat_interleave: repeats must be 0-d or 1-D, got rank {reps.rank}")
+    if along is None:
+        return reps if reps.rank == 1 else b.op("reshape", reps, b.ints([1]))
+    x, axis = along
+    if reps.rank == 0 or reps.type.shape[0] == 1:
+        one = b.op("reshape", reps, b.ints([]))
+        return b.op("expand", one, b.op("reshape", dim_value(b, x, axis), b.ints([1])))
+    n, m = x.type.shape[axis], reps.type.shape[0]
+    if isinstance(n, int) and isinstance(m, int) and n != m:
+        raise ctx.unsupported(f"repeat_interleave: {m} repeats for an axis of size {n}")
+    return reps
+
+
+def _output_size(ctx: LoweringContext) -> int | None:
+    """``output_size=`` when the call gives it as a number (the output then has that static length)."""
+    if not ctx.has("output_size") or ctx.is_none("output_size"):
+        return None
+    size = ctx.raw("output_size")
+    return int(size) if isinstance(size, int) else None
+
+
+def repeat_indices(ctx: LoweringContext, reps: Value, output_size: int | None = None) -> Value:
+    """``i`` repeated ``reps[i]`` times, for repeats known only at run time: output
+    position ``j`` takes the source index counting the running totals of ``reps`` that are
+    <= ``j`` (a comparison of every position with every total, summed). The positions are
+    a range to ``sum(reps)`` computed from the data (``output_size`` when given), so the
+    output's length is whatever the repeats add up to."""
+    b = ctx.b
+    totals = running_sum(ctx, reps, 0)
+    zero, one = i64(b, 0), i64(b, 1)
+    if output_size is not None:
+        positions = b.const(np.arange(output_size, dtype=np.int64), DType.I64)
+    else:
+        positions = data_range(b, zero, b.op("sum_reduce", reps, axes=(0,), keepdims=False), one)
+    return count_below(ctx, totals, positions, right=True)
 
 
 # -- reordering ----------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 
 from t2n.frontend.context import LoweringContext, norm_axis
 from t2n.frontend.helpers import from_tensor_data
+from t2n.frontend.lowering.creation import data_positions
 from t2n.frontend.lowering.folding import folded_int
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, DType, Value
@@ -182,6 +183,10 @@ def slice_(ctx: LoweringContext) -> Any:
     if sliced is None:
         return x
     axis, start, end, step = sliced
+    if step == 1 and start.known is not None and start.known.tolist() == [0]:
+        positions = data_positions(ctx.b, ctx.optional(3) if ctx.n_inputs > 3 else None)
+        if positions is not None:  # ``table[:y.shape[1]]`` of a length from data: a gather of its range
+            return ctx.b.op("gather", x, positions, axis=axis)
     return ctx.b.op("slice", x, start, end, axes=(axis,), steps=(step,))
 
 

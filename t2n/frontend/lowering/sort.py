@@ -108,6 +108,8 @@ def cumsum_float(ctx: LoweringContext, x: Value, axis: int) -> Value:
             return b.cast(b.op("cumsum", b.cast(x, DType.F32), axis=axis), x.type.dtype)
         return b.op("cumsum", x, axis=axis)
     if ctx.lowering.static_sizes and all(isinstance(d, int) for d in x.type.shape):
+        if x.rank == 1:  # the products need a row axis
+            return b.op("squeeze", cumsum_float(ctx, b.op("unsqueeze", x, axes=(0,)), 1), axes=(0,))
         xt, perm = _to_last(ctx, x, axis)
         n = int(xt.type.shape[-1])
         if n >= BLOCKED_CUMSUM_FROM:
@@ -133,6 +135,12 @@ def cumsum(ctx: LoweringContext) -> Value:
     else as f64 (exact below 2**53) by the same triangular matmul, so integer running
     sums (position ids, packed-sequence indices) follow dynamic axes."""
     x, axis = _scan_input(ctx)
+    return running_sum(ctx, x, axis)
+
+
+def running_sum(ctx: LoweringContext, x: Value, axis: int) -> Value:
+    """The cumulative sum of ``x`` along ``axis`` in its own dtype: integers natively where
+    the target sums them, else through f64 (exact below 2**53)."""
     if x.type.dtype.is_float or "cumsum" in ctx.lowering.native_ops:
         return cumsum_float(ctx, x, axis)
     wide = cumsum_float(ctx, ctx.b.cast(x, DType.F64), axis)
@@ -207,7 +215,7 @@ def msort(ctx: LoweringContext) -> Value:
 
 
 # -- binary search -------------------------------------------------------------------------
-def _count_below(ctx: LoweringContext, seq: Value, values: Value, right: bool, out_int32: bool) -> Value:
+def count_below(ctx: LoweringContext, seq: Value, values: Value, right: bool, out_int32: bool = False) -> Value:
     """For each value, how many sequence entries are < it (<= it with ``right``): its
     insertion index in the sorted sequence."""
     b = ctx.b
@@ -233,7 +241,7 @@ def searchsorted(ctx: LoweringContext) -> Value:
         right = ctx.const("side") == "right"
     dt = ctx.promote(seq, values)
     seq, values = ctx.b.cast(seq, dt), ctx.b.cast(values, dt)
-    return _count_below(ctx, seq, values, right, ctx.bool("out_int32") if ctx.has("out_int32") else False)
+    return count_below(ctx, seq, values, right, ctx.bool("out_int32") if ctx.has("out_int32") else False)
 
 
 @RULES.rule("aten::bucketize")
@@ -243,7 +251,7 @@ def bucketize(ctx: LoweringContext) -> Value:
     dt = ctx.promote(values, bounds)
     values, bounds = ctx.b.cast(values, dt), ctx.b.cast(bounds, dt)
     right = ctx.bool("right") if ctx.has("right") else False
-    return _count_below(ctx, bounds, values, right, ctx.bool("out_int32") if ctx.has("out_int32") else False)
+    return count_below(ctx, bounds, values, right, ctx.bool("out_int32") if ctx.has("out_int32") else False)
 
 
 # -- order statistics --------------------------------------------------------------

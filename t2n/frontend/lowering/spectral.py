@@ -16,6 +16,7 @@ lowering driver picks them when an argument is complex).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -24,7 +25,8 @@ from t2n.frontend.complex_tensors import Complex, conjugate, from_parts, of_real
 from t2n.frontend.context import LoweringContext, norm_axis
 from t2n.frontend.lowering.shape import slice_axis
 from t2n.frontend.registry import RuleSet
-from t2n.ir import Builder, DType, Value
+from t2n.ir import Builder, Dim, DType, Sym, Value
+from t2n.ir.dims import SymbolicComparisonError, decide
 
 RULES = RuleSet("spectral")
 COMPLEX_RULES = RuleSet("spectral/complex")
@@ -100,22 +102,29 @@ def rfft(ctx: LoweringContext) -> Complex:
 @RULES.rule("aten::fft_irfft")
 @COMPLEX_RULES.rule("aten::fft_irfft")
 def irfft(ctx: LoweringContext) -> Value:
-    b = ctx.b
     z = _complex_arg(ctx, 0)
     axis = norm_axis(ctx.int(2), z.rank) if not ctx.is_none(2) else z.rank - 1
     bins = _static_length(ctx, z, axis)
     n = ctx.int(1) if not ctx.is_none(1) else 2 * (bins - 1)
     if n < 1:
         raise ctx.unsupported(f"irfft of {bins} bins gives no samples; pass n")
+    norm = None if ctx.is_none(3) else str(ctx.const(3))
+    return inverse_real(ctx, z, axis, n, _norm_factor(norm, n, True))
+
+
+def inverse_real(ctx: LoweringContext, z: Complex, axis: int, n: int, factor: float) -> Value:
+    """The ``n`` real samples whose spectrum's first half is ``z`` along ``axis`` (PyTorch's
+    c2r transform): the Hermitian half it was not given is rebuilt, the full spectrum
+    transformed back and scaled by ``factor``, and its real part kept."""
+    b = ctx.b
     half = n // 2 + 1
-    z = _resized(b, z, axis, bins, half)
+    z = _resized(b, z, axis, z.shape[axis], half)  # type: ignore[arg-type]
     pieces = [z.pair]
     if n - half > 0:  # X[k] = conj(X[n - k]) for k in half..n-1
         mirrored = b.op("reverse", slice_axis(b, z.pair, axis, 1, n - half + 1), axes=(axis,))
         pieces.append(conjugate(b, Complex(mirrored)).pair)
     full = Complex(b.op("concat", *pieces, axis=axis)) if len(pieces) > 1 else z
-    norm = None if ctx.is_none(3) else str(ctx.const(3))
-    out = scaled(b, _transform(ctx, full, axis, True), _norm_factor(norm, n, True))
+    out = scaled(b, _transform(ctx, full, axis, True), factor)
     return part(b, out, 0)
 
 
@@ -170,6 +179,157 @@ def stft(ctx: LoweringContext) -> Complex | Value:
     if single:
         spec = Complex(b.op("squeeze", spec.pair, axes=(0,)))
     return spec if return_complex is None or bool(return_complex) else spec.pair
+
+
+@RULES.rule("aten::istft")
+@COMPLEX_RULES.rule("aten::istft")
+def istft(ctx: LoweringContext) -> Complex | Value:
+    """``torch.istft``: each frame transformed back (PyTorch's c2r transform, or the full
+    inverse for ``return_complex``), windowed, overlap-added ``hop_length`` apart, and
+    divided by the overlap-added squared window; then cut as PyTorch cuts (``center``,
+    ``length``). The frame count may be a dynamic axis: every step keeps it."""
+    b = ctx.b
+    z = _complex_arg(ctx, 0)
+    n_fft = ctx.int("n_fft")
+    hop = ctx.int("hop_length") if not ctx.is_none("hop_length") else n_fft // 4
+    win_length = ctx.int("win_length") if not ctx.is_none("win_length") else n_fft
+    center = ctx.bool("center") if ctx.has("center") else True
+    normalized = ctx.bool("normalized") if ctx.has("normalized") else False
+    return_complex = ctx.bool("return_complex") if ctx.has("return_complex") else False
+    if z.rank not in (2, 3):
+        raise ctx.unsupported(f"an inverse STFT of a {z.rank}-D spectrum (PyTorch takes [freq, frames] "
+                              "or [B, freq, frames])")
+    if not 0 < win_length <= n_fft or not 0 < hop <= win_length:
+        raise ctx.unsupported("istft needs 0 < hop_length <= win_length <= n_fft (PyTorch raises too)")
+    single = z.rank == 2
+    if single:
+        z = Complex(b.op("unsqueeze", z.pair, axes=(0,)))
+    bins = _static_length(ctx, z, 1)
+    given = ctx.optional("onesided") if ctx.has("onesided") else None
+    onesided = bins != n_fft if given is None else bool(given)
+    if bins != (n_fft // 2 + 1 if onesided else n_fft):
+        raise ctx.unsupported(f"istft of {bins} frequency bins with n_fft={n_fft} and onesided={onesided} "
+                              "(PyTorch raises too)")
+    if return_complex and onesided:
+        raise ctx.unsupported("istft with return_complex=True of a one-sided spectrum (PyTorch raises too)")
+    window = _istft_window(ctx, n_fft, win_length, z.dtype)
+    frames = Complex(b.op("transpose", z.pair, perm=(0, 2, 1, 3)))  # [B, frames, freq, 2]
+    parts = _frames_back(ctx, frames, n_fft, normalized, return_complex)
+    if window is not None:
+        parts = [b.op("mul", p, window) for p in parts]
+    parts = [overlap_add(b, p, hop) for p in parts]
+    squared = window if window is None else b.op("mul", window, window)
+    envelope = overlap_add(b, _frames_like(b, frames.pair, squared, n_fft, z.dtype), hop)
+    cut = _istft_cut(ctx, z.shape[2], n_fft, hop, center)
+    parts = [cut(b.op("div", p, envelope)) for p in parts]
+    if single:
+        parts = [b.op("squeeze", p, axes=(0,)) for p in parts]
+    return from_parts(b, parts[0], parts[1]) if return_complex else parts[0]
+
+
+def _frames_back(ctx: LoweringContext, frames: Complex, n_fft: int, normalized: bool,
+                 return_complex: bool) -> list[Value]:
+    """Each frame's signal (``[B, frames, n_fft]``; its real and imaginary parts for
+    ``return_complex``), scaled as PyTorch scales (``1/n_fft``, or ``1/sqrt(n_fft)``
+    normalized)."""
+    b = ctx.b
+    factor = 1.0 / math.sqrt(n_fft) if normalized else 1.0 / n_fft
+    if return_complex:
+        signal = scaled(b, _transform(ctx, frames, 2, True), factor)
+        return [part(b, signal, 0), part(b, signal, 1)]
+    return [inverse_real(ctx, frames, 2, n_fft, factor)]
+
+
+def _istft_window(ctx: LoweringContext, n_fft: int, win_length: int, dtype: DType) -> Value | None:
+    """The window of ``win_length`` samples centred in ``n_fft`` (None: all ones)."""
+    window = _stft_window(ctx, n_fft, win_length, dtype)
+    if window is None or win_length == n_fft:
+        return window
+    left = (n_fft - win_length) // 2
+    return ctx.b.op("pad", window, pads=((left, n_fft - win_length - left),), mode="constant", value=0.0)
+
+
+def _frames_like(b: Builder, spectrum: Value, squared: Value | None, n_fft: int, dtype: DType) -> Value:
+    """The squared window repeated for each frame of ``spectrum`` ([B, frames, freq, 2]):
+    ``[1, frames, n_fft]``, its frame count read from the graph."""
+    one = squared if squared is not None else b.const(np.ones(n_fft, dtype.numpy), dtype)
+    count = b.op("slice", b.op("shape_of", spectrum), b.ints([1]), b.ints([2]), axes=(0,), steps=(1,))
+    return b.op("expand", one, b.op("concat", b.ints([1]), count, b.ints([n_fft]), axis=0))
+
+
+def overlap_add(b: Builder, frames: Value, hop: int) -> Value:
+    """``[B, N, F]`` frames summed ``hop`` samples apart into ``[B, (N + R - 1) * hop]``
+    with ``R = ceil(F / hop)`` (the frames zero-padded to ``R * hop``): each frame is cut
+    into ``R`` chunks of ``hop``, chunk ``r`` of frame ``i`` lands on output chunk
+    ``i + r``, so the sum is ``R`` shifted copies (static pads: the frame count may be
+    symbolic)."""
+    n = frames.type.shape[2]
+    assert isinstance(n, int)
+    chunks = -(-n // hop)
+    if chunks * hop > n:
+        frames = b.op("pad", frames, pads=((0, 0), (0, 0), (0, chunks * hop - n)), mode="constant", value=0.0)
+    lead = b.op("slice", b.op("shape_of", frames), b.ints([0]), b.ints([2]), axes=(0,), steps=(1,))
+    split = b.op("reshape", frames, b.op("concat", lead, b.ints([chunks, hop]), axis=0))  # [B, N, R, hop]
+    total: Value | None = None
+    for r in range(chunks):
+        piece = b.op("squeeze", slice_axis(b, split, 2, r, r + 1), axes=(2,))
+        if chunks > 1:
+            piece = b.op("pad", piece, pads=((0, 0), (r, chunks - 1 - r), (0, 0)), mode="constant", value=0.0)
+        total = piece if total is None else b.op("add", total, piece)
+    assert total is not None
+    batch = b.op("slice", b.op("shape_of", total), b.ints([0]), b.ints([1]), axes=(0,), steps=(1,))
+    return b.op("reshape", total, b.op("concat", batch, b.ints([-1]), axis=0))
+
+
+def _istft_cut(ctx: LoweringContext, frames: Dim, n_fft: int, hop: int, center: bool) -> Callable[[Value], Value]:
+    """The cut PyTorch makes of the overlap-added ``[B, L]`` signal (``L = (N + R - 1) *
+    hop``, of which the first ``(N - 1) * hop + n_fft`` samples are the signal): from
+    ``n_fft // 2`` when centred, to ``length`` samples (zero-padded past the signal) or
+    to the signal's end less ``n_fft // 2`` when centred. Bounds are kept relative to the
+    end, or taken from the ``length`` value, so that they follow a dynamic frame count."""
+    b = ctx.b
+    start = n_fft // 2 if center else 0
+    tail = -(-n_fft // hop) * hop - n_fft  # samples past the signal's end
+    length = ctx.optional("length") if ctx.has("length") else None
+    if length is None:
+        back = tail + (n_fft // 2 if center else 0)
+        return lambda y: slice_axis(b, y, 1, start, -back if back else None)
+    signal = (frames - 1) * hop + n_fft
+    size = _size_of(length)
+    if size is None:
+        raise ctx.unsupported("istft with a length computed from tensor data")
+    end: Dim = start + size
+    try:
+        past = decide("gt", end, signal)
+    except SymbolicComparisonError:
+        past = False  # tract refuses a slice out of range at run time: never a wrong result
+    if not past:
+        bound: int | Value = (b.op("add", _i64(b, length), _i64(b, start)) if isinstance(length, Value)
+                              else start + int(length))
+        return lambda y: slice_axis(b, y, 1, start, bound)
+    extra = end - signal
+    if not isinstance(extra, int):
+        raise ctx.unsupported("istft with a length past the signal by an amount that changes with the input size")
+
+    def padded(y: Value) -> Value:
+        kept = slice_axis(b, y, 1, start, -tail if tail else None)
+        return b.op("pad", kept, pads=((0, 0), (0, extra)), mode="constant", value=0.0)
+
+    return padded
+
+
+def _size_of(v: object) -> Dim | None:
+    """A size argument (an int, or a value computed from sizes) as a dimension."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, Value) and v.known is not None and v.known.size == 1:
+        k = v.known.reshape(()).item()
+        return k if isinstance(k, (int, Sym)) else int(k)
+    return None
+
+
+def _i64(b: Builder, v: object) -> Value:
+    return b.cast(v, DType.I64) if isinstance(v, Value) else b.const(np.asarray(v, np.int64), DType.I64)
 
 
 def _pad_mode(ctx: LoweringContext, mode: str) -> str:

@@ -89,6 +89,23 @@ class EmbeddingsDecoder(torch.nn.Module):
 
             positions, new_delta = mrope_positions(is_placeholder, past_length, delta, grid_rows)
             grown_delta = (new_delta,)
+        out = self._decode(embeds, is_placeholder, deep, positions, cache, past_length)
+        grown: list[torch.Tensor] = []
+        cache_out: Any = returned_cache(out)  # the DynamicCache given, grown
+        for layer in cache_out.layers:
+            grown += [layer.keys, layer.values]
+        logits = out.logits
+        assert logits is not None  # a causal LM always returns its logits
+        if self.num_logits_to_keep and not _keeps_logits(model):
+            logits = logits[:, -self.num_logits_to_keep:]
+        return (logits, *grown, *grown_delta)
+
+    def _decode(self, embeds: torch.Tensor, is_placeholder: torch.Tensor, deep: list[torch.Tensor],
+                positions: torch.Tensor, cache: Any, past_length: int) -> Any:
+        """The model's forward on the embeddings: with the DeepStack streams added, as a
+        prefix LM, or as it is (image tokens attending each other both ways where the
+        family asks it)."""
+        model: Any = self.model
         extra: dict[str, Any] = {}
         if self.num_logits_to_keep is not None:
             extra["logits_to_keep"] = self.num_logits_to_keep
@@ -110,15 +127,7 @@ class EmbeddingsDecoder(torch.nn.Module):
         else:
             extra[cache_keyword(model)] = cache
             out = model(inputs_embeds=embeds, position_ids=positions, use_cache=True, **extra)
-        grown: list[torch.Tensor] = []
-        cache_out: Any = returned_cache(out)  # the DynamicCache given, grown
-        for layer in cache_out.layers:
-            grown += [layer.keys, layer.values]
-        logits = out.logits
-        assert logits is not None  # a causal LM always returns its logits
-        if self.num_logits_to_keep and not _keeps_logits(model):
-            logits = logits[:, -self.num_logits_to_keep:]
-        return (logits, *grown, *grown_delta)
+        return out
 
 
 def _keeps_logits(model: torch.nn.Module) -> bool:
