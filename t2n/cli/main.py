@@ -55,6 +55,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {
                            "Export a NeMo speech recognizer (.nemo or config) as artifacts + manifest."),
     "nemo-transcribe": Subcommand("t2n.cli.nemo:nemo_transcribe_command",
                                   "Transcribe audio greedily with a nemo-asr export, in tract."),
+    "nemo-classifier": Subcommand("t2n.cli.nemo:nemo_classifier_command",
+                                  "Export a NeMo classifier (speech commands, frame VAD) as artifacts + manifest."),
+    "nemo-classify": Subcommand("t2n.cli.nemo:nemo_classify_command",
+                                "Classify audio (NeMo's labels and probabilities) with a nemo-classifier export."),
 }
 """The subcommands of ``t2n``, by name."""
 

@@ -23,6 +23,7 @@ from t2n.ir.dims.expr import DimParseError, Sym
 from t2n.ir.dims.parse import parse_dim
 
 FILE_KINDS = ".wav (PCM, mono) or .npy (float samples)"
+SHORT = "give longer audio, or pad it with silence as NeMo's transcribe() does"
 LONGER = ("export the model again for longer audio (export_asr(..., max_audio_seconds=...), t2n nemo-asr "
           "--max-audio-seconds), or split the audio into pieces no longer than that")
 
@@ -179,17 +180,18 @@ class AudioLimits:
             return samples // max(self.hop_length, 1)
         return self.frames_of_samples.evaluate({self.samples_symbol: samples, "B": 1})
 
-    def check_samples(self, samples: int, source: str = "the audio") -> None:
-        """:class:`AudioLengthError` unless the export accepts ``samples`` samples."""
+    def check_samples(self, samples: int, source: str = "the audio", *, advice: str = SHORT) -> None:
+        """:class:`AudioLengthError` unless the export accepts ``samples`` samples
+        (``advice``: what to do with shorter audio)."""
         rate = self.sample_rate
         seconds = samples / rate
         low, high = _down(self.min_samples / rate, up=True), self._seconds(self.max_samples)
         if samples < self.min_samples:
+            held = "no samples: it is empty" if samples == 0 else f"{samples} samples at {rate} Hz"
             raise AudioLengthError(
-                source, f"{_s(_down(seconds))} of audio ({samples} samples at {rate} Hz), shorter than this "
+                source, f"{_s(_down(seconds))} of audio ({held}), shorter than this "
                 f"export accepts: at least {_s(low)} ({self.min_samples} samples, {self.min_frames} feature "
-                f"frame(s)); "
-                "give longer audio, or pad it with silence as NeMo's transcribe() does",
+                f"frame(s)); {advice}",
                 seconds=seconds, min_seconds=low, max_seconds=high)
         if self.max_samples is not None and samples > self.max_samples:
             raise AudioLengthError(

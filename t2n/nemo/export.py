@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import numpy as np
@@ -110,24 +110,22 @@ def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = 
     """
     dest = Path(out)
     check_name_length(dest)
-    _check_destination(dest, overwrite)
+    check_destination(dest, overwrite)
     target = target if target is not None else TractNNEF()
     tolerance = Tolerance.parse(tolerance)
     user_plan = as_plan(plan) if plan is not None else None
-    source = _source_name(model)
+    source = source_name(model)
     nemo_model = load_model(model, seed=seed)
     facts = model_facts(nemo_model)
     span = audio_span(nemo_model.encoder, facts, max_audio_seconds)
     subnets = subnets_of(nemo_model, facts, preprocessor, span)
     names = [s.name for s in subnets]
-    _check_plan_names(user_plan, names)
+    check_plan_names(user_plan, names)
     plans = default_plans(facts, names, span.max_frames) if remodel else {}
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(dest.parent, dest.name)
-    tmp = new_temp_dir(dest.parent, dest.name)
-    try:
-        artifacts, entries = _save_subnets(tmp, subnets, plans, user_plan, target,
-                                           tolerance=tolerance, check=check)
+
+    def fill(tmp: Path) -> tuple[dict[str, Artifact], dict[str, Any]]:
+        artifacts, entries = save_subnets(tmp, subnets, plans, user_plan, target,
+                                          tolerance=tolerance, check=check)
         if _plan_for("encoder", {}, user_plan) is not None:
             _check_user_bound(entries, facts, span)
         data = {"format": FORMAT, "version": VERSION, "t2n_version": __version__,
@@ -138,12 +136,29 @@ def export_asr(model: Any, out: str | os.PathLike[str], *, preprocessor: bool = 
             data["checked_against_nemo"] = verify_asr(nemo_model, tmp, preprocessor=preprocessor,
                                                       tolerance=tolerance)
             (tmp / FILE).write_text(Manifest(data).to_json())
-        install(tmp, dest, lambda: _check_destination(dest, overwrite))
+        return artifacts, data
+
+    artifacts, data = write_folder(dest, overwrite, fill)
+    return AsrExport(dest, Manifest(data, dest), artifacts)
+
+
+T = TypeVar("T")
+
+
+def write_folder(dest: Path, overwrite: bool, fill: Callable[[Path], T]) -> T:
+    """``fill`` a temporary folder beside ``dest``, then move it into place (refusing what
+    t2n did not write there, unless ``overwrite``): a failed export leaves nothing."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(dest.parent, dest.name)
+    tmp = new_temp_dir(dest.parent, dest.name)
+    try:
+        result = fill(tmp)
+        install(tmp, dest, lambda: check_destination(dest, overwrite))
     except BaseException:
         if tmp.exists():
             remove_path(tmp)
         raise
-    return AsrExport(dest, Manifest(data, dest), artifacts)
+    return result
 
 
 def _check_user_bound(entries: Mapping[str, Any], facts: ModelFacts, span: AudioSpan) -> None:
@@ -163,7 +178,7 @@ def _check_user_bound(entries: Mapping[str, Any], facts: ModelFacts, span: Audio
                                      "with a larger max_audio_seconds")
 
 
-def _check_plan_names(user_plan: RemodelPlan | None, names: list[str]) -> None:
+def check_plan_names(user_plan: RemodelPlan | None, names: list[str]) -> None:
     """A user's plan naming a sub-network this model lacks is a typo or the wrong model:
     refused before anything is compiled."""
     if user_plan is not None:
@@ -173,9 +188,9 @@ def _check_plan_names(user_plan: RemodelPlan | None, names: list[str]) -> None:
                                            f"have (its sub-networks: {', '.join(names)})")
 
 
-def _save_subnets(tmp: Path, subnets: list[Subnet], plans: dict[str, Any], user_plan: RemodelPlan | None,
-                  target: Target, *, tolerance: Tolerance,
-                  check: bool) -> tuple[dict[str, Artifact], dict[str, Any]]:
+def save_subnets(tmp: Path, subnets: list[Subnet], plans: dict[str, Any], user_plan: RemodelPlan | None,
+                 target: Target, *, tolerance: Tolerance,
+                 check: bool) -> tuple[dict[str, Artifact], dict[str, Any]]:
     """Each sub-network compiled under its plan, checked, saved into ``tmp``: the artifacts
     and their manifest entries, by sub-network name."""
     artifacts: dict[str, Artifact] = {}
@@ -192,13 +207,13 @@ def _save_subnets(tmp: Path, subnets: list[Subnet], plans: dict[str, Any], user_
     return artifacts, entries
 
 
-def _source_name(model: Any) -> str:
+def source_name(model: Any) -> str:
     if isinstance(model, (str, os.PathLike)):
         return Path(model).name
     return "config" if isinstance(model, Mapping) or type(model).__name__ == "DictConfig" else "model"
 
 
-def _check_destination(dest: Path, overwrite: bool) -> bool:
+def check_destination(dest: Path, overwrite: bool) -> bool:
     """Whether something is at ``dest``; refuses what t2n did not write."""
     if not os.path.lexists(dest):
         return False

@@ -15,12 +15,24 @@ maximum, and the encoder's plan asserts it (``tract_assert frames <= N``), which
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 from t2n.errors import NemoExportError
-from t2n.nemo.model import ModelFacts
+
+
+class AudioFront(Protocol):
+    """What the lengths need of a model's facts (a recognizer's or a classifier's)."""
+
+    @property
+    def sample_rate(self) -> int: ...
+
+    @property
+    def hop_length(self) -> int: ...
+
+    @property
+    def subsampling_factor(self) -> int: ...
 
 DEFAULT_TABLE_POSITIONS = 5000
 """NeMo's default ``pos_emb_max_len``: 5000 encoded frames, 400 s of audio for a
@@ -48,13 +60,13 @@ class AudioSpan:
     max_frames: int | None
     tables: bool
 
-    def seconds(self, facts: ModelFacts) -> float | None:
+    def seconds(self, facts: AudioFront) -> float | None:
         if self.max_frames is None:
             return None
         return self.max_frames * max(facts.hop_length, 1) / facts.sample_rate
 
 
-def audio_span(encoder: Any, facts: ModelFacts, max_audio_seconds: float | None) -> AudioSpan:
+def audio_span(encoder: Any, facts: AudioFront, max_audio_seconds: float | None) -> AudioSpan:
     """The span of an export of ``encoder`` for audio of at most ``max_audio_seconds``
     (``None``: what the encoder's positional table covers, or
     :data:`DEFAULT_CONV_SECONDS` for an encoder without one)."""

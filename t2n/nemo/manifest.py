@@ -1,9 +1,11 @@
 """``manifest.json``: what a NeMo export folder holds and how an application drives it.
 
-One JSON object: ``format`` (``"t2n-nemo-asr"``) and ``version``; the ``model`` (NeMo
-class and kind); the ``audio`` front (sample rate, features, hop, subsampling); the
+One JSON object: ``format`` (``"t2n-nemo-asr"`` for a speech recognizer,
+``"t2n-nemo-classifier"`` for a classifier) and ``version``; the ``model`` (NeMo class and
+kind); the ``audio`` front (sample rate, features, hop, subsampling); a recognizer's
 ``decoding`` facts (vocabulary, blank id, durations, symbols per frame, the prediction
-network's state); and per artifact its file, its interface (inputs, outputs, symbols,
+network's state) or a classifier's ``classes`` (labels, what its decoder outputs, the
+length of a frame); and per artifact its file, its interface (inputs, outputs, symbols,
 assertions), NeMo's interface it came from, the remodel plan applied with what each
 pass did, and the checks run in tract. See ``docs/speech.md``.
 """
@@ -22,7 +24,16 @@ from t2n.errors import NemoManifestError
 
 FILE = "manifest.json"
 FORMAT = "t2n-nemo-asr"
+CLASSIFIER_FORMAT = "t2n-nemo-classifier"
 VERSION = 1
+
+READERS = {
+    FORMAT: ("a NeMo speech recognizer", "load it with t2n.nemo.load(folder), or run t2n nemo-transcribe "
+                                         "FOLDER AUDIO"),
+    CLASSIFIER_FORMAT: ("a NeMo classifier", "load it with t2n.nemo.load_classifier(folder), or run t2n "
+                                             "nemo-classify FOLDER AUDIO"),
+}
+"""What each format holds and what reads it: named when a folder of one is given to the other."""
 
 
 @attrs.frozen
@@ -75,8 +86,9 @@ class Manifest:
         return json.dumps(self.data, indent=2, sort_keys=False) + "\n"
 
     @classmethod
-    def load(cls, folder: str | os.PathLike[str]) -> Manifest:
-        """The manifest of an export folder; every artifact it lists must be there."""
+    def load(cls, folder: str | os.PathLike[str], expected: str = FORMAT) -> Manifest:
+        """The manifest of an export folder of format ``expected``; every artifact it lists must be
+        there. A folder of the other format is refused, naming what reads it."""
         root = Path(folder)
         path = root / FILE
         try:
@@ -85,8 +97,12 @@ class Manifest:
             raise NemoManifestError(f"{root} has no {FILE}: it is not a NeMo export t2n wrote") from None
         except (OSError, json.JSONDecodeError) as exc:
             raise NemoManifestError(f"cannot read {path}: {exc}") from exc
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise NemoManifestError(f"{path} is not a {FORMAT} manifest")
+        found = data.get("format") if isinstance(data, dict) else None
+        if found != expected:
+            if found in READERS and expected in READERS:
+                (what, how), wanted = READERS[found], READERS[expected][0]
+                raise NemoManifestError(f"{root} is the export of {what} ({found}), not of {wanted}: {how}")
+            raise NemoManifestError(f"{path} is not a {expected} manifest")
         if data.get("version") != VERSION:
             raise NemoManifestError(f"{path} is version {data.get('version')}; this t2n reads version {VERSION}")
         manifest = cls(data, root)
@@ -98,10 +114,14 @@ class Manifest:
 
 def is_export_folder(folder: Path) -> bool:
     """Whether ``folder`` holds only a NeMo export t2n wrote (its manifest and the
-    artifacts it lists): such a folder may be replaced by a new export."""
-    try:
-        manifest = Manifest.load(folder)
-    except NemoManifestError:
+    artifacts it lists), of either format: such a folder may be replaced by a new export."""
+    for expected in READERS:
+        try:
+            manifest = Manifest.load(folder, expected)
+            break
+        except NemoManifestError:
+            continue
+    else:
         return False
     listed = {FILE} | {e.path for e in manifest.artifacts.values()}
     return all(entry.name in listed for entry in os.scandir(folder))

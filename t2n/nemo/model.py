@@ -77,9 +77,11 @@ def load_model(source: Any, *, seed: int = 0) -> Any:
 
     A config is the ``model:`` section NeMo's training configs hold (or the whole file
     with that section); its class is its ``target`` (a class of
-    ``nemo.collections.asr.models``), else guessed from its sections: ``joint`` and
-    ``aux_ctc`` a hybrid model, ``joint`` a transducer, otherwise CTC (``*BPE`` classes
-    when it has a ``tokenizer`` section)."""
+    ``nemo.collections.asr.models``), else guessed from its sections: a
+    ``ConvASRDecoderClassification`` decoder an utterance classifier, a
+    ``MultiLayerPerceptron`` one a frame classifier, ``joint`` and ``aux_ctc`` a hybrid
+    model, ``joint`` a transducer, otherwise CTC (``*BPE`` classes when it has a
+    ``tokenizer`` section)."""
     if isinstance(source, torch.nn.Module):
         return source.eval()
     if isinstance(source, (str, os.PathLike)):
@@ -171,6 +173,11 @@ def _from_config(config: Any, seed: int) -> Any:
 
 
 def _guess_class(cfg: Any) -> str:
+    decoder = str((cfg.get("decoder") or {}).get("_target_", ""))
+    if decoder.endswith("ConvASRDecoderClassification"):
+        return MODEL_PACKAGE + "EncDecClassificationModel"
+    if decoder.endswith("MultiLayerPerceptron"):
+        return MODEL_PACKAGE + "EncDecFrameClassificationModel"
     bpe = "BPE" if "tokenizer" in cfg else ""
     if "joint" in cfg:
         return MODEL_PACKAGE + (f"EncDecHybridRNNTCTC{bpe}Model" if "aux_ctc" in cfg else f"EncDecRNNT{bpe}Model")
@@ -235,10 +242,14 @@ def _refuse_other_models(model: Any) -> None:
     if getattr(model, "joint", None) is not None or (hasattr(decoder, "num_classes_with_blank")
                                                      and getattr(decoder, "vocabulary", None) is not None):
         return
+    names = {c.__name__ for c in type(model).__mro__}
+    classifier = ("; it is a NeMo classifier: export it with t2n.nemo.export_classifier (t2n nemo-classifier "
+                  "MODEL -o OUT) and classify with t2n.nemo.load_classifier (t2n nemo-classify)"
+                  if names & {"EncDecClassificationModel", "EncDecFrameClassificationModel"} else "")
     raise NemoExportError("model", f"{type(model).__name__} is not a speech recognizer (its decoder "
                                    f"{type(decoder).__name__} gives no labels per frame): t2n.nemo exports NeMo's "
                                    "CTC, transducer (RNN-T, TDT) and hybrid ASR models (EncDecCTCModel, "
-                                   "EncDecRNNTModel and their BPE and hybrid variants)")
+                                   f"EncDecRNNTModel and their BPE and hybrid variants){classifier}")
 
 
 def _get(cfg: Any, key: str) -> Any:

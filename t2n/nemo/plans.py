@@ -19,17 +19,17 @@ from t2n.nemo.subnets import BATCH, ENCODED, FRAMES, LABELS, SAMPLES
 def default_plans(facts: ModelFacts, names: list[str], max_frames: int | None = None) -> dict[str, Any]:
     """The plan of every sub-network in ``names``, as a mapping (see the module)."""
     plans: dict[str, Any] = {
-        "preprocessor": _preprocessor_plan(),
-        "encoder": _encoder_plan(facts, max_frames),
+        "preprocessor": preprocessor_plan(),
+        "encoder": encoder_plan(facts.features, max_frames),
         "ctc_decoder": {
-            "inputs": {"encoder_output": _batched([BATCH, facts.d_model, ENCODED])},
+            "inputs": {"encoder_output": batched([BATCH, facts.d_model, ENCODED])},
             "outputs": {"logprobs": {"collapse_dims": [0]}},
         },
         "decoder": _decoder_plan(facts),
         "joint": {
             "inputs": {
-                "encoder_outputs": _batched([BATCH, facts.d_model, ENCODED]),
-                "decoder_outputs": _batched([BATCH, facts.pred_hidden, LABELS]),
+                "encoder_outputs": batched([BATCH, facts.d_model, ENCODED]),
+                "decoder_outputs": batched([BATCH, facts.pred_hidden, LABELS]),
             },
             "outputs": {"outputs": {"collapse_dims": [0]}},
         },
@@ -37,7 +37,7 @@ def default_plans(facts: ModelFacts, names: list[str], max_frames: int | None = 
     return {name: plans[name] for name in names}
 
 
-def _batched(shape: list[Any]) -> dict[str, Any]:
+def batched(shape: list[Any]) -> dict[str, Any]:
     """An input of ``shape`` whose batch axis is collapsed (fixed to 1), found by its name."""
     return {"original_shape": shape, "collapse_dims": [BATCH]}
 
@@ -48,11 +48,11 @@ def _length(measures: str) -> dict[str, Any]:
     return {"original_shape": [BATCH], "collapse_dims": [0], "bind_scalar_to_dim_size": measures}
 
 
-def _preprocessor_plan() -> dict[str, Any]:
+def preprocessor_plan() -> dict[str, Any]:
     """Audio samples in, features out; the lengths follow the samples."""
     return {
         "inputs": {
-            "input_signal": _batched([BATCH, SAMPLES]),
+            "input_signal": batched([BATCH, SAMPLES]),
             "length": _length(f"input_signal.{SAMPLES}"),
         },
         "outputs": {"processed_signal": {"collapse_dims": [0]}},
@@ -60,11 +60,11 @@ def _preprocessor_plan() -> dict[str, Any]:
     }
 
 
-def _encoder_plan(facts: ModelFacts, max_frames: int | None) -> dict[str, Any]:
+def encoder_plan(features: int, max_frames: int | None) -> dict[str, Any]:
     """Features in, encoded frames out; ``max_frames`` bounds the frames for the engine."""
     return {
         "inputs": {
-            "audio_signal": _batched([BATCH, facts.features, FRAMES]),
+            "audio_signal": batched([BATCH, features, FRAMES]),
             "length": _length(f"audio_signal.{FRAMES}"),
         },
         "outputs": {"outputs": {"collapse_dims": [0]}},
@@ -77,10 +77,10 @@ def _decoder_plan(facts: ModelFacts) -> dict[str, Any]:
     """The prediction network: labels and its two recurrent states (batch on axis 1) in and out."""
     return {
         "inputs": {
-            "targets": _batched([BATCH, LABELS]),
+            "targets": batched([BATCH, LABELS]),
             "target_length": _length(f"targets.{LABELS}"),
-            "input_states_1": _batched([facts.pred_layers, BATCH, facts.pred_hidden]),
-            "input_states_2": _batched([facts.pred_layers, BATCH, facts.pred_hidden]),
+            "input_states_1": batched([facts.pred_layers, BATCH, facts.pred_hidden]),
+            "input_states_2": batched([facts.pred_layers, BATCH, facts.pred_hidden]),
         },
         "outputs": {"outputs": {"collapse_dims": [0]}, "output_states_1": {"collapse_dims": [1]},
                     "output_states_2": {"collapse_dims": [1]}},

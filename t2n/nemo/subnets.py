@@ -57,7 +57,7 @@ class Subnet:
 # -- the modules traced -----------------------------------------------------------------
 
 
-def _unwrapped(method: Any) -> Callable[..., Any]:
+def unwrapped(method: Any) -> Callable[..., Any]:
     """NeMo's ``@typecheck`` methods without the check (which wants keyword calls and
     attaches neural types): the function it wraps, so that nothing global is switched."""
     return getattr(method, "__wrapped__", method)  # type: ignore[no-any-return]
@@ -132,7 +132,7 @@ class CTCDecoder(torch.nn.Module):
 
     def forward(self, encoder_output: torch.Tensor) -> torch.Tensor:
         decoder = getattr(self, self.attribute)
-        return _unwrapped(type(decoder).forward)(decoder, encoder_output=encoder_output)  # type: ignore[no-any-return]
+        return unwrapped(type(decoder).forward)(decoder, encoder_output=encoder_output)  # type: ignore[no-any-return]
 
 
 class PredictionNetwork(torch.nn.Module):
@@ -199,19 +199,32 @@ def preprocessor_subnet(preprocessor: Any) -> Subnet:
                   "audio samples to log-mel features")
 
 
+OTHER_ENCODERS = {
+    "RNNEncoder": "NeMo's recurrent encoder: LSTM, GRU or RNN layers over stacked or strided frames",
+    "ParallelConvASREncoder": "NeMo's convolution encoder with parallel blocks of several kernel sizes",
+    "ECAPAEncoder": "NeMo's speaker-embedding encoder",
+}
+"""NeMo encoders t2n.nemo refuses, with what each is (named in the refusal)."""
+
+
 def encoder_subnet(encoder: Any, features: int, frames: Sequence[int], span: AudioSpan | None = None,
                    subsampling: int = 1) -> Subnet:
     """The encoder, its length tables grown to cover ``span`` (a Conformer's in place, by
     NeMo's own call; a convolution encoder's on the copy :class:`ConvEncoder` traces)."""
     conv = is_conv_encoder(encoder)
     if not conv and not hasattr(encoder, "forward_for_export"):
-        raise NemoExportError("encoder", f"{type(encoder).__name__} has no forward_for_export; t2n.nemo exports "
+        name = type(encoder).__name__
+        what = f" ({OTHER_ENCODERS[name]})" if name in OTHER_ENCODERS else ""
+        raise NemoExportError("encoder", f"{name}{what} is not exported: it has no export interface "
+                              "(forward_for_export) and t2n.nemo does not check it against NeMo; t2n.nemo exports "
                               "NeMo's Conformer and FastConformer encoders (ConformerEncoder) and its convolution "
-                              "encoders (ConvASREncoder: QuartzNet, Jasper, Citrinet)")
+                              "encoders (ConvASREncoder: QuartzNet, Jasper, Citrinet): use a model with one of "
+                              "those, or compile this encoder yourself with t2n.compile")
     if getattr(encoder, "export_cache_support", False):
         raise NemoExportError("encoder", "the encoder is set up for cache-aware streaming export "
-                              "(export_cache_support); t2n.nemo exports the whole-utterance encoder: set "
-                              "model.encoder.export_cache_support = False")
+                              "(export_cache_support): export it with t2n.nemo.export_streaming_asr (the "
+                              "encoder's step with its caches, and these artifacts), or set "
+                              "model.encoder.export_cache_support = False for the whole-utterance encoder only")
     span = span if span is not None else AudioSpan(None, False)
     if conv:
         _refuse_conv_constructs(encoder)
@@ -229,19 +242,25 @@ def encoder_subnet(encoder: Any, features: int, frames: Sequence[int], span: Aud
                   "features to encoded frames")
 
 
-def _refuse_conv_constructs(encoder: Any) -> None:
-    """What a convolution encoder holds that its artifact would not compute as NeMo
-    does: :class:`NemoExportError` naming the module and what to do."""
+def refuse_se_context(encoder: Any) -> None:
+    """Squeeze-excitation over a limited context runs in a TorchScript function t2n does
+    not trace: :class:`NemoExportError` naming the module and NeMo's call that avoids it."""
     for name, m in encoder.named_modules():
-        path = f"encoder.{name}"
-        kind = type(m).__name__
-        if kind == "SqueezeExcite" and int(getattr(m, "context_window", -1)) >= 0:
-            raise NemoExportError("encoder", f"{path} (SqueezeExcite) pools over a limited context "
+        if type(m).__name__ == "SqueezeExcite" and int(getattr(m, "context_window", -1)) >= 0:
+            raise NemoExportError("encoder", f"encoder.{name} (SqueezeExcite) pools over a limited context "
                                   f"(se_context_size={m.context_window}) in a TorchScript function t2n does not "
                                   "trace; in inference NeMo pools over the whole utterance either way: call "
                                   "model.change_conv_asr_se_context_window(context_window=-1) (the same outputs in "
                                   "eval mode) and export again")
-        if kind == "GroupNorm":
+
+
+def _refuse_conv_constructs(encoder: Any) -> None:
+    """What a convolution encoder holds that its artifact would not compute as NeMo
+    does: :class:`NemoExportError` naming the module and what to do."""
+    refuse_se_context(encoder)
+    for name, m in encoder.named_modules():
+        path = f"encoder.{name}"
+        if type(m).__name__ == "GroupNorm":
             raise NemoExportError("encoder", f"{path} (GroupNorm: normalization_mode group, layer or instance) "
                                   "normalizes over time including the frames NeMo pads an utterance with "
                                   "(pad_to, the batch's longest), so NeMo's own output depends on that padding, "
