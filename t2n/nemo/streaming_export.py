@@ -31,11 +31,10 @@ from t2n.backends.tract.target import TractNNEF
 from t2n.check.compare import CheckReport, Tolerance
 from t2n.errors import (
     NemoExportError,
-    OverwriteRefusedError,
     UnsupportedOpsError,
 )
-from t2n.nemo.export import AsrExport, export_asr
-from t2n.nemo.manifest import FILE, Manifest, is_export_folder
+from t2n.nemo.export import AsrExport, check_destination, export_asr
+from t2n.nemo.manifest import FILE, Manifest
 from t2n.nemo.model import load_model
 from t2n.nemo.streaming import FIRST_STEP, SECTION, STEP, StepShape
 from t2n.nemo.streaming_verify import verify_stream
@@ -276,7 +275,7 @@ def export_streaming_asr(model: Any, out: str | os.PathLike[str], *, att_context
     The model is left as it was (its context and ``export_cache_support``)."""
     dest = Path(out)
     check_name_length(dest)
-    _check_destination(dest, overwrite)
+    check_destination(dest, overwrite)
     target = target if target is not None else TractNNEF()
     tolerance = Tolerance.parse(tolerance)
     nemo_model = load_model(model, seed=seed)
@@ -306,22 +305,10 @@ def export_streaming_asr(model: Any, out: str | os.PathLike[str], *, att_context
                     nemo_model, tmp, pad_and_drop_preencoded=pad_and_drop_preencoded, tolerance=tolerance,
                     utterances=CHECK_UTTERANCES)
                 (tmp / FILE).write_text(Manifest(data).to_json())
-            install(tmp, dest, lambda: _check_destination(dest, overwrite))
+            install(tmp, dest, lambda: check_destination(dest, overwrite))
         except BaseException:
             if tmp.exists():
                 remove_path(tmp)
             raise
     return AsrExport(dest, Manifest(data, dest), artifacts)
-
-
-def _check_destination(dest: Path, overwrite: bool) -> bool:
-    """Whether something is at ``dest``; refuses what t2n did not write."""
-    if not os.path.lexists(dest):
-        return False
-    if overwrite or (dest.is_dir() and not dest.is_symlink() and (not any(dest.iterdir())
-                                                                   or is_export_folder(dest))):
-        return True
-    raise OverwriteRefusedError(
-        f"{dest} holds something that is not a NeMo export t2n wrote; it was left untouched: pass "
-        "overwrite=True to replace it, or choose another folder")
 
