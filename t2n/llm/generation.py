@@ -28,7 +28,8 @@ def generate(export_dir: str | Path, inputs: Mapping[str, npt.ArrayLike], max_ne
     gives exactly ``max_new_tokens``). ``inputs``: the dict of a tokenizer or processor
     (numpy or torch; batch 1): ``input_ids`` (``attention_mask`` all ones), and for a
     multimodal export ``pixel_values`` or ``input_features`` (one image or clip per row,
-    their placeholders in ``input_ids`` in the same order), for an encoder-decoder its
+    their placeholders in ``input_ids`` in the same order; the manifest's ``preprocess``
+    rules and LLaVA-OneVision's ``several_images`` rule applied), for an encoder-decoder its
     source (``input_ids`` or Whisper's ``input_features``, ``decoder_input_ids`` for
     start tokens of one's own)."""
     folder = Path(export_dir)
@@ -76,6 +77,7 @@ def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLik
     manifest = json.loads((folder / "multimodal.json").read_text())
     modes = json.loads((folder / manifest["decoder"]["modes"]).read_text())
     _check_token_types(inputs, modes)
+    _refuse_videos(inputs)
     given = [name for name in ENCODER_INPUTS if name in inputs]
     if not given:
         return tract_multimodal_generate(folder, ids, max_new_tokens)
@@ -84,6 +86,7 @@ def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLik
     entries = [e for e in manifest["encoders"] if e["modality"] == modality]
     if not entries:
         raise InvalidArgumentError(f"{folder} has no {modality} encoder: export a model that takes {name}")
+    inputs = apply_preprocess(inputs, entries[0].get("preprocess"))
     order = [str(n) for n in entries[0]["inputs"]]  # the encoder's inputs (Qwen2-Audio: features and mask)
     wanted = set(order)
     sized = "image_sizes" in inputs and _tiled(entries)
@@ -97,6 +100,9 @@ def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLik
             "as it returns them, or encode with t2n.llm.multimodal.generate.tract_encode_images and pass the "
             "rows to tract_multimodal_generate (see docs/multimodal.md)")
     arrays = [as_numpy(inputs[n]) for n in order]
+    if sized and _several(inputs):
+        rows = _several_images_rows(folder, arrays[0], inputs, entries)
+        return tract_multimodal_generate(folder, ids, max_new_tokens, modality=modality, rows=rows)
     images: list[tuple[np.ndarray | tuple[np.ndarray, ...], tuple[int, int] | None]]
     if sized:
         images = list(_tiled_images(arrays[0], inputs, entries))
@@ -105,6 +111,15 @@ def _multimodal(folder: Path, ids: np.ndarray, inputs: Mapping[str, npt.ArrayLik
                   for i in range(arrays[0].shape[0])]
     rows = tract_encode_images(folder, images, modality=modality)
     return tract_multimodal_generate(folder, ids, max_new_tokens, modality=modality, rows=rows)
+
+
+def _refuse_videos(inputs: Mapping[str, npt.ArrayLike]) -> None:
+    """Videos (LLaVA-OneVision's ``pixel_values_videos``) take another path of the model, its
+    frames pooled and written at its video tokens, which no export has: refused by name."""
+    videos = sorted(n for n in inputs if "video" in n)
+    if videos:
+        raise InvalidArgumentError(f"the inputs hold {', '.join(videos)}: videos are not exported (the model pools "
+                                   "their frames and writes them at its video tokens); give images only")
 
 
 def _check_token_types(inputs: Mapping[str, npt.ArrayLike], modes: Mapping[str, object]) -> None:
@@ -140,10 +155,6 @@ def _tiled_images(raw: np.ndarray, inputs: Mapping[str, npt.ArrayLike], entries:
     """Each image of the processor's ``[IMAGES, N, 3, S, S]`` (tiles padded to the longest
     image's) with its size: its own tiles, as many as its size's encoder takes."""
     sizes = np.asarray(as_numpy(inputs["image_sizes"])).reshape(-1, 2)
-    counts = np.asarray(as_numpy(inputs.get("batch_num_images", np.ones(len(sizes)))))
-    if np.any(counts != 1):
-        raise InvalidArgumentError("batch_num_images holds a prompt of several images, which LLaVA-OneVision "
-                                   "encodes as their base tiles only (not exported yet): give one image a prompt")
     if len(sizes) != raw.shape[0]:
         raise InvalidArgumentError(f"image_sizes holds {len(sizes)} sizes for {raw.shape[0]} images")
     images: list[tuple[np.ndarray, tuple[int, int] | None]] = []
@@ -156,3 +167,73 @@ def _tiled_images(raw: np.ndarray, inputs: Mapping[str, npt.ArrayLike], entries:
         tiles = _graph_input_shape(entry)[1]
         images.append((raw[i:i + 1, :tiles] if isinstance(tiles, int) else raw[i:i + 1], (height, width)))
     return images
+
+
+def _several(inputs: Mapping[str, npt.ArrayLike]) -> bool:
+    """Whether the processor marks the prompt as one of several images (``batch_num_images``
+    ``[n]``, n > 1): LLaVA-OneVision then takes each image otherwise than alone."""
+    counts = np.asarray(as_numpy(inputs.get("batch_num_images", np.ones(1)))).reshape(-1)
+    if len(counts) != 1:
+        raise InvalidArgumentError(f"batch_num_images holds {len(counts)} prompts: give one prompt (batch 1)")
+    return int(counts[0]) > 1
+
+
+def _tile_count(entry: Mapping[str, object]) -> int:
+    """The tiles ``N`` of an encoder taking ``[1, N, 3, S, S]``."""
+    return int(str(_graph_input_shape(entry)[1]))
+
+
+def _several_images_rows(folder: Path, raw: np.ndarray, inputs: Mapping[str, npt.ArrayLike],
+                         entries: list[dict[str, object]]) -> list[np.ndarray]:
+    """The rows of a prompt of several images by the manifest's ``several_images`` rule (the
+    same for every encoder): each image's first ``tiles`` tiles, zero tiles after them up to
+    what the encoder with the fewest tiles takes, its output's ``first_rows`` then its
+    ``last_rows``; the images' rows in order."""
+    from t2n.llm.multimodal.generate import tract_encode_all
+
+    rule = entries[0].get("several_images")
+    if not isinstance(rule, dict):
+        raise InvalidArgumentError("batch_num_images holds a prompt of several images, which this export's "
+                                   "model encodes as one image each: give one image a prompt")
+    count = int(np.asarray(as_numpy(inputs["batch_num_images"])).reshape(-1)[0])
+    if count != raw.shape[0]:
+        raise InvalidArgumentError(f"batch_num_images says {count} images, pixel_values holds {raw.shape[0]}")
+    entry = min(entries, key=_tile_count)
+    tiles = _tile_count(entry)
+    size_of = entry.get("image_size")
+    size = (int(str(size_of[0])), int(str(size_of[1]))) if isinstance(size_of, list) else None
+    first, last, kept = int(rule["first_rows"]), int(rule["last_rows"]), int(rule["tiles"])
+    parts = []
+    for image in raw:
+        padded = np.zeros((1, tiles, *image.shape[1:]), dtype=image.dtype)
+        padded[0, :kept] = image[:kept]
+        out = tract_encode_all(folder, padded, image_size=size)
+        parts.append([np.concatenate([o[:first], o[o.shape[0] - last:]]) for o in out])
+    return [np.concatenate(rows, axis=0) for rows in zip(*parts)]
+
+
+def apply_preprocess(inputs: Mapping[str, npt.ArrayLike], rules: object) -> dict[str, npt.ArrayLike]:
+    """``inputs`` after the manifest's ``preprocess`` rules (in order; each names its
+    ``input``): ``ignore`` drops it, ``merge_axes`` joins its ``axes`` ``[a, a + 1]``,
+    ``drop_all_equal`` drops the slices along ``axis`` whose every value is ``value``
+    (Idefics3's padding images). An unknown rule is refused: the export is newer."""
+    out = dict(inputs)
+    for rule in rules if isinstance(rules, list) else []:
+        name, kind = str(rule["input"]), str(rule["rule"])
+        if name not in out:
+            continue
+        if kind == "ignore":
+            del out[name]
+            continue
+        array = np.asarray(as_numpy(out[name]))
+        if kind == "merge_axes":
+            first = int(rule["axes"][0])
+            out[name] = array.reshape(*array.shape[:first], -1, *array.shape[first + 2:])
+        elif kind == "drop_all_equal":
+            axis = int(rule["axis"])
+            other = tuple(a for a in range(array.ndim) if a != axis)
+            out[name] = np.compress(~np.all(array == rule["value"], axis=other), array, axis=axis)
+        else:
+            raise InvalidArgumentError(f"the manifest's preprocess rule {kind!r} is unknown to this t2n: "
+                                       "update t2n to generate from this export")
+    return out

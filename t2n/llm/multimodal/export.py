@@ -320,6 +320,8 @@ def write_manifest(model: torch.nn.Module, families: list[Family], out: Path, sa
         entry.update(sized)
         if family.fixed:
             entry["fixed_at_export"] = family.fixed
+        if family.preprocess:
+            entry["preprocess"] = [dict(rule) for rule in family.preprocess]
         entry["tests"] = [f"{folder}/tests/io.npz"] if samples else []
         encoders.append({"modality": entry.pop("modality"), "path": f"{folder}/model.nnef.tgz", **entry})
     manifest = {"format": "t2n-multimodal/1",
@@ -394,6 +396,8 @@ def _image_size_entries(model: torch.nn.Module, family: Family, size: tuple[int,
         return {}
     height, width = size or family.default_size(model)
     entry: dict[str, Any] = {"image_size": [height, width]}
+    if family.several_images is not None:
+        entry["several_images"] = family.several_images(model)
     if family.grid is not None:
         patch = int(config_of(model).vision_config.patch_size)
         entry["image_grid_thw"] = [1, height // patch, width // patch]

@@ -88,6 +88,12 @@ class Family:
     rows: str = ""
     """How many rows an input gives, for an encoder that computes it from the data
     (Qwen2-Audio: from each clip's mask); written on the manifest's embeddings output."""
+    preprocess: tuple[dict[str, str | float | list[int]], ...] = ()
+    """Rules a runtime applies, in order, to the processor's outputs before the encoder, as
+    data for the manifest (``preprocess``; see :data:`PREPROCESS_RULES`)."""
+    several_images: Callable[[torch.nn.Module], dict[str, int]] | None = None
+    """How an image of a prompt of several is encoded when the model takes it otherwise than
+    alone (LLaVA-OneVision: its base tile only), as data for the manifest (``several_images``)."""
 
 
 def _placeholders(model: Any, ids: torch.Tensor) -> torch.Tensor:
@@ -311,12 +317,41 @@ LLAVA_NEXT = Family("llava_next", "image", "image_token_id", ("pixel_values",), 
 """LLaVA-NeXT's any-resolution tiling, exact at the image size fixed at export (one encoder
 per size of ``image_sizes``; default the first of ``image_grid_pinpoints``)."""
 
+def _onevision_several(model: torch.nn.Module) -> dict[str, int]:
+    """An image of a prompt of several (the processor's ``batch_num_images`` > 1): the model's
+    ``get_image_features`` takes its first (base) tile only, the tile's rows then one
+    ``image_newline`` row. Any of the encoders computes them: given the base tile then zero
+    tiles (as many as it takes), its first ``first_rows`` rows are the base tile's and its
+    last row is the ``image_newline`` (every packing ends with one), whatever its size."""
+    vision = config_of(model).vision_config
+    side = int(vision.image_size) // int(vision.patch_size)
+    return {"tiles": 1, "first_rows": side * side, "last_rows": 1}
+
+
 LLAVA_ONEVISION = attrs.evolve(
     LLAVA_NEXT, name="llava_onevision",
     fixed=LLAVA_NEXT.fixed + " (the bilinear downsampling of a grid beyond vision_aspect_ratio's budget too); "
-                             "images only (no video)")
+                             "an image of a prompt of several: see several_images; images only (no video)",
+    several_images=_onevision_several)
 """LLaVA-OneVision: LLaVA-NeXT's tiling (the model's own packing, which also downsamples a
 grid beyond its ``anyres_max`` budget bilinearly: a blend of fixed rows)."""
+
+
+PREPROCESS_RULES = {
+    "ignore": "the input is not fed to the encoder (what it says is taken from the data)",
+    "merge_axes": "axes [a, a + 1] of the input become one (row-major), e.g. [1, IMAGES, ...] -> [IMAGES, ...]",
+    "drop_all_equal": "the slices along axis whose every value equals value are dropped",
+}
+"""The preprocessing rules a manifest states, by ``rule`` name (``input`` names the
+processor output each applies to); ``docs/multimodal.schema.json`` lists them too."""
+
+IDEFICS3_PREPROCESS: tuple[dict[str, str | float | list[int]], ...] = (
+    {"rule": "ignore", "input": "pixel_attention_mask"},
+    {"rule": "merge_axes", "input": "pixel_values", "axes": [0, 1]},
+    {"rule": "drop_all_equal", "input": "pixel_values", "axis": 0, "value": 0.0},
+)
+"""Idefics3's ``get_image_features``: the processor's ``[1, IMAGES, 3, H, W]`` flattened, its
+all-zero padding images dropped, the pixel mask unused (every pixel taken as real)."""
 
 
 def _idefics3_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
@@ -337,8 +372,9 @@ IDEFICS3 = Family("idefics3", "image", "image_token_id", ("pixel_values",), _ide
                   dynamic_axes={"pixel_values": {0: "IMAGES"}},
                   fixed="pixel_values are the real images (tiles) of full size, [IMAGES, 3, H, W]: drop the "
                         "all-zero padding images of the processor's [1, IMAGES, 3, H, W] and its "
-                        "pixel_attention_mask (every pixel is taken as real)",
-                  forward_inputs=_idefics3_inputs)
+                        "pixel_attention_mask (every pixel is taken as real); the manifest's preprocess "
+                        "rules say so as data",
+                  forward_inputs=_idefics3_inputs, preprocess=IDEFICS3_PREPROCESS)
 
 def _mistral3_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None) -> torch.Tensor:
     """Pixtral's tower (2-D rotary over the patch grid) and the patch merger, for one image
