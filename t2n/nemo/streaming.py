@@ -6,13 +6,19 @@ previous step returned, each chunk's encoded frames decoded as they come.
     result = t2n.nemo.streaming.transcribe_stream("out/", samples)
     print(result.ids, result.text)
 
+    streamer = t2n.nemo.streaming.StreamingTranscriber(t2n.nemo.load("out/"))
+    for piece in pieces:                  # audio as it arrives, any sizes
+        new_ids = streamer.feed(piece)    # chunks run as soon as their frames are complete
+    new_ids = streamer.finish()           # the tail, as NeMo's preprocessor pads it
+
 This is what NeMo's ``conformer_stream_step`` loop over ``CacheAwareStreamingAudioBuffer``
 computes (``examples/asr/asr_cache_aware_streaming``), one utterance at a time:
 
 * features: the export's ``preprocessor`` on the whole utterance, then chunked (as NeMo's
-  buffer does; this first increment does not compute features chunk by chunk). NeMo's
-  buffer streams every frame its preprocessor makes, the last one included (never valid,
-  set to the pad value), so that frame is appended here too;
+  buffer does), or, with :meth:`StreamingTranscriber.feed`, computed as the audio arrives
+  (:mod:`t2n.nemo.streaming_features`: the same frames). NeMo's buffer streams every
+  frame its preprocessor makes, the last one included (never valid, set to the pad
+  value), so that frame is appended here too;
 * chunks: the first of ``steps.first.chunk_frames`` frames, then ``steps.next`` ones, each
   preceded by the last ``pre_encode_cache_frames`` frames before it (zeros at the start)
   and advanced by ``shift_frames``; a tail shorter than ``min_chunk_frames`` is left out,
@@ -42,6 +48,7 @@ import numpy as np
 
 from t2n.errors import NemoAudioError, NemoManifestError
 from t2n.ir import DType
+from t2n.nemo.streaming_features import FeatureStream
 from t2n.nemo.transcribe import AsrArtifacts
 
 STEP = "encoder_step"
@@ -85,25 +92,68 @@ class Window:
 def windows(features: np.ndarray, first: StepShape, later: StepShape) -> Iterator[Window]:
     """NeMo's ``CacheAwareStreamingAudioBuffer`` on one stream: the chunks of ``features``
     [features, frames], each with its pre-encode cache, padded to the step's window."""
-    rows, frames = features.shape
     start, index = 0, 0
-    while start < frames:
+    while start < features.shape[1]:
         step = first if start == 0 else later
-        chunk = features[:, start:start + step.chunk_frames]
-        if chunk.shape[1] < step.min_chunk_frames:
+        window = cut_window(features, 0, start, index, step)
+        if window is None:
             return
-        cached = features[:, max(start - step.pre_encode_cache_frames, 0):start]
-        zeros = np.zeros((rows, step.pre_encode_cache_frames - cached.shape[1]), features.dtype)
-        window = np.concatenate([zeros, cached, chunk], axis=1)
-        length = window.shape[1]
-        if length > step.window_frames:
-            raise NemoManifestError(f"a chunk of {length} frames does not fit {step.artifact}'s window of "
-                                    f"{step.window_frames}: the manifest's steps disagree with the artifact")
-        padded = np.zeros((rows, step.window_frames), np.float32)
-        padded[:, :length] = window
-        yield Window(index, start, padded, length, step)
+        yield window
         start += step.shift_frames
         index += 1
+
+
+def cut_window(features: np.ndarray, base: int, start: int, index: int, step: StepShape) -> Window | None:
+    """The window of the chunk at frame ``start`` (``features`` [features, frames] begin
+    at frame ``base``, its pre-encode cache frames kept), as NeMo's buffer cuts it; ``None``
+    if the chunk is shorter than NeMo streams."""
+    rows = features.shape[0]
+    chunk = features[:, start - base:start - base + step.chunk_frames]
+    if chunk.shape[1] < step.min_chunk_frames:
+        return None
+    cached = features[:, max(start - step.pre_encode_cache_frames, 0) - base:start - base]
+    zeros = np.zeros((rows, step.pre_encode_cache_frames - cached.shape[1]), features.dtype)
+    window = np.concatenate([zeros, cached, chunk], axis=1)
+    length = window.shape[1]
+    if length > step.window_frames:
+        raise NemoManifestError(f"a chunk of {length} frames does not fit {step.artifact}'s window of "
+                                f"{step.window_frames}: the manifest's steps disagree with the artifact")
+    padded = np.zeros((rows, step.window_frames), np.float32)
+    padded[:, :length] = window
+    return Window(index, start, padded, length, step)
+
+
+class FrameChunker:
+    """:func:`windows` as the frames arrive: :meth:`push` new frames, get the windows
+    whose chunk is complete; with ``last`` (no frames to come) the last ones too, a
+    short last chunk included. Only the frames a later window needs are kept."""
+
+    def __init__(self, first: StepShape, later: StepShape, rows: int) -> None:
+        self.first, self.later = first, later
+        self.frames = np.zeros((rows, 0), np.float32)
+        self.base = 0
+        """The index of ``frames[:, 0]`` in the utterance."""
+        self.start, self.index = 0, 0
+
+    def push(self, frames: np.ndarray, *, last: bool = False) -> list[Window]:
+        self.frames = np.concatenate([self.frames, np.asarray(frames, np.float32)], axis=1)
+        total = self.base + self.frames.shape[1]
+        out: list[Window] = []
+        while self.start < total:
+            step = self.first if self.start == 0 else self.later
+            if not last and self.start + step.chunk_frames > total:
+                break
+            window = cut_window(self.frames, self.base, self.start, self.index, step)
+            if window is None:
+                self.start = total
+                break
+            out.append(window)
+            self.start += step.shift_frames
+            self.index += 1
+        keep = min(max(self.start - self.later.pre_encode_cache_frames, self.base), total)
+        self.frames = self.frames[:, keep - self.base:]
+        self.base = keep
+        return out
 
 
 @attrs.frozen
@@ -123,8 +173,9 @@ class StreamResult:
 
 
 class StreamingTranscriber:
-    """One utterance streamed through the step artifacts: feed windows in order with
-    :meth:`step`; the caches and the decoder's state are kept between calls. ``decoder``
+    """One utterance streamed through the step artifacts: audio as it arrives with
+    :meth:`feed` and :meth:`finish`, or windows in order with :meth:`step`; the caches,
+    the decoder's state and the frames a later chunk needs are kept between calls. ``decoder``
     is ``"ctc"``, ``"rnnt"`` or ``"none"`` (encode only); by default the export's (a
     hybrid model's transducer)."""
 
@@ -147,6 +198,8 @@ class StreamingTranscriber:
         if greedy == "rnnt" and "joint" not in asr.manifest.artifacts:
             raise NemoManifestError("the export has no transducer (decoder, joint); decode with 'ctc'")
         self.decoder = greedy
+        self.keep_windows = False
+        """Keep the windows :meth:`feed` runs in :attr:`fed` (to compare them with NeMo's)."""
         self.reset()
 
     def reset(self) -> None:
@@ -157,6 +210,40 @@ class StreamingTranscriber:
         self.predictions: list[int] = []
         self.labels: list[int] = []
         self._rnnt: _TransducerState | None = None
+        self._audio: tuple[FeatureStream, FrameChunker] | None = None
+        self.encoded: list[np.ndarray] = []
+        """Per chunk streamed by :meth:`feed`, its valid encoded frames."""
+        self.fed: list[Window] = []
+        """The windows :meth:`feed` and :meth:`finish` ran, when :attr:`keep_windows` is set."""
+
+    # -- audio as it arrives -------------------------------------------------------------
+    def feed(self, samples: np.ndarray) -> list[int]:
+        """Append ``samples`` (any number) of the utterance: the frames they complete are
+        computed, every chunk they complete runs through the encoder step and is decoded;
+        the label ids decoded by this call. :class:`~t2n.errors.NemoExportError` if the
+        model's features need the whole utterance (``normalize: per_feature``)."""
+        features, chunker = self._streams()
+        return self._run(chunker.push(features.push(samples)))
+
+    def finish(self) -> list[int]:
+        """The end of the utterance: the last frames (NeMo's end padding) and chunks; the
+        ids they add. :meth:`reset` starts the next utterance."""
+        features, chunker = self._streams()
+        return self._run(chunker.push(features.finish(), last=True))
+
+    def _streams(self) -> tuple[FeatureStream, FrameChunker]:
+        if self._audio is None:
+            features = FeatureStream(self.asr, self.facts["features"])
+            self._audio = features, FrameChunker(self.first, self.later, features.rows)
+        return self._audio
+
+    def _run(self, windows: Sequence[Window]) -> list[int]:
+        before = len(self.labels)
+        for window in windows:
+            self.encoded.append(self.step(window))
+            if self.keep_windows:
+                self.fed.append(window)
+        return self.labels[before:]
 
     # -- the stages ----------------------------------------------------------------------
     def stream_features(self, audio: np.ndarray, *, source: str = "the audio") -> np.ndarray:

@@ -37,6 +37,7 @@ from t2n.nemo.export import AsrExport, check_destination, export_asr
 from t2n.nemo.manifest import FILE, Manifest
 from t2n.nemo.model import load_model
 from t2n.nemo.streaming import FIRST_STEP, SECTION, STEP, StepShape
+from t2n.nemo.streaming_features import featurizer_facts, whole_utterance_reason
 from t2n.nemo.streaming_verify import verify_stream
 from t2n.remodel.interface import graph_interface
 from t2n.serialize.destination import check_name_length
@@ -242,12 +243,22 @@ def streaming_section(model: Any, first: StepShape, later: StepShape, pad_and_dr
         "pad_and_drop_preencoded": pad_and_drop_preencoded,
         "valid_out_len": int(cfg.valid_out_len),
         "chunk_seconds": later.shift_frames * hop / rate if hop else None,
-        "features": {"source": "preprocessor" if preprocessor else "application", "whole_utterance": True,
-                     "pad_value": float(getattr(featurizer, "pad_value", 0.0) or 0.0)},
+        "features": features_section(model.preprocessor, preprocessor),
         "steps": {"first": attrs.asdict(first), "next": attrs.asdict(later)},
         "cache": {"inputs": list(INPUTS[2:]), "outputs": list(OUTPUTS[2:]),
                   "last_channel_cache_size": int(cfg.last_channel_cache_size), "initial": initial},
     }
+
+
+def features_section(nemo_preprocessor: Any, preprocessor: bool) -> dict[str, Any]:
+    """How the features are made: by the preprocessor artifact or the application, and
+    NeMo's featurizer facts the chunk-by-chunk path needs (``whole_utterance``: why its
+    features need the whole utterance, or ``None``)."""
+    facts = featurizer_facts(nemo_preprocessor)
+    featurizer = getattr(nemo_preprocessor, "featurizer", None)
+    return {"source": "preprocessor" if preprocessor else "application",
+            "whole_utterance": whole_utterance_reason(facts) if facts else "no NeMo featurizer",
+            "pad_value": float(getattr(featurizer, "pad_value", 0.0) or 0.0), **facts}
 
 
 # -- the export ----------------------------------------------------------------------------
