@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from t2n.llm import export_llm
@@ -17,7 +18,6 @@ from .tiny_models import tiny_model
 from .tiny_multimodal import CASES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-jsonschema = pytest.importorskip("jsonschema")
 
 
 def _validate(modes_path: Path) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 import torch
 
@@ -20,7 +21,6 @@ from t2n.llm import export_llm
 from .tiny_multimodal import llava_onevision
 
 pytestmark = pytest.mark.slow  # a tiny model exported and run in tract
-jsonschema = pytest.importorskip("jsonschema")
 
 NEW_TOKENS = 8
 SIZES = [(56, 28), (28, 84)]  # 3 and 4 tiles; neither is the exported default (28 x 28)

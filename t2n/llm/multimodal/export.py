@@ -23,7 +23,8 @@ import torch
 
 from t2n.errors import InvalidArgumentError
 from t2n.llm.common.checkpoint import config_of
-from t2n.llm.multimodal.families import Family, family_of
+from t2n.llm.multimodal.families import family_of
+from t2n.llm.multimodal.family import Family
 from t2n.llm.multimodal.verify import verify_multimodal
 from t2n.llm.multimodal.wrappers import EmbeddingsDecoder, EncoderWrapper
 
@@ -253,7 +254,7 @@ def _decoder_example(model: torch.nn.Module, family: Family, layout: CacheLayout
     deep = tuple(torch.randn(rows.shape, generator=generator, dtype=layout.dtype) for _ in names.deep)
     grid: tuple[torch.Tensor, ...] = ()
     if names.grid:
-        from t2n.llm.multimodal.families import qwen_grid_positions
+        from t2n.llm.multimodal.qwen_families import qwen_grid_positions
 
         grid = (qwen_grid_positions(model, None),)
     return (ids, *layout.empty_cache(2, random=True), *delta, rows, *deep, *grid), names

@@ -10,100 +10,19 @@ audio path of its forward, each clip's rows cut to its real frames)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, cast
 
 import attrs
 import torch
 
 from t2n.llm.common.checkpoint import config_of
-
-
-def _pooled(features: Any) -> torch.Tensor:
-    """The projected features of a ``get_*_features`` call (an output object or a tensor)."""
-    out = getattr(features, "pooler_output", features)
-    if isinstance(out, (list, tuple)):
-        return torch.cat(list(out), dim=0)
-    assert isinstance(out, torch.Tensor)
-    return out
-
-
-ForwardInputs = Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor, "tuple[int, int] | None"],
-                         dict[str, torch.Tensor]]
-"""``(model, example, input_ids, size)`` → the keywords beside ``input_ids`` with which the
-model's own ``forward`` takes the encoder's raw input ``example`` (of the image ``size``)."""
-
-
-@attrs.frozen
-class Family:
-    """One multimodal family: ``modality`` (``image``, ``audio``), the config field of the
-    placeholder token, the encoder's input names and example inputs (from the model),
-    the encoder call, the dynamic axes of those inputs, and whether image tokens attend
-    each other both ways (passed to the decoder as ``token_type_ids``)."""
-
-    name: str
-    modality: str
-    placeholder_attr: str
-    input_names: tuple[str, ...]
-    example: Callable[..., tuple[torch.Tensor, ...]]
-    """The example input (from the model, and the image size of a sized family)."""
-    encode: Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]
-    dynamic_axes: dict[str, dict[int, str]] = attrs.field(factory=dict)
-    token_types: bool = False
-    fixed: str = ""
-    """What the encoder's artifact fixes at export (said in the manifest), if anything."""
-    deepstack: Callable[[torch.nn.Module], int] | None = None
-    """How many DeepStack streams the encoder also returns (Qwen3-VL): the ``i``-th is
-    added at the placeholder tokens to the output of decoder layer ``i``."""
-    grid: Callable[[torch.nn.Module], tuple[int, int]] | None = None
-    """The merged patch grid (rows, columns) of the default image, for a decoder with 3-D
-    rotary positions (Qwen2.5-VL, Qwen3-VL): the encoder then also returns each row's
-    place in its image, ``out_image_positions`` (see :mod:`t2n.llm.multimodal.mrope`)."""
-    default_size: Callable[[torch.nn.Module], tuple[int, int]] | None = None
-    """The image size (height, width in pixels) of the default encoder, for a family whose
-    encoder is fixed to one size (one artifact per size of ``image_sizes``)."""
-    check_size: Callable[[torch.nn.Module, tuple[int, int]], str] | None = None
-    """Why an image size cannot be exported ("" when it can)."""
-    size_symbols: Callable[[torch.nn.Module], dict[str, dict[str, int]]] | None = None
-    """For an encoder whose image height and width are symbols of one artifact (the
-    symbols of ``dynamic_axes``): each symbol's ``min``, ``max`` and ``multiple_of``
-    pixels. ``image_sizes`` then writes no encoder per size: the one encoder is checked
-    at each of them."""
-    fixed_inputs: Callable[[torch.nn.Module, tuple[int, int] | None], dict[str, torch.Tensor]] | None = None
-    """Keywords of ``encode`` that depend only on the image size fixed at export, computed
-    before the trace by the model's library (Qwen2.5-VL's window partition: its boolean
-    selection of a grid's windows would otherwise be traced)."""
-    forward_inputs: ForwardInputs | None = None
-    """``(model, example, input_ids, size)`` → the keywords beside ``input_ids`` with which
-    the model's own ``forward`` (the reference an export is checked against) takes the
-    encoder's raw input ``example`` (of the image ``size``), as the family's processor
-    gives them."""
-    prefix_lm: bool = False
-    """The first call of a sequence (the prompt: image tokens and text, ``token_type_ids``
-    0 from the processor) attends both ways, later calls causally (PaliGemma; see
-    :mod:`t2n.llm.multimodal.prefix`). The reference then takes ``token_type_ids``: 0 for
-    the prompt, 1 for the tokens after it."""
-    first_position: int = 0
-    """The position of a sequence's first token (PaliGemma counts from 1)."""
-    rows: str = ""
-    """How many rows an input gives, for an encoder that computes it from the data
-    (Qwen2-Audio: from each clip's mask); written on the manifest's embeddings output."""
-    preprocess: tuple[dict[str, str | float | list[int]], ...] = ()
-    """Rules a runtime applies, in order, to the processor's outputs before the encoder, as
-    data for the manifest (``preprocess``; see :data:`PREPROCESS_RULES`)."""
-    several_images: Callable[[torch.nn.Module], dict[str, int]] | None = None
-    """How an image of a prompt of several is encoded when the model takes it otherwise than
-    alone (LLaVA-OneVision: its base tile only), as data for the manifest (``several_images``)."""
-
-
-def _placeholders(model: Any, ids: torch.Tensor) -> torch.Tensor:
-    """Where the prompt holds the model's image token (1) or not (0)."""
-    return (ids == int(model.config.image_token_id)).long()
+from t2n.llm.multimodal.family import Family, placeholders, pooled
+from t2n.llm.multimodal.qwen_families import QWEN2_5_VL, QWEN3_VL
 
 
 def _gemma3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
                    size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
-    return {"pixel_values": example[0], "token_type_ids": _placeholders(model, ids)}
+    return {"pixel_values": example[0], "token_type_ids": placeholders(model, ids)}
 
 
 def _idefics3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
@@ -115,12 +34,6 @@ def _mistral3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.T
                      size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
     pixels = example[0]
     return {"pixel_values": pixels, "image_sizes": torch.tensor([[pixels.shape[2], pixels.shape[3]]])}
-
-
-def _qwen_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
-                 size: tuple[int, int] | None = None) -> dict[str, torch.Tensor]:
-    return {"pixel_values": example[0], "image_grid_thw": torch.tensor([[1, *_qwen_grid_of(model, size)]]),
-            "mm_token_type_ids": _placeholders(model, ids).int()}
 
 
 def _voxtral_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
@@ -139,7 +52,7 @@ def _gemma3_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
 
 
 def _gemma3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
-    return _pooled(model.get_image_features(pixel_values, return_dict=True))
+    return pooled(model.get_image_features(pixel_values, return_dict=True))
 
 
 GEMMA3 = Family("gemma3", "image", "image_token_id", ("pixel_values",), _gemma3_example, _gemma3_encode,
@@ -365,7 +278,7 @@ def _idefics3_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
     mask from ``pixel_attention_mask`` in Python, which a graph cannot do."""
     inner = model.model
     hidden = inner.vision_model(pixel_values=pixel_values.to(inner.dtype), return_dict=True).last_hidden_state
-    return _pooled(inner.connector(hidden))
+    return pooled(inner.connector(hidden))
 
 
 IDEFICS3 = Family("idefics3", "image", "image_token_id", ("pixel_values",), _idefics3_example, _idefics3_encode,
@@ -421,103 +334,6 @@ MISTRAL3 = Family("mistral3", "image", "image_token_id", ("pixel_values",), _mis
                   default_size=_square, check_size=_mistral3_check, size_symbols=_mistral3_symbols,
                   forward_inputs=_mistral3_inputs)
 
-def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
-    """The patch grid (rows, columns) an image is exported at: two attention windows a
-    side (224 x 224 pixels for Qwen2.5-VL's 14 px patches and 112 px windows); for
-    Qwen3-VL (no windows) the grid of its learned position embeddings (48 x 48 patches)."""
-    vision = config_of(model).vision_config
-    learned = getattr(vision, "num_position_embeddings", None)
-    if getattr(vision, "window_size", None) is None and isinstance(learned, int):
-        side = int(round(learned ** 0.5))
-        return side, side
-    side = 2 * max(1, int(getattr(vision, "window_size", 0) or 0) // int(vision.patch_size))
-    side = max(side, 2 * int(vision.spatial_merge_size))
-    return side, side
-
-
-def _qwen_merged_grid(model: torch.nn.Module) -> tuple[int, int]:
-    vision = config_of(model).vision_config
-    rows, columns = qwen_patch_grid(model)
-    return rows // int(vision.spatial_merge_size), columns // int(vision.spatial_merge_size)
-
-
-def _qwen_example(model: torch.nn.Module, size: tuple[int, int] | None = None) -> tuple[torch.Tensor, ...]:
-    vision = config_of(model).vision_config
-    rows, columns = _qwen_grid_of(model, size)
-    width = int(vision.in_channels) * int(vision.temporal_patch_size) * int(vision.patch_size) ** 2
-    return (torch.randn((rows * columns, width), generator=torch.Generator().manual_seed(0)),)
-
-
-def _qwen_size(model: torch.nn.Module) -> tuple[int, int]:
-    """The pixel size of the default grid (patches of ``patch_size`` pixels)."""
-    vision = config_of(model).vision_config
-    rows, columns = qwen_patch_grid(model)
-    return rows * int(vision.patch_size), columns * int(vision.patch_size)
-
-
-def _qwen_grid_of(model: torch.nn.Module, size: tuple[int, int] | None) -> tuple[int, int]:
-    """The patch grid (rows, columns) of an image of ``size`` pixels (None: the default)."""
-    if size is None:
-        return qwen_patch_grid(model)
-    vision = config_of(model).vision_config
-    patch = int(vision.patch_size)
-    return size[0] // patch, size[1] // patch
-
-
-def _qwen_check(model: torch.nn.Module, size: tuple[int, int]) -> str:
-    vision = config_of(model).vision_config
-    step = int(vision.patch_size) * int(vision.spatial_merge_size)
-    if any(s <= 0 or s % step for s in size):
-        return f"a side is not a multiple of patch_size * spatial_merge_size = {step} pixels (the processor's resize)"
-    return ""
-
-
-def qwen_grid_positions(model: torch.nn.Module, size: tuple[int, int] | None) -> torch.Tensor:
-    """``[rows * columns, 4]`` int64: each merged patch's (row, column, rows, columns) in
-    its image, in the order of the encoder's rows (row-major over the merged grid)."""
-    vision = config_of(model).vision_config
-    merge = int(vision.spatial_merge_size)
-    rows, columns = (n // merge for n in _qwen_grid_of(model, size))
-    row, column = torch.meshgrid(torch.arange(rows), torch.arange(columns), indexing="ij")
-    return torch.stack([row.flatten(), column.flatten(), torch.full((rows * columns,), rows),
-                        torch.full((rows * columns,), columns)], dim=1)
-
-
-def _qwen_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None,
-                 **fixed: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """The vision tower (window attention, 2-D rotary) and merger on one image of the grid
-    fixed at export (``image_grid_thw`` sets the positions in Python; ``fixed``: the window
-    partition computed for that grid before the trace), and each row's place in the grid
-    (for the decoder's 3-D rotary positions)."""
-    rows, columns = _qwen_grid_of(model, size)
-    grid = torch.tensor([[1, rows, columns]])
-    features = _pooled(model.get_image_features(pixel_values, image_grid_thw=grid, return_dict=True, **fixed))
-    return features, qwen_grid_positions(model, size)
-
-
-def _qwen_windows(model: Any, size: tuple[int, int] | None) -> dict[str, torch.Tensor]:
-    """The window partition of the image grid of ``size`` (``window_index``,
-    ``cu_window_seqlens``), as transformers' ``get_vision_window_index`` computes it; the
-    tower takes it precomputed (empty where the library has no such function)."""
-    try:
-        from transformers.vision_utils import get_vision_window_index
-    except ImportError:
-        return {}
-    visual = model.model.visual
-    grid = torch.tensor([[1, *_qwen_grid_of(model, size)]])
-    with torch.no_grad():
-        index, bounds = get_vision_window_index(grid, spatial_merge_size=int(visual.spatial_merge_size),
-                                                window_size=int(visual.window_size), patch_size=int(visual.patch_size))
-    return {"window_index": index, "cu_window_seqlens": bounds}
-
-
-QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), _qwen_example, _qwen_encode,
-                    fixed="one image of the artifact's image_grid_thw [1, H, W] (default: two attention "
-                          "windows a side), pixel_values [H * W, C * T * P * P]: the windows, 2-D positions and "
-                          "merge order are computed from the grid in Python, one artifact per size",
-                    grid=_qwen_merged_grid, default_size=_qwen_size, check_size=_qwen_check,
-                    fixed_inputs=_qwen_windows, forward_inputs=_qwen_inputs)
-
 def _voxtral_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
     audio = config_of(model).audio_config
     shape = (1, int(audio.num_mel_bins), 2 * int(audio.max_source_positions))
@@ -525,7 +341,7 @@ def _voxtral_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
 
 
 def _voxtral_encode(model: Any, input_features: torch.Tensor) -> torch.Tensor:
-    return _pooled(model.get_audio_features(input_features, return_dict=True))
+    return pooled(model.get_audio_features(input_features, return_dict=True))
 
 
 VOXTRAL = Family("voxtral", "audio", "audio_token_id", ("input_features",), _voxtral_example, _voxtral_encode,
@@ -533,30 +349,6 @@ VOXTRAL = Family("voxtral", "audio", "audio_token_id", ("input_features",), _vox
                  fixed="clips of the Whisper encoder's fixed length: input_features [CLIPS, mel bins, "
                        "2 * max_source_positions] (30 s each, as the processor pads them)",
                  forward_inputs=_voxtral_inputs)
-
-def _qwen3_vl_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None
-                     ) -> tuple[torch.Tensor, ...]:
-    """The tower and merger (the embeddings), the DeepStack mergers' features of the
-    layers ``deepstack_visual_indexes`` names, at the grid fixed at export, and each
-    row's place in the grid."""
-    rows, columns = _qwen_grid_of(model, size)
-    out = model.get_image_features(pixel_values, image_grid_thw=torch.tensor([[1, rows, columns]]), return_dict=True)
-    deep = [torch.cat(list(f), dim=0) if isinstance(f, (list, tuple)) else f for f in out.deepstack_features]
-    return (_pooled(out), *deep, qwen_grid_positions(model, size))
-
-
-def _qwen3_vl_streams(model: torch.nn.Module) -> int:
-    vision = config_of(model).vision_config
-    return len(vision.deepstack_visual_indexes)
-
-
-QWEN3_VL = Family("qwen3_vl", "image", "image_token_id", ("pixel_values",), _qwen_example, _qwen3_vl_encode,
-                  fixed="one image of the artifact's image_grid_thw [1, H, W] (default: the grid of the "
-                        "learned position embeddings, interpolated to the grid in Python), pixel_values "
-                        "[H * W, C * T * P * P], one artifact per size", grid=_qwen_merged_grid,
-                  deepstack=_qwen3_vl_streams, default_size=_qwen_size, check_size=_qwen_check,
-                  forward_inputs=_qwen_inputs)
-
 
 def _pair(value: object) -> tuple[int, int]:
     """A config size given as one int or a (height, width) pair (InternVL's ``image_size``)."""
@@ -575,7 +367,7 @@ def _internvl_encode(model: Any, pixel_values: torch.Tensor) -> torch.Tensor:
     """The model's own ``get_image_features`` (the vision tower's configured layer, the class
     token dropped, the pixel shuffle and the projector), which takes every tile at once and
     returns ``[TILES, rows, hidden]`` without splitting it per image."""
-    return _pooled(model.get_image_features(pixel_values, return_dict=True))
+    return pooled(model.get_image_features(pixel_values, return_dict=True))
 
 
 INTERNVL = Family("internvl", "image", "image_token_id", ("pixel_values",), _internvl_example, _internvl_encode,

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from t2n.check.compare import Tolerance
-from t2n.llm.multimodal.families import Family, ForwardInputs
+from t2n.llm.multimodal.family import Family, ForwardInputs
 from t2n.reference.causal_lm import Call, calls, check_logits
 
 LOG = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from t2n.llm.common.cache_api import cache_keyword, returned_cache
-from t2n.llm.multimodal.families import Family
+from t2n.llm.multimodal.family import Family
 from t2n.llm.multimodal.scatter import placeholder_mask, scatter_at_placeholders, text_ids
 
 
