@@ -1,5 +1,6 @@
 """The zoo's architectures: one entry per transformers class, built from a tiny config with
-random weights (no hub downloads), with the example inputs its forward takes.
+random weights (no hub downloads), with the example inputs its forward takes; the torchaudio
+and diffusers groups (``torchaudio_models``, ``diffusers_models``) give their own builders.
 
 Text models get the same small sizes through ``COMMON`` (only the keys their config class
 knows); vision, audio and detection models name their own stage sizes, as their config
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Callable
 from typing import Any
 
-import attrs
 import torch
 import transformers as tf
+
+from .diffusers_models import DIFFUSERS
+from .entry import Entry
+from .torchaudio_models import TORCHAUDIO
 
 V = 99
 
@@ -26,18 +29,6 @@ COMMON: dict[str, Any] = dict(
     num_heads=4, n_embd=32, n_layer=2, n_head=4, n_positions=64, embedding_size=32, use_cache=False,
     pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, cls_token_id=1, sep_token_id=2,
 )
-
-
-@attrs.frozen
-class Entry:
-    """One architecture: its group in docs/zoo.md, the model class, how to make inputs."""
-
-    name: str
-    group: str
-    model: str
-    inputs: str | Callable[[Any], tuple[tuple, dict]]
-    config: dict[str, Any] = attrs.field(factory=dict)
-    common: bool = True
 
 
 def _ids():
@@ -82,6 +73,11 @@ def _config(entry: Entry):
 
 def build(entry: Entry) -> tuple[torch.nn.Module, tuple, dict]:
     """The model in eval mode (eager attention, seed 0) and its example args and kwargs."""
+    if entry.make is not None:
+        torch.manual_seed(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return entry.make()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model_cls, cfg = _config(entry)
@@ -271,5 +267,6 @@ ZOO: list[Entry] = [
         pool_scales=[1, 2], num_labels=3), common=False),
 ]
 
+ZOO += TORCHAUDIO + DIFFUSERS
 BY_NAME = {e.name: e for e in ZOO}
 assert len(BY_NAME) == len(ZOO), "zoo names must be unique"

@@ -22,10 +22,10 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "zoo.md"
 FRONTENDS = ("jit", "export")
 STATUSES = ("exact", "refused", "FAILED")
 
-HEADER = """# The transformers zoo
+HEADER = """# The model zoo
 
-Every architecture below is built from a tiny config of its `transformers` class (random
-weights, no download), compiled with `t2n.compile(model, args)` for tract with each frontend
+Every architecture below is built from a tiny config of its class (transformers, torchaudio,
+diffusers; random weights, no download), compiled with `t2n.compile(model, args)` for tract with each frontend
 (`jit`, `export`) and run in tract by `artifact.check()`, compared with PyTorch's forward.
 
 * **exact**: tract's outputs match PyTorch's (tolerance `approximate`).

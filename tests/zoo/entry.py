@@ -1,0 +1,26 @@
+"""One zoo case: what docs/zoo.md names and how to build the model and its inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import torch
+
+
+@attrs.frozen
+class Entry:
+    """One architecture: its group in docs/zoo.md, the model class, how to make inputs.
+
+    ``make`` builds a model of another library (torchaudio, diffusers): it returns the model
+    in eval mode and its example args and kwargs, importing that library itself, so the
+    zoo's list is known without importing it."""
+
+    name: str
+    group: str
+    model: str
+    inputs: str | Callable[[Any], tuple[tuple, dict]] = ""
+    config: dict[str, Any] = attrs.field(factory=dict)
+    common: bool = True
+    make: Callable[[], tuple[torch.nn.Module, tuple, dict]] | None = None
