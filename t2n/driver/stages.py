@@ -148,8 +148,9 @@ def nonfinite_weights(state: Mapping[str, torch.Tensor], bf16_as: DType) -> list
 
 
 def to_numpy(t: torch.Tensor, bf16_as: np.dtype | None = None) -> np.ndarray:
-    """A tensor's values as numpy (bfloat16, which numpy lacks, as ``bf16_as`` or f32)."""
-    t = t.detach().cpu()
+    """A tensor's values as numpy (bfloat16, which numpy lacks, as ``bf16_as`` or f32); a
+    lazily negated or conjugated view (``z.imag`` of an inverse transform) is computed."""
+    t = t.detach().cpu().resolve_neg().resolve_conj()
     if t.dtype == torch.bfloat16:
         return t.float().numpy() if bf16_as is None else t.float().numpy().astype(bf16_as)
     return t.numpy()

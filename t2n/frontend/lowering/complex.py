@@ -28,8 +28,9 @@ COMPLEX = RuleSet("complex")
 def complex_rule(kind: str) -> RuleInfo | None:
     """The rule for ``kind`` when an argument is complex (None: not supported)."""
     from t2n.frontend.lowering.spectral import COMPLEX_RULES
+    from t2n.frontend.lowering.spectral_nd import COMPLEX_RULES as COMPLEX_ND_RULES
 
-    return COMPLEX.rules.get(kind) or COMPLEX_RULES.rules.get(kind)
+    return COMPLEX.rules.get(kind) or COMPLEX_RULES.rules.get(kind) or COMPLEX_ND_RULES.rules.get(kind)
 
 
 def complex_problem(kind: str) -> str:
@@ -110,7 +111,7 @@ def same(ctx: LoweringContext) -> Complex:
     return _z(ctx, 0)
 
 
-@COMPLEX.rule("aten::neg")
+@COMPLEX.rule("aten::neg", "aten::_neg_view")
 def neg(ctx: LoweringContext) -> Complex:
     return Complex(ctx.b.op("neg", _z(ctx, 0).pair))
 
@@ -307,3 +308,29 @@ def flip(ctx: LoweringContext) -> Complex:
     z = _z(ctx, 0)
     axes = tuple(sorted({norm_axis(a, z.rank) for a in ctx.ints(1)}))
     return Complex(ctx.b.op("reverse", z.pair, axes=axes)) if axes else z
+
+
+@COMPLEX.rule("aten::constant_pad_nd")
+def constant_pad(ctx: LoweringContext) -> Complex:
+    """Zero padding (torch.export's form of a transform length above the signal's):
+    the pair padded on the same axes, its (real, imaginary) axis untouched; negative
+    widths (cuts) are refused."""
+    z = _z(ctx, 0)
+    value = ctx.optional("value") if ctx.has("value") else None
+    flat = ctx.ints(1)
+    if value not in (None, 0, 0.0) or any(w < 0 for w in flat) or len(flat) > 2 * z.rank:
+        raise ctx.unsupported("padding a complex tensor with a value other than zero, or cutting it")
+    pads = [(0, 0)] * (z.rank + 1)
+    for i in range(len(flat) // 2):  # PyTorch lists the last axis first
+        pads[z.rank - 1 - i] = (flat[2 * i], flat[2 * i + 1])
+    return Complex(ctx.b.op("pad", z.pair, pads=tuple(pads), mode="constant", value=0.0))
+
+
+@COMPLEX.rule("aten::pad")
+def pad(ctx: LoweringContext) -> Complex:
+    """``F.pad`` of a complex tensor as both frontends record it (HDemucs pads its
+    spectrogram before the inverse STFT): zero padding only, as ``constant_pad_nd``."""
+    mode = str(ctx.const("mode")) if ctx.has("mode") else "constant"
+    if mode != "constant":
+        raise ctx.unsupported(f"{mode} padding of a complex tensor")
+    return constant_pad(ctx)

@@ -152,7 +152,7 @@ for _name, _fn in COMPOSED_FLOAT_UNARY.items():
         RULES.add(f"aten::{_name}_", _composed_unary(_fn))
 
 
-@RULES.rule("aten::neg", "aten::neg_", "aten::negative", "aten::negative_",
+@RULES.rule("aten::neg", "aten::neg_", "aten::_neg_view", "aten::negative", "aten::negative_",
             "aten::abs", "aten::abs_", "aten::absolute", "aten::absolute_")
 def neg_abs(ctx: LoweringContext) -> Value:
     """Keep the dtype (integers stay integers)."""

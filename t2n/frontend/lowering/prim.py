@@ -212,8 +212,23 @@ def to(ctx: LoweringContext) -> Any:
     x = ctx.tensor(0)
     if ctx.kind == "aten::type_as":
         return ctx.b.cast(x, ctx.tensor(1).type.dtype)
+    if ctx.has("dtype") and _complex_dtype(ctx.optional("dtype")):
+        return _to_complex(ctx, x, ctx.optional("dtype"))
     dt = _target_dtype(ctx)
     return ctx.b.cast(x, dt) if dt is not None else x
+
+
+def _complex_dtype(dtype: object) -> bool:
+    return isinstance(dtype, torch.dtype) and dtype.is_complex
+
+
+def _to_complex(ctx: LoweringContext, x: Value, dtype: torch.dtype) -> Any:
+    """A real tensor made complex (as torch.export spells ``torch.fft`` of a real signal):
+    the (real, imaginary) pair of :mod:`t2n.frontend.complex_tensors`, imaginary zero."""
+    from t2n.frontend.complex_tensors import of_real
+
+    part = DType.F64 if dtype == torch.complex128 else DType.F32
+    return of_real(ctx.b, ctx.b.cast(x, part))
 
 
 __all__ = ["array_data"]

@@ -32,7 +32,7 @@ RULES = RuleSet("spectral")
 COMPLEX_RULES = RuleSet("spectral/complex")
 
 
-def _complex_arg(ctx: LoweringContext, key: int | str) -> Complex:
+def complex_arg(ctx: LoweringContext, key: int | str) -> Complex:
     x = ctx.raw(key)
     if isinstance(x, Complex):
         return x
@@ -42,7 +42,7 @@ def _complex_arg(ctx: LoweringContext, key: int | str) -> Complex:
     return of_real(ctx.b, v)
 
 
-def _static_length(ctx: LoweringContext, z: Complex, axis: int) -> int:
+def static_length(ctx: LoweringContext, z: Complex, axis: int) -> int:
     n = z.shape[axis]
     if not isinstance(n, int):
         raise ctx.unsupported(f"a Fourier transform over axis {axis}, whose length is symbolic ({n}): "
@@ -50,7 +50,7 @@ def _static_length(ctx: LoweringContext, z: Complex, axis: int) -> int:
     return n
 
 
-def _resized(b: Builder, z: Complex, axis: int, length: int, n: int) -> Complex:
+def resized(b: Builder, z: Complex, axis: int, length: int, n: int) -> Complex:
     """``z`` cut or zero-padded to ``n`` along ``axis`` (PyTorch's ``n`` argument)."""
     if n == length:
         return z
@@ -61,7 +61,7 @@ def _resized(b: Builder, z: Complex, axis: int, length: int, n: int) -> Complex:
     return Complex(b.op("pad", z.pair, pads=tuple(pads), mode="constant", value=0.0))
 
 
-def _norm_factor(norm: str | None, n: int, inverse: bool) -> float:
+def norm_factor(norm: str | None, n: int, inverse: bool) -> float:
     """The scale PyTorch's ``norm`` puts on an unnormalized transform of length ``n``."""
     mode = norm or "backward"
     if mode == "ortho":
@@ -71,17 +71,17 @@ def _norm_factor(norm: str | None, n: int, inverse: bool) -> float:
     return 1.0
 
 
-def _transform(ctx: LoweringContext, z: Complex, axis: int, inverse: bool) -> Complex:
+def transform(ctx: LoweringContext, z: Complex, axis: int, inverse: bool) -> Complex:
     return Complex(ctx.b.op("fft", z.pair, axis=axis, inverse=inverse))
 
 
 def _fft_args(ctx: LoweringContext) -> tuple[Complex, int, int, str | None]:
-    z = _complex_arg(ctx, 0)
+    z = complex_arg(ctx, 0)
     axis = norm_axis(ctx.int(2), z.rank) if not ctx.is_none(2) else z.rank - 1
-    length = _static_length(ctx, z, axis)
+    length = static_length(ctx, z, axis)
     n = ctx.int(1) if not ctx.is_none(1) else length
     norm = None if ctx.is_none(3) else str(ctx.const(3))
-    return _resized(ctx.b, z, axis, length, n), axis, n, norm
+    return resized(ctx.b, z, axis, length, n), axis, n, norm
 
 
 @RULES.rule("aten::fft_fft", "aten::fft_ifft")
@@ -89,27 +89,27 @@ def _fft_args(ctx: LoweringContext) -> tuple[Complex, int, int, str | None]:
 def fft(ctx: LoweringContext) -> Complex:
     inverse = ctx.kind == "aten::fft_ifft"
     z, axis, n, norm = _fft_args(ctx)
-    return scaled(ctx.b, _transform(ctx, z, axis, inverse), _norm_factor(norm, n, inverse))
+    return scaled(ctx.b, transform(ctx, z, axis, inverse), norm_factor(norm, n, inverse))
 
 
 @RULES.rule("aten::fft_rfft")
 def rfft(ctx: LoweringContext) -> Complex:
     z, axis, n, norm = _fft_args(ctx)
-    full = scaled(ctx.b, _transform(ctx, z, axis, False), _norm_factor(norm, n, False))
+    full = scaled(ctx.b, transform(ctx, z, axis, False), norm_factor(norm, n, False))
     return Complex(slice_axis(ctx.b, full.pair, axis, 0, n // 2 + 1))
 
 
 @RULES.rule("aten::fft_irfft")
 @COMPLEX_RULES.rule("aten::fft_irfft")
 def irfft(ctx: LoweringContext) -> Value:
-    z = _complex_arg(ctx, 0)
+    z = complex_arg(ctx, 0)
     axis = norm_axis(ctx.int(2), z.rank) if not ctx.is_none(2) else z.rank - 1
-    bins = _static_length(ctx, z, axis)
+    bins = static_length(ctx, z, axis)
     n = ctx.int(1) if not ctx.is_none(1) else 2 * (bins - 1)
     if n < 1:
         raise ctx.unsupported(f"irfft of {bins} bins gives no samples; pass n")
     norm = None if ctx.is_none(3) else str(ctx.const(3))
-    return inverse_real(ctx, z, axis, n, _norm_factor(norm, n, True))
+    return inverse_real(ctx, z, axis, n, norm_factor(norm, n, True))
 
 
 def inverse_real(ctx: LoweringContext, z: Complex, axis: int, n: int, factor: float) -> Value:
@@ -118,13 +118,13 @@ def inverse_real(ctx: LoweringContext, z: Complex, axis: int, n: int, factor: fl
     transformed back and scaled by ``factor``, and its real part kept."""
     b = ctx.b
     half = n // 2 + 1
-    z = _resized(b, z, axis, z.shape[axis], half)  # type: ignore[arg-type]
+    z = resized(b, z, axis, z.shape[axis], half)  # type: ignore[arg-type]
     pieces = [z.pair]
     if n - half > 0:  # X[k] = conj(X[n - k]) for k in half..n-1
         mirrored = b.op("reverse", slice_axis(b, z.pair, axis, 1, n - half + 1), axes=(axis,))
         pieces.append(conjugate(b, Complex(mirrored)).pair)
     full = Complex(b.op("concat", *pieces, axis=axis)) if len(pieces) > 1 else z
-    out = scaled(b, _transform(ctx, full, axis, True), factor)
+    out = scaled(b, transform(ctx, full, axis, True), factor)
     return part(b, out, 0)
 
 
@@ -148,7 +148,7 @@ def stft(ctx: LoweringContext) -> Complex | Value:
     overload pads first (traces of ``torch.stft`` pad with a separate op)."""
     b = ctx.b
     real_input = not isinstance(ctx.raw(0), Complex)
-    z = _complex_arg(ctx, 0)
+    z = complex_arg(ctx, 0)
     n_fft = ctx.int("n_fft")
     hop = ctx.int("hop_length") if not ctx.is_none("hop_length") else n_fft // 4
     win_length = ctx.int("win_length") if not ctx.is_none("win_length") else n_fft
@@ -189,7 +189,7 @@ def istft(ctx: LoweringContext) -> Complex | Value:
     divided by the overlap-added squared window; then cut as PyTorch cuts (``center``,
     ``length``). The frame count may be a dynamic axis: every step keeps it."""
     b = ctx.b
-    z = _complex_arg(ctx, 0)
+    z = complex_arg(ctx, 0)
     n_fft = ctx.int("n_fft")
     hop = ctx.int("hop_length") if not ctx.is_none("hop_length") else n_fft // 4
     win_length = ctx.int("win_length") if not ctx.is_none("win_length") else n_fft
@@ -204,7 +204,7 @@ def istft(ctx: LoweringContext) -> Complex | Value:
     single = z.rank == 2
     if single:
         z = Complex(b.op("unsqueeze", z.pair, axes=(0,)))
-    bins = _static_length(ctx, z, 1)
+    bins = static_length(ctx, z, 1)
     given = ctx.optional("onesided") if ctx.has("onesided") else None
     onesided = bins != n_fft if given is None else bool(given)
     if bins != (n_fft // 2 + 1 if onesided else n_fft):
@@ -235,7 +235,7 @@ def _frames_back(ctx: LoweringContext, frames: Complex, n_fft: int, normalized: 
     b = ctx.b
     factor = 1.0 / math.sqrt(n_fft) if normalized else 1.0 / n_fft
     if return_complex:
-        signal = scaled(b, _transform(ctx, frames, 2, True), factor)
+        signal = scaled(b, transform(ctx, frames, 2, True), factor)
         return [part(b, signal, 0), part(b, signal, 1)]
     return [inverse_real(ctx, frames, 2, n_fft, factor)]
 
