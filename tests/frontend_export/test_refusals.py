@@ -120,3 +120,32 @@ def test_scripted_module_is_refused_before_anything_runs():
     assert isinstance(info.value, ExportFrontendError) and isinstance(info.value, InvalidArgumentError)
     assert "RecursiveScriptModule" in str(info.value) and USE_JIT in str(info.value)
     assert info.value.construct == "scripted module"
+
+
+class CheckedLengths(nn.Module):
+    """XLM's form: a value read from the data only to check it (``.item()`` in a check
+    that torch.export keeps as a run-time assertion)."""
+
+    def forward(self, x, mask):
+        lengths = mask.sum(dim=1)
+        torch._check(lengths.max().item() <= x.shape[1])
+        return x * 2 + lengths[:, None]
+
+
+class ScaledByItem(nn.Module):
+    def forward(self, x):
+        n = (x > 0).sum().item()
+        torch._check(n <= 3)
+        return x * n
+
+
+def test_a_value_read_only_by_a_check_is_dropped_as_the_jit_trace_drops_it():
+    x, mask = torch.randn(2, 5), torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=torch.bool)
+    art = t2n.compile(CheckedLengths(), (x, mask), frontend="export")
+    assert art.check().ok
+    assert not {"aten::_local_scalar_dense", "aten::item"} & set(art.ir.info.aten_ops)
+
+
+def test_a_value_read_by_a_check_and_by_the_computation_is_still_refused():
+    with pytest.raises(ExportFrontendError, match="data-dependent value or size"):
+        t2n.compile(ScaledByItem(), (torch.randn(3),), frontend="export")

@@ -223,9 +223,59 @@ def _module_path(node: torch.fx.Node) -> str:
 # -- the program ----------------------------------------------------------------------
 
 
+def drop_value_checks(program: ExportedProgram) -> int:
+    """Erase the tensor values read only to be checked (``assert lengths.max().item() <=
+    n``: an ``item`` whose number feeds nothing but run-time assertions), as a TorchScript
+    trace drops such Python checks; what the model computes is unchanged. Returns how many
+    values were dropped (logged)."""
+    graph = program.graph
+    dropped = 0
+    for node in list(graph.nodes):
+        if node.op == "call_function" and _short_name(node) in ("item", "_local_scalar_dense"):
+            chain = _checks_only(node)
+            if chain is not None:
+                for n in reversed(chain):
+                    graph.erase_node(n)
+                dropped += 1
+                log.info("a value read only by a check is dropped: %s", node_source_line(node) or node.name)
+    if dropped:
+        graph.lint()
+    return dropped
+
+
+def _short_name(node: torch.fx.Node) -> str:
+    target = node.target
+    name = str(getattr(getattr(target, "_schema", None), "name", "") or getattr(target, "__name__", target))
+    return name.split("::")[-1]
+
+
+def _checks_only(start: torch.fx.Node) -> list[torch.fx.Node] | None:
+    """``start`` and the Python number ops and checks it feeds (in graph order), when all
+    its readers end in run-time checks; None when one computes something else."""
+    from t2n.frontend.export.symbolic import RUNTIME_CHECKS
+
+    found: list[torch.fx.Node] = []
+    todo = [start]
+    while todo:
+        node = todo.pop()
+        if node in found:
+            continue
+        found.append(node)
+        for user in node.users:
+            is_check = f"aten::{_short_name(user)}" in RUNTIME_CHECKS
+            is_number_op = user.op == "call_function" and not isinstance(user.meta.get("val"), torch.Tensor) \
+                and getattr(user.target, "__module__", "") in ("_operator", "operator", "torch")
+            if not (is_check or is_number_op):
+                return None
+            todo.append(user)
+    order = {n: i for i, n in enumerate(start.graph.nodes)}
+    return sorted(found, key=order.__getitem__)
+
+
 def refuse_program(program: ExportedProgram) -> None:
     """Every construct of ``program`` t2n has no IR for (higher-order ops, data-dependent
     sizes), listed in one :class:`ExportFrontendError`."""
+    drop_value_checks(program)
     problems: list[tuple[str, str]] = []
     seen: set[Any] = set()  # data-dependent sizes already reported where they are made
     for node in program.graph.nodes:
