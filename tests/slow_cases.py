@@ -9,6 +9,8 @@ quiet 2-core machine, every function of what was left whose cases took 0.6 s or 
 """
 
 SLOW_CASES: frozenset[str] = frozenset({
+    "tests/ops/test_fft_nd.py::test_fourier_transforms_through_torch_export",
+    "tests/ops/test_fft_nd.py::test_an_fnet_style_mixing_layer_matches_in_tract",
     "tests/architectures/test_more_transformers.py::test_more_architectures",
     "tests/architectures/test_transformers.py::test_architecture_in_tract_and_khronos",
     "tests/architectures/test_transformers.py::test_sdpa_attention_implementation",

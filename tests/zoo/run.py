@@ -39,7 +39,7 @@ def _first_line(exc: BaseException) -> str:
         return "ops: " + ", ".join(ops)
     lines = [line.strip(" -") for line in str(exc).strip().splitlines()]
     head = " ".join(lines[:2]) if len(lines) > 1 and lines[0].endswith(":") else (lines[0] if lines else "")
-    return re.sub(r"/\S*/site-packages/", "", head)[:160]  # no machine paths in docs/zoo.md
+    return re.sub(r"/\S*/(site-packages|\.cache/[^/]+)/", "", head)[:160]  # no machine paths in docs/zoo.md
 
 
 def _timeout(signum, frame):
