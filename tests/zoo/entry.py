@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
 import torch
+
+CACHE = Path(__file__).resolve().parents[2] / ".cache"
+"""Where .ci/run installs libraries kept out of site-packages (torchaudio: ``torchaudio_models``)."""
 
 
 @attrs.frozen
@@ -24,3 +29,9 @@ class Entry:
     config: dict[str, Any] = attrs.field(factory=dict)
     common: bool = True
     make: Callable[[], tuple[torch.nn.Module, tuple, dict]] | None = None
+    needs: str = ""  # the library ``make`` imports: without it the test skips (fails under CI)
+
+
+def installed(name: str) -> bool:
+    """Whether the library ``name`` can be imported: from sys.path, or apart in ``CACHE``."""
+    return importlib.util.find_spec(name) is not None or (CACHE / name / name).is_dir()
