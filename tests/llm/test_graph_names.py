@@ -35,7 +35,8 @@ def _agrees(folder: Path) -> None:
 
 @pytest.mark.parametrize("kv_cache", ["explicit", "stateful"])
 @pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "qwen3_vl", "voxtral", "llava",
-                                    "paligemma", "paligemma2", "llava_next", "llava_onevision"])
+                                    "paligemma", "paligemma2", "llava_next", "llava_onevision",
+                                    "aya_vision", "qwen2_vl"])
 def test_multimodal_decoder_declares_its_modes(family: str, kv_cache: str, tmp_path: Path) -> None:
     export_llm(CASES[family]().model, tmp_path / "out", kv_cache=kv_cache, verify=False)
     _agrees(tmp_path / "out" / "decoder")

@@ -30,7 +30,8 @@ def _features(case: Case, pixels: tuple[torch.Tensor, ...]) -> np.ndarray:
 
 @pytest.mark.slow  # about 5 s a family
 @pytest.mark.parametrize("family", ["gemma3", "idefics3", "smolvlm", "mistral3", "qwen2_5_vl", "qwen3_vl", "voxtral", "llava",
-                                    "paligemma", "paligemma2", "llava_next", "llava_onevision"])
+                                    "paligemma", "paligemma2", "llava_next", "llava_onevision",
+                                    "aya_vision", "qwen2_vl"])
 def test_encoder_and_generation_match_transformers(family: str, tmp_path: Path) -> None:
     case = CASES[family]()
     out = tmp_path / "out"

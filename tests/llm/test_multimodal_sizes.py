@@ -42,21 +42,25 @@ class Sized:
         self.family = family
         self.case: Case = mistral3(image_size=56) if family == "mistral3" else CASES[family]()
         self.model: Any = self.case.model
+        vision = getattr(self.model.config, "vision_config", None)
+        self.patch = int(getattr(vision, "patch_size", PATCH)) if family != "mistral3" else PATCH
 
     def tokens(self, size: tuple[int, int]) -> int:
-        return (size[0] // (PATCH * MERGE)) * (size[1] // (PATCH * MERGE))
+        step = self.patch * MERGE
+        return (size[0] // step) * (size[1] // step)
 
     def raw(self, size: tuple[int, int], seed: int) -> torch.Tensor:
         if self.family == "mistral3":
             return _pixels((1, 3, *size), seed)
-        return _pixels(((size[0] // PATCH) * (size[1] // PATCH), 3 * 2 * PATCH * PATCH), seed)
+        p = self.patch
+        return _pixels(((size[0] // p) * (size[1] // p), 3 * 2 * p * p), seed)
 
     def features(self, raw: torch.Tensor, size: tuple[int, int]) -> np.ndarray:
         with torch.no_grad():
             if self.family == "mistral3":
                 out = self.model.get_image_features(raw, image_sizes=torch.tensor([size]), return_dict=True)
             else:
-                grid = torch.tensor([[1, size[0] // PATCH, size[1] // PATCH]])
+                grid = torch.tensor([[1, size[0] // self.patch, size[1] // self.patch]])
                 out = self.model.get_image_features(raw, image_grid_thw=grid, return_dict=True)
         pooled = out.pooler_output
         pooled = torch.cat(list(pooled)) if isinstance(pooled, (list, tuple)) else pooled
@@ -80,7 +84,7 @@ class Sized:
             kwargs: dict[str, Any] = {"pixel_values": batch, "image_sizes": torch.tensor(sizes)}
         else:
             kwargs = {"pixel_values": torch.cat([raw for raw, _ in images]),
-                      "image_grid_thw": torch.tensor([[1, h // PATCH, w // PATCH] for h, w in sizes]),
+                      "image_grid_thw": torch.tensor([[1, h // self.patch, w // self.patch] for h, w in sizes]),
                       "mm_token_type_ids": lambda p: (p == IMAGE).int()}
         return Case(self.model, self.prompt(sizes), self.case.text_prompt, (), kwargs)
 

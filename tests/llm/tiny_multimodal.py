@@ -300,6 +300,46 @@ def internvl(seed: int = 0, image_seed: int = 5) -> Case:
                 {"pixel_values": pixels})
 
 
+def aya_vision(seed: int = 0, image_seed: int = 5) -> Case:
+    """Aya Vision: a SigLIP tower (28 px tiles, 7 px patches: 16 patches, every patch state
+    of the last layer), pixel-shuffled by 2 into 4 rows of 4x the width, a SwiGLU projector,
+    a Cohere 2 decoder (a sliding layer of window 4 and a full one); 4 placeholders a tile."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    config = tf.AyaVisionConfig(text_config={**text, "model_type": "cohere2", "sliding_window": 4,
+                                             "layer_types": ["sliding_attention", "full_attention"]},
+                                vision_config={**_vision(), "model_type": "siglip_vision_model"},
+                                image_token_id=90, downsample_factor=2)
+    model = tf.AyaVisionForConditionalGeneration(config).eval()
+    pixels = _pixels((1, 3, 28, 28), image_seed)
+    return Case(model, torch.tensor([[2, 5, *[90] * 4, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels})
+
+
+def qwen2_vl(seed: int = 0, image_seed: int = 5) -> Case:
+    """Qwen2-VL: an image of 4 x 4 patches of 56 px (the export's default grid, 224 px a
+    side: no attention windows, every patch attends every other), merged by 2 into 4 image
+    tokens; 3-D rotary positions in the decoder."""
+    import transformers as tf
+
+    torch.manual_seed(seed)
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"}
+    config = tf.Qwen2VLConfig(
+        text_config={**text, "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3],
+                                                 "rope_theta": 10000.0}},
+        vision_config=dict(depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=56,
+                           spatial_merge_size=2, temporal_patch_size=2),
+        image_token_id=90, vision_start_token_id=91, vision_end_token_id=92, video_token_id=93)
+    model = tf.Qwen2VLForConditionalGeneration(config).eval()
+    pixels = _pixels((16, 3 * 2 * 56 * 56), image_seed)
+    grid = torch.tensor([[1, 4, 4]])
+    return Case(model, torch.tensor([[2, 5, 91, *[90] * 4, 92, 7, 8]]), torch.tensor([[2, 5, 7, 8, 11]]), (pixels,),
+                {"pixel_values": pixels, "image_grid_thw": grid, "mm_token_type_ids": lambda p: (p == 90).int()},
+                feature_kwargs={"image_grid_thw": grid})
+
+
 def audio_rows(frames: int) -> int:
     """The placeholders Qwen2-Audio's processor writes for a clip of ``frames`` real frames."""
     return (((frames - 1) // 2 + 1) - 2) // 2 + 1
@@ -354,4 +394,4 @@ def decoder_rows(model: Any, inputs: dict[str, torch.Tensor], placeholder: int) 
 CASES = {"qwen3_vl": qwen3_vl, "voxtral": voxtral, "qwen2_5_vl": qwen2_5_vl, "mistral3": mistral3, "gemma3": gemma3, "idefics3": idefics3, "smolvlm": lambda: idefics3(smolvlm=True), "llava": llava,
          "paligemma": paligemma, "paligemma2": lambda: paligemma(version=2),
          "llava_next": llava_next, "llava_onevision": llava_onevision, "internvl": internvl,
-         "qwen2_audio": qwen2_audio}
+         "qwen2_audio": qwen2_audio, "aya_vision": aya_vision, "qwen2_vl": qwen2_vl}

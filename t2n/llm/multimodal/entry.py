@@ -36,7 +36,8 @@ MODEL_TYPES = {"gemma3": "Gemma3ForConditionalGeneration", "idefics3": "Idefics3
                "voxtral": "VoxtralForConditionalGeneration", "llava": "LlavaForConditionalGeneration",
                "paligemma": "PaliGemmaForConditionalGeneration", "llava_next": "LlavaNextForConditionalGeneration",
                "llava_onevision": "LlavaOnevisionForConditionalGeneration",
-               "internvl": "InternVLForConditionalGeneration", "qwen2_audio": "Qwen2AudioForConditionalGeneration"}
+               "internvl": "InternVLForConditionalGeneration", "qwen2_audio": "Qwen2AudioForConditionalGeneration",
+               "aya_vision": "AyaVisionForConditionalGeneration", "qwen2_vl": "Qwen2VLForConditionalGeneration"}
 """The multimodal class of a ``config.json`` that names no architecture, by model type."""
 
 

@@ -17,7 +17,7 @@ import torch
 
 from t2n.llm.common.checkpoint import config_of
 from t2n.llm.multimodal.family import Family, placeholders, pooled
-from t2n.llm.multimodal.qwen_families import QWEN2_5_VL, QWEN3_VL
+from t2n.llm.multimodal.qwen_families import QWEN2_5_VL, QWEN2_VL, QWEN3_VL
 
 
 def _gemma3_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tensor,
@@ -379,6 +379,17 @@ INTERNVL = Family("internvl", "image", "image_token_id", ("pixel_values",), _int
 one image of the tower, its rows at its ``image_seq_length`` placeholders."""
 
 
+AYA_VISION = Family("aya_vision", "image", "image_token_id", ("pixel_values",), _gemma3_example, _internvl_encode,
+                    dynamic_axes={"pixel_values": {0: "IMAGES"}},
+                    fixed="pixel_values [IMAGES, 3, S, S] at the vision tower's image_size: the processor's tiles "
+                          "(each image's crops, then its global tile), (S / patch_size / downsample_factor)^2 "
+                          "rows each",
+                    forward_inputs=_llava_inputs)
+"""Aya Vision (a SigLIP tower, a pixel shuffle by ``downsample_factor`` and a SwiGLU
+projector, a Cohere 2 decoder): each tile is one image of the tower, its rows at its
+placeholders; the model's own ``get_image_features`` takes every tile at once."""
+
+
 def _qwen2_audio_example(model: torch.nn.Module) -> tuple[torch.Tensor, ...]:
     """A clip as the processor pads it to the tower's 30 s (``2 * max_source_positions``
     frames) with its ``feature_attention_mask`` (int32, as the feature extractor gives it):
@@ -445,9 +456,11 @@ length is computed in tract from the data."""
 FAMILIES: dict[str, Family] = {
     "Qwen2AudioForConditionalGeneration": QWEN2_AUDIO,
     "InternVLForConditionalGeneration": INTERNVL,
+    "AyaVisionForConditionalGeneration": AYA_VISION,
     "Qwen3VLForConditionalGeneration": QWEN3_VL,
     "VoxtralForConditionalGeneration": VOXTRAL,
     "Qwen2_5_VLForConditionalGeneration": QWEN2_5_VL,
+    "Qwen2VLForConditionalGeneration": QWEN2_VL,
     "Mistral3ForConditionalGeneration": MISTRAL3,
     "Gemma3ForConditionalGeneration": GEMMA3,
     "Idefics3ForConditionalGeneration": IDEFICS3,

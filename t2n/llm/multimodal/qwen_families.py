@@ -1,4 +1,4 @@
-"""Qwen2.5-VL and Qwen3-VL: an encoder fixed to one image grid a size (the window
+"""Qwen2-VL, Qwen2.5-VL and Qwen3-VL: an encoder fixed to one image grid a size (the window
 partition and position tables computed for it at export), 3-D rotary positions for the
 decoder, and Qwen3-VL's DeepStack streams."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import torch
 
 from t2n.llm.common.checkpoint import config_of
@@ -18,17 +19,26 @@ def _qwen_inputs(model: Any, example: tuple[torch.Tensor, ...], ids: torch.Tenso
             "mm_token_type_ids": placeholders(model, ids).int()}
 
 
+DEFAULT_PIXELS = 224
+"""The side of the image an encoder without windows or learned positions is exported at
+(as Qwen2.5-VL's two windows a side): other sizes through ``image_sizes``."""
+
+
 def qwen_patch_grid(model: torch.nn.Module) -> tuple[int, int]:
     """The patch grid (rows, columns) an image is exported at: two attention windows a
     side (224 x 224 pixels for Qwen2.5-VL's 14 px patches and 112 px windows); for
-    Qwen3-VL (no windows) the grid of its learned position embeddings (48 x 48 patches)."""
+    Qwen3-VL (no windows) the grid of its learned position embeddings (48 x 48 patches);
+    for Qwen2-VL (neither) 224 x 224 pixels too (16 x 16 patches of 14 px), rounded down
+    to whole merges."""
     vision = config_of(model).vision_config
     learned = getattr(vision, "num_position_embeddings", None)
     if getattr(vision, "window_size", None) is None and isinstance(learned, int):
         side = int(round(learned ** 0.5))
         return side, side
-    side = 2 * max(1, int(getattr(vision, "window_size", 0) or 0) // int(vision.patch_size))
-    side = max(side, 2 * int(vision.spatial_merge_size))
+    merge, patch = int(vision.spatial_merge_size), int(vision.patch_size)
+    window = getattr(vision, "window_size", None)
+    side = 2 * max(1, int(window) // patch) if window else DEFAULT_PIXELS // patch // merge * merge
+    side = max(side, 2 * merge)
     return side, side
 
 
@@ -115,6 +125,16 @@ QWEN2_5_VL = Family("qwen2_5_vl", "image", "image_token_id", ("pixel_values",), 
                     grid=_qwen_merged_grid, default_size=_qwen_size, check_size=_qwen_check,
                     fixed_inputs=_qwen_windows, forward_inputs=_qwen_inputs)
 
+QWEN2_VL = attrs.evolve(
+    QWEN2_5_VL, name="qwen2_vl", fixed_inputs=None,
+    fixed="one image of the artifact's image_grid_thw [1, H, W] (default: 224 x 224 pixels, 16 x 16 patches "
+          "of 14 px; pass image_sizes for others), pixel_values "
+          "[H * W, C * T * P * P]: the 2-D positions and merge order are computed from the grid in Python, one "
+          "artifact per size")
+"""Qwen2-VL: Qwen2.5-VL's encoder without attention windows (every patch attends every
+other), the same 3-D rotary positions in the decoder."""
+
+
 def _qwen3_vl_encode(model: Any, pixel_values: torch.Tensor, size: tuple[int, int] | None = None
                      ) -> tuple[torch.Tensor, ...]:
     """The tower and merger (the embeddings), the DeepStack mergers' features of the
@@ -139,4 +159,4 @@ QWEN3_VL = Family("qwen3_vl", "image", "image_token_id", ("pixel_values",), _qwe
                   forward_inputs=_qwen_inputs)
 
 
-__all__ = ["QWEN2_5_VL", "QWEN3_VL", "qwen_grid_positions", "qwen_patch_grid"]
+__all__ = ["QWEN2_5_VL", "QWEN2_VL", "QWEN3_VL", "qwen_grid_positions", "qwen_patch_grid"]
