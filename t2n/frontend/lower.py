@@ -61,6 +61,15 @@ def _nodes(block: torch._C.Block) -> list[torch._C.Node]:
     return list(block.nodes())
 
 
+def no_rule(kind: str) -> str:
+    """Why ``kind`` is refused when no rule lowers it."""
+    if kind == "prim::CallFunction":
+        return ("a TorchScript function called inside the trace (a @torch.jit.script_if_tracing "
+                "helper, VitDet's relative positions): the jit frontend does not lower scripted "
+                "calls; frontend=\"export\" runs such a helper as Python")
+    return "no lowering rule"
+
+
 class Lowering:
     """State of one lowering: the IR graph being built and torch value → lowered value."""
 
@@ -112,7 +121,7 @@ class Lowering:
                     self.problem(node, opaque_function(node))
             elif kind not in self.registry and kind not in STRUCTURAL and kind not in SCALAR_OPS \
                     and complex_rule(kind) is None:
-                self.problem(node, "no lowering rule")
+                self.problem(node, no_rule(kind))
             elif (why := float8_problem(node)) is not None:
                 self.problem(node, why)
             for sub in node.blocks():
@@ -254,7 +263,7 @@ class Lowering:
         if self.folded_in_python(node, args, outs):
             return
         if info is None:
-            self.problem(node, "no lowering rule")
+            self.problem(node, no_rule(node.kind()))
             self.poison_outputs(outs)
             return
         applied = self.apply_rule(node, info, outs)

@@ -224,6 +224,9 @@ def arange(ctx: LoweringContext) -> Value:
         if vals.size == 0:
             raise ctx.unsupported("arange gives an empty tensor")
         return ctx.b.const(vals, dt)
+    # A whole float constant beside computed integer bounds (XLNet's ``arange(klen, -qlen, -1.0)``)
+    # gives the same length and values as its integer: the range is computed in integers.
+    bounds = tuple(int(v) if isinstance(v, float) and v.is_integer() else v for v in bounds)
     if number_dtype(*bounds) is not DType.I64:
         raise ctx.unsupported("arange with floating-point bounds computed in the model")
     vals3 = [ctx.as_value(v, DType.I64) for v in bounds]

@@ -33,7 +33,29 @@ standard NNEF form: Khronos refuses them."""
 
 
 for _k, _name in TRACT_NAMES.items():
-    TRACT.add(_k, same_name(_name))
+    if _k != "round":  # round_tract below (f64)
+        TRACT.add(_k, same_name(_name))
+
+
+@TRACT.emitter("round")
+def round_tract(ctx: EmitContext, op: Op) -> None:
+    """tract's round_even has no f64 kernel: there, floor(x) plus one where the fraction
+    x - floor(x) (exact in floating point) is above a half, or is a half and floor(x) is odd."""
+    x = op.inputs[0]
+    if x.type.dtype is not DType.F64:
+        ctx.emit(op.output, "tract_core_round_even", x)
+        return
+
+    def f64(value: float) -> Raw:
+        return Raw(ctx.call("tract_core_cast", value, to="f64"))
+
+    fl = Raw(ctx.emit("round_floor", "floor", x))
+    frac = Raw(ctx.emit("round_frac", "sub", x, fl))
+    odd = Raw(ctx.call("eq", Raw(ctx.call("sub", fl, Raw(ctx.call("mul", f64(2.0), Raw(ctx.call(
+        "floor", Raw(ctx.call("mul", fl, f64(0.5))))))))), f64(1.0)))
+    tie_odd = Raw(ctx.call("and", Raw(ctx.call("eq", frac, f64(0.5))), odd))
+    up = Raw(ctx.emit("round_up", "or", Raw(ctx.call("gt", frac, f64(0.5))), tie_odd))
+    ctx.emit(op.output, "select", up, Raw(ctx.call("add", fl, f64(1.0))), fl)
 
 
 def _f32_exact(x: float) -> bool:

@@ -1,0 +1,64 @@
+"""Constructs the zoo's transformers classes found missing or wrong, each as a small model
+run in tract against PyTorch (the zoo runs the full models, see tests/zoo/models.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import t2n
+from t2n.errors import UnsupportedOpsError
+from t2n.testing import check_export
+
+
+class RoundF64(nn.Module):
+    """I-BERT's integer-only GELU and softmax: ``torch.round`` (and ``floor``) of float64 tensors."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.double() * 0.5
+        return torch.round(y) + torch.floor(y / 3)
+
+
+def test_round_half_to_even_of_float64() -> None:
+    x = torch.tensor([[-5.0, -3.0, -1.0, 1.0, 3.0, 5.0, 7.0, 0.4],
+                      [-1.4, 1.4, 2.0, -6.0, 14.6, -14.6, 2e6 + 1.0, -0.4]])  # ties after * 0.5
+    check_export(RoundF64(), (x,), targets=("tract",))
+
+
+class ComputedRangeFloatStep(nn.Module):
+    """XLNet's relative positions: ``arange(klen, -qlen, -1.0)`` with ``klen = mlen + qlen``
+    computed in the model, as int64 and as float."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        qlen = x.size(0)
+        klen = x.size(1) + qlen * 0
+        ints = torch.arange(klen, -qlen, -1.0, dtype=torch.int64)
+        floats = torch.arange(0, klen, 2.0)
+        return x.sum(0) * ints[:klen], floats + x[0, : floats.shape[0]]
+
+
+def test_arange_of_computed_bounds_with_a_whole_float_step() -> None:
+    check_export(ComputedRangeFloatStep(), (torch.randn(3, 5),), targets=("tract",))
+
+
+@torch.jit.script_if_tracing
+def _scripted_when_tracing(x: torch.Tensor, n: int) -> torch.Tensor:
+    return x[:n] * 2
+
+
+class CallsScriptIfTracing(nn.Module):
+    """VitDet's ``get_rel_pos``: a helper decorated ``torch.jit.script_if_tracing``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _scripted_when_tracing(x, x.shape[0] - 1) + 1
+
+
+def test_a_scripted_call_inside_the_trace_is_refused_by_name() -> None:
+    with pytest.raises(UnsupportedOpsError, match="script_if_tracing"):
+        t2n.compile(CallsScriptIfTracing(), (torch.randn(4, 3),), frontend="jit")
+
+
+@pytest.mark.slow
+def test_a_scripted_call_inside_the_trace_read_by_export() -> None:
+    check_export(CallsScriptIfTracing(), (torch.randn(4, 3),), targets=("tract",), frontend="export")
