@@ -177,6 +177,19 @@ TESTED = {
     "nemotron_h": T + "Mamba-2, attention and MLP blocks, the mixers' states as cache inputs/outputs; f32, f16 streamed folder",
     "zamba": T + "multi-head Mamba layers and a shared attention block, their states as cache inputs/outputs; f32, f16 streamed folder",
     "zamba2": T + "Mamba-2 layers and a shared attention block, their states as cache inputs/outputs; f32, f16 streamed folder",
+    "afmoe": T + "sliding layers (generating beyond a 4-token window) and a global one, sigmoid router with expert bias, experts beside shared ones; f32, explicit and stateful cache (tests/llm/test_families_added.py; the sweep's tiny model has zero routers, whose ties tract and PyTorch break differently)",
+    "cohere_compass_text": T + 'rotary over three equal position axes on text, a theta per layer type; f32, explicit and stateful cache (tests/llm/test_families_added.py)',
+    "dots1": T + 'a dense layer, then routed experts beside a shared one; f32, explicit and stateful cache (tests/llm/test_families_added.py)',
+    "lara_mini": "tests (transformers 5.25): Qwen3.5's gated delta-nets beside attention, their states as cache inputs/outputs; f32 (tests/llm/test_families_added.py)",
+    "lfm2": T + 'gated short convolutions beside attention, their conv states as cache inputs/outputs; f32 (tests/llm/test_families_added.py)',
+    "lfm2_moe": T + 'gated short convolutions beside attention, their conv states as cache inputs/outputs; a dense layer, then experts; f32 (tests/llm/test_families_added.py)',
+    "lfm3": T + 'gated short convolutions beside attention, their conv states as cache inputs/outputs; f32 (tests/llm/test_families_added.py)',
+    "olmo_hybrid": T + 'gated delta-nets (a projection each, beta doubled) beside attention, their states as cache inputs/outputs; f32 (tests/llm/test_families_added.py)',
+    "qwen3_5": T + 'its text decoder (Qwen3_5ForCausalLM): gated delta-nets beside attention, their states as cache inputs/outputs; f32 (tests/llm/test_families_added.py)',
+    "qwen3_5_moe": T + 'its text decoder (Qwen3_5MoeForCausalLM): gated delta-nets beside attention, experts; f32 (tests/llm/test_families_added.py)',
+    "qwen3_5_moe_text": T + 'gated delta-nets (split projections) beside attention, their states as cache inputs/outputs, experts beside a shared expert; f32 (tests/llm/test_families_added.py)',
+    "qwen3_5_text": T + 'gated delta-nets (split projections) beside attention, their states as cache inputs/outputs; rotary over three equal position axes on text; f32 (tests/llm/test_families_added.py)',
+    "youtu": T + 'latent attention; f32, explicit and stateful cache (tests/llm/test_families_added.py)',
 }
 """Families the tests prove (``tests/llm/``), with the forms they prove."""
 

@@ -127,10 +127,14 @@ def test_stateful_cache_refused_for_recurrent_states(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_unknown_recurrent_mixer_refused(tmp_path: Path) -> None:
+def test_unknown_recurrent_mixer_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A hybrid whose recurrent layer t2n has no explicit-state form for (LFM2's short
-    convolution) is refused, naming the layer's module."""
+    convolution, its mixer taken out of the table) is refused, naming the layer's module."""
     import transformers as tf
+
+    from t2n.llm.decoder import recurrent_mixers
+
+    monkeypatch.delitem(recurrent_mixers.MIXERS, "Lfm2ShortConv")
 
     torch.manual_seed(0)
     model = tf.Lfm2ForCausalLM(tf.Lfm2Config(

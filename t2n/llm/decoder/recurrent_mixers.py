@@ -25,8 +25,9 @@ import torch.nn.functional as F
 
 from t2n.llm.decoder import recurrent_ops
 
-Mixer = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, torch.Tensor],
-                 tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+Mixer = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor, Any], tuple[torch.Tensor, torch.Tensor, Any]]
+"""``(mixer, hidden, conv state, recurrent state)`` → ``(output, conv state, recurrent state)``;
+a mixer with a conv state only (LFM2's short convolution) takes and returns None for the other."""
 
 
 def causal_conv(x: torch.Tensor, state: torch.Tensor, conv: torch.nn.Conv1d, activation: str | None
@@ -45,24 +46,66 @@ def causal_conv(x: torch.Tensor, state: torch.Tensor, conv: torch.nn.Conv1d, act
 
 def gated_delta_net(mixer: torch.nn.Module, hidden: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Qwen3-Next's gated delta-net (``Qwen3NextGatedDeltaNet``)."""
+    """Qwen3-Next's gated delta-net (``Qwen3NextGatedDeltaNet``: queries, keys, values and
+    gate in one projection, interleaved by key head)."""
     m: Any = mixer  # a transformers mixer class: its layers and parameters, read by name
     batch, length = hidden.shape[0], hidden.shape[1]
     query, key, value, z, b, a = m.fix_query_key_value_ordering(m.in_proj_qkvz(hidden), m.in_proj_ba(hidden))
-    mixed = torch.cat([x.reshape(batch, length, -1) for x in (query, key, value)], dim=-1).transpose(1, 2)
-    mixed, conv_state = causal_conv(mixed, conv_state, m.conv1d, m.activation)
+    mixed = torch.cat([x.reshape(batch, length, -1) for x in (query, key, value)], dim=-1)
+    return _gated_delta(m, mixed, z, b.sigmoid(), a, conv_state, state, m.norm, m.out_proj)
+
+
+def gated_delta_net_split(mixer: torch.nn.Module, hidden: torch.Tensor, conv_state: torch.Tensor,
+                          state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Qwen3.5's gated delta-net (``Qwen3_5GatedDeltaNet``, ``Qwen3_5MoeGatedDeltaNet``,
+    ``LaraMiniGatedDeltaNet``): Qwen3-Next's with queries, keys and values in one projection
+    (not interleaved) and the gate, ``b`` and ``a`` in projections of their own."""
+    m: Any = mixer
+    z = m.in_proj_z(hidden).reshape(hidden.shape[0], hidden.shape[1], -1, m.head_v_dim)
+    return _gated_delta(m, m.in_proj_qkv(hidden), z, m.in_proj_b(hidden).sigmoid(), m.in_proj_a(hidden), conv_state,
+                        state, m.norm, m.out_proj)
+
+
+def gated_delta_net_olmo(mixer: torch.nn.Module, hidden: torch.Tensor, conv_state: torch.Tensor,
+                         state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """OLMo-Hybrid's gated delta-net (``OlmoHybridGatedDeltaNet``): a projection each for
+    queries, keys, values, gate, ``b`` and ``a``; ``beta`` doubled with negative
+    eigenvalues allowed (``allow_neg_eigval``)."""
+    m: Any = mixer
+    mixed = torch.cat([m.q_proj(hidden), m.k_proj(hidden), m.v_proj(hidden)], dim=-1)
+    beta = m.b_proj(hidden).sigmoid() * (2.0 if m.allow_neg_eigval else 1.0)
+    return _gated_delta(m, mixed, m.g_proj(hidden), beta, m.a_proj(hidden), conv_state, state, m.o_norm, m.o_proj)
+
+
+def _gated_delta(m: Any, mixed: torch.Tensor, z: torch.Tensor, beta: torch.Tensor, a: torch.Tensor,
+                 conv_state: torch.Tensor, state: torch.Tensor, norm: torch.nn.Module, out_proj: torch.nn.Module
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The gated delta-net after its projections: ``mixed`` ``[B, S, 2 key_dim + value_dim]``
+    (queries, keys, values) through the causal convolution, then the gated delta rule,
+    its output normed with the gate ``z`` and projected out."""
+    batch, length = mixed.shape[0], mixed.shape[1]
+    mixed, conv_state = causal_conv(mixed.transpose(1, 2), conv_state, m.conv1d, m.activation)
     query, key, value = torch.split(mixed.transpose(1, 2), [m.key_dim, m.key_dim, m.value_dim], dim=-1)
     query = query.reshape(batch, length, -1, m.head_k_dim)
     key = key.reshape(batch, length, -1, m.head_k_dim)
     value = value.reshape(batch, length, -1, m.head_v_dim)
-    beta = b.sigmoid()
     log_decay = -m.A_log.float().exp() * F.softplus(a.float() + m.dt_bias)
     if m.num_v_heads != m.num_k_heads:
         repeat = m.num_v_heads // m.num_k_heads
         query, key = query.repeat_interleave(repeat, dim=2), key.repeat_interleave(repeat, dim=2)
     out, state = recurrent_ops.gated_delta_rule(query, key, value, log_decay, beta, state, True)
-    out = m.norm(out.reshape(-1, out.shape[-1]), z.reshape(-1, z.shape[-1]))
-    return m.out_proj(out.reshape(batch, length, -1)), conv_state, state
+    out = norm(out.reshape(-1, out.shape[-1]), z.reshape(-1, out.shape[-1]))
+    return out_proj(out.reshape(batch, length, -1)), conv_state, state
+
+
+def short_conv(mixer: torch.nn.Module, hidden: torch.Tensor, conv_state: torch.Tensor, state: None
+               ) -> tuple[torch.Tensor, torch.Tensor, None]:
+    """LFM2's gated short convolution (``Lfm2ShortConv``, ``Lfm2MoeShortConv``,
+    ``Lfm3ShortConv``): ``C * conv(B * x)``, a conv state and no recurrent one."""
+    m: Any = mixer
+    gate_in, gate_out, x = m.in_proj(hidden).transpose(-1, -2).chunk(3, dim=-2)
+    y, conv_state = causal_conv(gate_in * x, conv_state, m.conv, None)
+    return m.out_proj((gate_out * y).transpose(-1, -2).contiguous()), conv_state, None
 
 
 def mamba(mixer: torch.nn.Module, hidden: torch.Tensor, conv_state: torch.Tensor, state: torch.Tensor
@@ -147,7 +190,14 @@ def mamba2(mixer: torch.nn.Module, hidden: torch.Tensor, conv_state: torch.Tenso
 
 MIXERS: dict[str, Mixer] = {
     "Qwen3NextGatedDeltaNet": gated_delta_net,
+    "Qwen3_5GatedDeltaNet": gated_delta_net_split,
+    "Qwen3_5MoeGatedDeltaNet": gated_delta_net_split,
+    "LaraMiniGatedDeltaNet": gated_delta_net_split,  # Qwen3.5's (transformers 5.25)
+    "OlmoHybridGatedDeltaNet": gated_delta_net_olmo,
     "MambaMixer": mamba,
+    "Lfm2ShortConv": short_conv,
+    "Lfm2MoeShortConv": short_conv,
+    "Lfm3ShortConv": short_conv,
     "FalconMambaMixer": mamba,
     "JambaMambaMixer": mamba,
     "ZambaMambaMixer": zamba_mamba,

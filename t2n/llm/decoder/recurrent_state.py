@@ -1,11 +1,13 @@
-"""Hybrid language models (Qwen3-Next, Mamba, Falcon-H1, Jamba, Bamba, Zamba...): besides the keys and
-values of their attention layers, each recurrent layer keeps fixed-size states between
-calls, which the exported graph takes and returns beside the KV cache:
+"""Hybrid language models (Qwen3-Next, Qwen3.5, OLMo-Hybrid, LFM2, Mamba, Falcon-H1, Jamba,
+Bamba, Zamba...): besides the keys and values of their attention layers, each recurrent
+layer keeps fixed-size states between calls, which the exported graph takes and returns
+beside the KV cache:
 
 - ``in_cache_conv_{i}`` / ``out_cache_conv_{i}``: the last ``kernel`` inputs of layer
   ``i``'s causal convolution, ``[B, channels, kernel]``;
 - ``in_cache_recurrent_{i}`` / ``out_cache_recurrent_{i}``: its linear-attention or
-  state-space state (``[B, heads, Dk, Dv]``, ``[B, channels, N]``, ``[B, heads, P, N]``), f32.
+  state-space state (``[B, heads, Dk, Dv]``, ``[B, channels, N]``, ``[B, heads, P, N]``), f32
+  (none for LFM2's short convolutions, which keep a conv state only).
 
 A prompt starts from zeros (what ``transformers`` computes without a cache), and each
 call returns the states after its last token. The shapes and dtypes are read from the
@@ -30,13 +32,15 @@ from t2n.errors import UnsupportedArchitectureError
 from t2n.llm.common.cache_api import cache_keyword
 from t2n.llm.common.layout import CacheLayout, StateSpec
 from t2n.llm.decoder.recurrent_mixers import MIXERS, Mixer
+from t2n.llm.decoder.text_rotary import text_rotary
 
 if TYPE_CHECKING:
     from t2n.llm.common.stateful import LLMForms
 
 STATE_KINDS = ("conv", "recurrent")
 
-HYBRID_FAMILIES = ("Qwen3-Next", "Mamba", "Mamba-2", "Falcon-Mamba", "Falcon-H1", "Jamba", "Bamba",
+HYBRID_FAMILIES = ("Qwen3-Next", "Qwen3.5", "Qwen3.5-MoE", "OLMo-Hybrid", "LFM2", "LFM2-MoE", "LFM3",
+                   "Mamba", "Mamba-2", "Falcon-Mamba", "Falcon-H1", "Jamba", "Bamba",
                    "Granite-MoE-Hybrid", "Nemotron-H", "Zamba", "Zamba-2")
 """Hybrid families proven to generate transformers' tokens (named in errors)."""
 
@@ -77,7 +81,7 @@ class _ExplicitStateMixer(torch.nn.Module):
 
     def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         out, conv, state = self.compute(self._mixer, hidden_states, self.io[("conv", self.layer)],
-                                        self.io[("recurrent", self.layer)])
+                                        self.io.get(("recurrent", self.layer)))  # None: a conv state only
         self.io[("out", "conv", self.layer)] = conv
         self.io[("out", "recurrent", self.layer)] = state
         return out
@@ -145,7 +149,8 @@ class StateMixers:
         try:
             for parent, name, stand_in in stand_ins:
                 parent._modules[name] = stand_in
-            out = model(input_ids=input_ids, **kwargs)
+            with text_rotary(model):
+                out = model(input_ids=input_ids, **kwargs)
         finally:
             for (parent, name, mixer, _), _s in zip(self.places, stand_ins):
                 parent._modules[name] = mixer

@@ -15,6 +15,7 @@ import torch
 
 from t2n.llm.common.cache_api import cache_keyword, returned_cache
 from t2n.llm.common.layout import CacheLayout, StateSpec
+from t2n.llm.decoder.text_rotary import text_rotary
 
 __all__ = ["CacheLayout", "KVCacheWrapper", "StateSpec", "cache_layout"]
 
@@ -93,7 +94,8 @@ class KVCacheWrapper(torch.nn.Module):
         if self.num_logits_to_keep is not None:
             extra["logits_to_keep"] = self.num_logits_to_keep
         extra[cache_keyword(self.model)] = cache
-        out = self.model(input_ids=input_ids, position_ids=positions, use_cache=True, **extra)
+        with text_rotary(self.model):
+            out = self.model(input_ids=input_ids, position_ids=positions, use_cache=True, **extra)
         grown: list[torch.Tensor] = []
         cache_out: Any = returned_cache(out)  # the DynamicCache given, grown
         for layer in cache_out.layers:
