@@ -103,17 +103,6 @@ class InputDependence:
         value = torch_private.traced_value(t)
         return value is not None and self(value)
 
-    def reaches(self, value: torch._C.Value, index: int) -> bool:
-        """Whether ``value`` is computed (through data or sizes) from model input ``index``."""
-        walk = ValueWalk(value)
-        for v in walk:
-            if v.node().kind() == "prim::Param":
-                if v.offset() == index:
-                    return True
-                continue
-            walk.push(v.node().inputs())
-        return False
-
 
 _SIZE_QUERIES = frozenset({"aten::size", "aten::sym_size", "prim::shape", "aten::numel", "aten::sym_numel",
                            "aten::len"})
@@ -136,6 +125,7 @@ class SizeDependence:
 
     def __init__(self, n_inputs: int) -> None:
         self.n_inputs = n_inputs
+        self._reach: dict[int, frozenset[int]] = {}
 
     def __call__(self, value: torch._C.Value) -> frozenset[tuple[int, int | None]]:
         found: set[tuple[int, int | None]] = set()
@@ -157,8 +147,31 @@ class SizeDependence:
             else None
         if tensor.node().kind() == "prim::Param" and tensor.offset() < self.n_inputs:
             return {(tensor.offset(), axis)}
-        dependence = InputDependence(self.n_inputs)
-        return {(i, None) for i in range(self.n_inputs) if dependence.reaches(tensor, i)}
+        return {(i, None) for i in self._inputs_reaching(tensor)}
+
+    def _inputs_reaching(self, value: torch._C.Value) -> frozenset[int]:
+        """The model inputs ``value`` is computed from (through data or sizes), remembered
+        per value for the whole trace: a size read is judged at each norm layer's batch
+        check (diffusers' UNets have dozens), and a fresh walk back through the graph
+        traced so far for each made tracing quadratic (a minute for a tiny video UNet)."""
+        memo = self._reach
+        stack: list[tuple[torch._C.Value, bool]] = [(value, False)]
+        while stack:
+            v, inputs_done = stack.pop()
+            u = v.unique()
+            if u in memo:
+                continue
+            node = v.node()
+            if node.kind() == "prim::Param":
+                memo[u] = frozenset({v.offset()}) if v.offset() < self.n_inputs else frozenset()
+                continue
+            inputs = list(node.inputs())
+            if inputs_done:
+                memo[u] = frozenset().union(*(memo[i.unique()] for i in inputs))
+            else:
+                stack.append((v, True))
+                stack.extend((i, False) for i in inputs if i.unique() not in memo)
+        return memo[value.unique()]
 
     def of_tensor(self, t: object) -> frozenset[tuple[int, int | None]]:
         value = torch_private.traced_value(t)

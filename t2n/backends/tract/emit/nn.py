@@ -38,7 +38,8 @@ def matmul_tract(ctx: EmitContext, op: Op) -> None:
         ctx.emit(op.output, "reshape", Raw(_flat_matmul(ctx, op, a, b, reshape_back=False, unit_batch=unit_batch)),
                  shape=list(op.output.type.shape))
         return
-    if op.attrs.get("transpose_b", False) and a.rank == 3 and not is_q4_0_operand(ctx.graph, b):
+    if op.attrs.get("transpose_b", False) and a.rank == 3 and not is_q4_0_operand(ctx.graph, b) \
+            and not _reshapes_leading_axis(a):
         # a linear layer over [B, S, K] (a language model's): tract 0.23.9 runs NNEF's
         # linear of the weight lifted to rank 3 about 10 % faster in a prefill and 15 % in
         # a decode step than the 2-D matmul (rank 4, after a window partition, it fails to
@@ -48,6 +49,20 @@ def matmul_tract(ctx: EmitContext, op: Op) -> None:
         return
     ctx.emit(op.output, "reshape", Raw(_flat_matmul(ctx, op, a, b, reshape_back=False)),
              shape=list(op.output.type.shape))
+
+
+def _reshapes_leading_axis(a: Value) -> bool:
+    """Whether ``a`` comes from a reshape that merges or splits its leading axis (the
+    frames of a video UNet's temporal transformer, [B, C, F, H, W] → [B·H·W, F, C]):
+    tract 0.23.9's EinSum declutter moves that reshape into the rank-lifted ``linear``
+    and applies it to the weight's unit axis too, which it cannot, and refuses to load
+    the model. Unit axes dropped or added ahead of it are no such change (and the 2-D
+    form fails to load when the reshape's input is a broadcast: SVD's text embedding)."""
+    p = a.producer
+    if p is None or p.kind != "reshape" or a.type.shape[0] == 1:
+        return False
+    carried = [d for d in p.inputs[0].type.shape if d != 1]
+    return not carried or carried[0] != a.type.shape[0]
 
 
 def _flat_matmul(ctx: EmitContext, op: Op, a: Value, b: Value, reshape_back: bool = True,

@@ -128,19 +128,26 @@ def _read_by_a_product(ctx: EmitContext, v: Value, widened: set[int]) -> bool:
     broadcast into the product and gets it wrong: along the summed axis, wrong numbers;
     along the other, a model it cannot load ("Trying to substitute a 16,32 by 1,32":
     DPT's readout projection of the CLS token concatenated to every patch). A broadcast
-    along batch axes (grouped-query attention's repeated heads) it folds right."""
+    along batch axes (grouped-query attention's repeated heads) it folds right, but not
+    one reshaped into a linear layer's rows (SVD's image embedding repeated per frame:
+    the weight has no such axis, and tract cannot load the model either way)."""
     seen: set[int] = set()
-    todo = [(v, widened)]
+    todo: list[tuple[Value, set[int], bool]] = [(v, widened, False)]
     while todo:
-        cur, axes = todo.pop()
+        cur, axes, reshaped = todo.pop()
         for user in ctx.graph.users(cur):
             if "matmul" in user.kind:
-                if cur in user.inputs[:2] and axes & {cur.rank - 2, cur.rank - 1}:
+                if cur in user.inputs[:2] and (axes & {cur.rank - 2, cur.rank - 1} or (
+                        reshaped and min(i.rank for i in user.inputs[:2]) < cur.rank)):
                     return True
-            elif id(user) not in seen and (user.kind in ("concat", "cast", "copy")
-                                           or user.has(Trait.ELEMENTWISE)):
+            elif id(user) in seen:
+                continue
+            elif user.kind in ("concat", "cast", "copy") or user.has(Trait.ELEMENTWISE):
                 seen.add(id(user))
-                todo.extend((out, {a + out.rank - cur.rank for a in axes}) for out in user.outputs)
+                todo.extend((out, {a + out.rank - cur.rank for a in axes}, reshaped) for out in user.outputs)
+            elif user.kind == "reshape":  # the widened axes' places are lost: only the rank test
+                seen.add(id(user))
+                todo.append((user.output, set(), True))
     return False
 
 
