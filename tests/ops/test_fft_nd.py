@@ -10,23 +10,10 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from test_spectral import Fn, real  # the same wrappers as the 1-D transforms
 from torch import nn
 
 from t2n.testing import check_export
-
-
-class Fn(nn.Module):
-    def __init__(self, fn: Callable[..., object]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args: torch.Tensor) -> object:
-        return self.fn(*args)
-
-
-def real(z: torch.Tensor) -> torch.Tensor:
-    return torch.view_as_real(z)
-
 
 X = torch.randn(2, 6, 8, generator=torch.Generator().manual_seed(0))
 
