@@ -29,7 +29,7 @@ class Entry:
     config: dict[str, Any] = attrs.field(factory=dict)
     common: bool = True
     make: Callable[[], tuple[torch.nn.Module, tuple, dict]] | None = None
-    needs: str = ""  # the library ``make`` imports: without it the test skips (fails under CI)
+    needs: str = ""  # the library ``make`` imports: without it the case fails, saying how to install it
 
 
 def installed(name: str) -> bool:

@@ -243,10 +243,14 @@ def drop_value_checks(program: ExportedProgram) -> int:
     return dropped
 
 
-def _short_name(node: torch.fx.Node) -> str:
+def _op_name(node: torch.fx.Node) -> str:
+    """``aten::item`` for an aten op; a Python function's name otherwise."""
     target = node.target
-    name = str(getattr(getattr(target, "_schema", None), "name", "") or getattr(target, "__name__", target))
-    return name.split("::")[-1]
+    return str(getattr(getattr(target, "_schema", None), "name", "") or getattr(target, "__name__", target))
+
+
+def _short_name(node: torch.fx.Node) -> str:
+    return _op_name(node).split("::")[-1]
 
 
 def _checks_only(start: torch.fx.Node) -> list[torch.fx.Node] | None:
@@ -303,11 +307,10 @@ def _construct_of(node: torch.fx.Node, seen: set[Any]) -> str:
     target = node.target
     if isinstance(target, torch._ops.HigherOrderOperator):
         return f"control flow torch.ops.higher_order.{target.name()}"
-    name = str(getattr(getattr(target, "_schema", None), "name", "") or getattr(target, "__name__", target))
+    name = _op_name(node)
     fresh = _unbacked(node.meta.get("val")) - seen
     seen |= fresh
-    short = name.split("::")[-1]
-    if short in _DATA_DEPENDENT_OPS:
+    if _short_name(node) in _DATA_DEPENDENT_OPS:
         return f"a data-dependent value or size ({name})"
     if fresh and name not in DATA_SIZED_OPS:
         return f"a size made from tensor data ({name})"

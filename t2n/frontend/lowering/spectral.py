@@ -1,16 +1,15 @@
 """Fourier transforms and the window functions audio front-ends use.
 
-``torch.fft.fft/ifft/rfft/irfft`` and ``torch.stft`` lower to the IR's ``fft`` and
-``stft`` (tract's ``tract_core_fft``/``tract_core_stft``), on complex tensors held as
-:class:`~t2n.frontend.complex_tensors.Complex` pairs. tract's transforms are not
-normalized; PyTorch's ``norm`` modes become a scale. A real FFT is the full transform
-of the signal with zero imaginary parts, cut to its ``n // 2 + 1`` first bins; an
-inverse real FFT rebuilds the Hermitian half it was not given (``X[n-k] =
-conj(X[k])``) and keeps the real part. ``torch.stft`` (its centre padding is traced as
-a separate ``pad``) frames along the last axis, takes the one-sided half, and puts
-frequencies before frames as PyTorch does. Transform lengths and axes must be static.
-``RULES`` take real inputs; ``COMPLEX_RULES`` the same ops on complex inputs (the
-lowering driver picks them when an argument is complex).
+``torch.stft``/``istft`` lower to the IR's ``stft`` and ``fft`` (tract's
+``tract_core_stft``/``tract_core_fft``), on complex tensors held as
+:class:`~t2n.frontend.complex_tensors.Complex` pairs; ``torch.fft`` calls, over one axis
+or several, are in :mod:`.spectral_nd`, built on the helpers here. tract's transforms are
+not normalized; PyTorch's ``norm`` modes become a scale. An inverse real FFT rebuilds the
+Hermitian half it was not given (``X[n-k] = conj(X[k])``) and keeps the real part.
+``torch.stft`` (its centre padding is traced as a separate ``pad``) frames along the last
+axis, takes the one-sided half, and puts frequencies before frames as PyTorch does.
+Transform lengths and axes must be static. ``RULES`` take real inputs; ``COMPLEX_RULES``
+the same ops on complex inputs (the lowering driver picks them when an argument is complex).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import numpy as np
 import torch
 
 from t2n.frontend.complex_tensors import Complex, conjugate, from_parts, of_real, part, scaled
-from t2n.frontend.context import LoweringContext, norm_axis
+from t2n.frontend.context import LoweringContext
 from t2n.frontend.lowering.shape import slice_axis
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, Dim, DType, Sym, Value
@@ -73,43 +72,6 @@ def norm_factor(norm: str | None, n: int, inverse: bool) -> float:
 
 def transform(ctx: LoweringContext, z: Complex, axis: int, inverse: bool) -> Complex:
     return Complex(ctx.b.op("fft", z.pair, axis=axis, inverse=inverse))
-
-
-def _fft_args(ctx: LoweringContext) -> tuple[Complex, int, int, str | None]:
-    z = complex_arg(ctx, 0)
-    axis = norm_axis(ctx.int(2), z.rank) if not ctx.is_none(2) else z.rank - 1
-    length = static_length(ctx, z, axis)
-    n = ctx.int(1) if not ctx.is_none(1) else length
-    norm = None if ctx.is_none(3) else str(ctx.const(3))
-    return resized(ctx.b, z, axis, length, n), axis, n, norm
-
-
-@RULES.rule("aten::fft_fft", "aten::fft_ifft")
-@COMPLEX_RULES.rule("aten::fft_fft", "aten::fft_ifft")
-def fft(ctx: LoweringContext) -> Complex:
-    inverse = ctx.kind == "aten::fft_ifft"
-    z, axis, n, norm = _fft_args(ctx)
-    return scaled(ctx.b, transform(ctx, z, axis, inverse), norm_factor(norm, n, inverse))
-
-
-@RULES.rule("aten::fft_rfft")
-def rfft(ctx: LoweringContext) -> Complex:
-    z, axis, n, norm = _fft_args(ctx)
-    full = scaled(ctx.b, transform(ctx, z, axis, False), norm_factor(norm, n, False))
-    return Complex(slice_axis(ctx.b, full.pair, axis, 0, n // 2 + 1))
-
-
-@RULES.rule("aten::fft_irfft")
-@COMPLEX_RULES.rule("aten::fft_irfft")
-def irfft(ctx: LoweringContext) -> Value:
-    z = complex_arg(ctx, 0)
-    axis = norm_axis(ctx.int(2), z.rank) if not ctx.is_none(2) else z.rank - 1
-    bins = static_length(ctx, z, axis)
-    n = ctx.int(1) if not ctx.is_none(1) else 2 * (bins - 1)
-    if n < 1:
-        raise ctx.unsupported(f"irfft of {bins} bins gives no samples; pass n")
-    norm = None if ctx.is_none(3) else str(ctx.const(3))
-    return inverse_real(ctx, z, axis, n, norm_factor(norm, n, True))
 
 
 def inverse_real(ctx: LoweringContext, z: Complex, axis: int, n: int, factor: float) -> Value:

@@ -1,10 +1,10 @@
-"""Fourier transforms over several axes, and the primitives torch.export leaves.
+"""``torch.fft`` over one axis or several, and the primitives torch.export leaves.
 
-``torch.fft.fftn/ifftn/fft2/ifft2/rfftn/rfft2/irfftn/irfft2`` (what a TorchScript trace
-records, e.g. FNet's mixing layer) and ``aten::_fft_c2c/_fft_r2c/_fft_c2r`` (what
-``torch.export`` decomposes every ``torch.fft`` call into) lower to one IR ``fft`` per
-axis: a transform over several axes is the 1-D transform applied along each of them in
-turn. The normalization is one scale over the product of the signal lengths (PyTorch's
+``torch.fft.fft/ifft/rfft/irfft`` and ``fftn/ifftn/fft2/ifft2/rfftn/rfft2/irfftn/irfft2``
+(what a TorchScript trace records, e.g. FNet's mixing layer) and
+``aten::_fft_c2c/_fft_r2c/_fft_c2r`` (what ``torch.export`` decomposes every ``torch.fft``
+call into) lower to one IR ``fft`` per axis: a transform over several axes is the 1-D
+transform applied along each of them in turn; a 1-D call is the one-axis case. The normalization is one scale over the product of the signal lengths (PyTorch's
 ``norm`` string, or the primitives' enum: 0 none, 1 by the root of n, 2 by n). A real
 forward transform keeps the ``n // 2 + 1`` first bins of its last axis; a real inverse
 runs the complex inverse on the other axes, then the c2r transform on the last.
@@ -34,15 +34,22 @@ COMPLEX_RULES = RuleSet("spectral n-d/complex")
 
 _ENUM_SCALE = {0: "none", 1: "root", 2: "n"}
 
+_ONE_AXIS = frozenset({"aten::fft_fft", "aten::fft_ifft", "aten::fft_rfft", "aten::fft_irfft"})
+"""The calls over one axis: ``(x, n, dim=-1, norm)``, not ``(x, s, dim, norm)``."""
+
 
 def _axes_and_sizes(ctx: LoweringContext, z: Complex, default_axes: Sequence[int] | None) -> tuple[list[int], list[int]]:
     """The axes of ``fftn(x, s, dim)`` and their transform lengths, as PyTorch resolves
     them: ``dim`` None takes the last ``len(s)`` axes (every axis without ``s``)."""
-    sizes = None if ctx.is_none(1) else ctx.ints(1)
-    if not ctx.is_none(2):
-        axes = [norm_axis(a, z.rank) for a in ctx.ints(2)]
-    elif default_axes is not None:
-        axes = [norm_axis(a, z.rank) for a in default_axes]
+    dims: Sequence[int] | None
+    if ctx.kind in _ONE_AXIS:  # (x, n, dim=-1, norm)
+        sizes = None if ctx.is_none(1) else [ctx.int(1)]
+        dims = [-1 if ctx.is_none(2) else ctx.int(2)]
+    else:
+        sizes = None if ctx.is_none(1) else ctx.ints(1)
+        dims = default_axes if ctx.is_none(2) else ctx.ints(2)
+    if dims is not None:
+        axes = [norm_axis(a, z.rank) for a in dims]
     else:
         axes = list(range(z.rank - len(sizes), z.rank)) if sizes is not None else list(range(z.rank))
     if sizes is not None and len(sizes) != len(axes):
@@ -77,8 +84,8 @@ def _fftn(ctx: LoweringContext, default_axes: Sequence[int] | None) -> Complex:
     return scaled(ctx.b, _along(ctx, z, axes, sizes, inverse), norm_factor(_norm(ctx), math.prod(sizes), inverse))
 
 
-@RULES.rule("aten::fft_fftn", "aten::fft_ifftn")
-@COMPLEX_RULES.rule("aten::fft_fftn", "aten::fft_ifftn")
+@RULES.rule("aten::fft_fft", "aten::fft_ifft", "aten::fft_fftn", "aten::fft_ifftn")
+@COMPLEX_RULES.rule("aten::fft_fft", "aten::fft_ifft", "aten::fft_fftn", "aten::fft_ifftn")
 def fftn(ctx: LoweringContext) -> Complex:
     return _fftn(ctx, None)
 
@@ -96,7 +103,7 @@ def _rfftn(ctx: LoweringContext, default_axes: Sequence[int] | None) -> Complex:
     return Complex(slice_axis(ctx.b, full.pair, axes[-1], 0, sizes[-1] // 2 + 1))
 
 
-@RULES.rule("aten::fft_rfftn")
+@RULES.rule("aten::fft_rfft", "aten::fft_rfftn")
 def rfftn(ctx: LoweringContext) -> Complex:
     return _rfftn(ctx, None)
 
@@ -111,13 +118,15 @@ def _irfftn(ctx: LoweringContext, default_axes: Sequence[int] | None) -> Value:
     axes, sizes = _axes_and_sizes(ctx, z, default_axes)
     if ctx.is_none(1):  # the last axis holds n // 2 + 1 bins of n = 2 * (bins - 1) samples
         sizes[-1] = 2 * (sizes[-1] - 1)
+    if sizes[-1] < 1:
+        raise ctx.unsupported(f"{ctx.kind} gives no samples along axis {axes[-1]}; pass its length")
     factor = norm_factor(_norm(ctx), math.prod(sizes), True)
     z = _along(ctx, z, axes[:-1], sizes[:-1], True)
     return inverse_real(ctx, z, axes[-1], sizes[-1], factor)
 
 
-@RULES.rule("aten::fft_irfftn")
-@COMPLEX_RULES.rule("aten::fft_irfftn")
+@RULES.rule("aten::fft_irfft", "aten::fft_irfftn")
+@COMPLEX_RULES.rule("aten::fft_irfft", "aten::fft_irfftn")
 def irfftn(ctx: LoweringContext) -> Value:
     return _irfftn(ctx, None)
 
