@@ -105,6 +105,28 @@ def flatten(obj: Any) -> tuple[list[torch.Tensor], list[str], Spec]:
     return tensors, paths, spec
 
 
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+def without_objects(obj: Any) -> Any:
+    """``obj`` with every object :func:`flatten` keeps as a constant (a transformers
+    ``DynamicCache``, a custom class) replaced by ``None``, containers rebuilt alike:
+    the outputs torch.export can return, with the same tensors in the same order."""
+    if isinstance(obj, (torch.Tensor, *_PLAIN)):
+        return obj
+    if isinstance(obj, tuple):
+        items = [without_objects(v) for v in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
+    if isinstance(obj, list):
+        return [without_objects(v) for v in obj]
+    if isinstance(obj, Mapping) or (hasattr(obj, "to_tuple") and hasattr(obj, "keys")):
+        pruned = {k: without_objects(obj[k]) for k in obj.keys()}  # noqa: SIM118 (a ModelOutput iterates its keys only as a dict)
+        return pruned if type(obj) is dict else type(obj)(**pruned)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _fields_of(obj)({f.name: without_objects(getattr(obj, f.name)) for f in dataclasses.fields(obj)})
+    return None
+
+
 class NonTensorOutputWarning(UserWarning):
     """An output of the model that is not a tensor (a string, a number...): the artifact
     has no output for it."""

@@ -1,7 +1,7 @@
 """What used to be accepted without a word now says so, or is refused.
 
-Cases tried (16): outputs that are not tensors (a string in a tuple, a number, a
-string in a dict, through ``compile`` with both frontends and ``t2n.export``) are
+Cases tried (18): outputs that are not tensors (a string in a tuple, a number, a
+string in a dict, an object holding tensors, through ``compile`` with both frontends and ``t2n.export``) are
 dropped with a ``NonTensorOutputWarning`` naming them (``None`` stays silent); a
 model in training mode (dropout, batch norm) is exported as in eval mode, as
 documented, with a ``TrainingModeWarning`` and its flags restored, through both
@@ -60,6 +60,30 @@ class WithText(torch.nn.Module):
 def test_a_non_tensor_output_is_dropped_with_a_note(frontend, extra, named):
     art, notes = _caught(lambda: t2n.compile(WithText(extra), (X,), frontend=frontend), NonTensorOutputWarning)
     assert len(art.output_names) == 1 and any(named in n for n in notes), notes
+
+
+class Cache:
+    """An object holding tensors, of a class torch's pytree does not know (like
+    transformers' ``DynamicCache``, returned by decoders called with their defaults)."""
+
+    def __init__(self, keys):
+        self.keys = keys
+
+
+class ReturnsACache(torch.nn.Module):
+    def forward(self, x):
+        return {"y": x * 2, "cache": Cache([x + 1])}
+
+
+@pytest.mark.parametrize("frontend", ["jit", "export"])
+def test_an_object_output_is_dropped_with_a_note_on_both_frontends(frontend):
+    """torch.export refuses to return such an object; the export frontend leaves it out
+    as the jit frontend does, and the model's own forward is unchanged afterwards."""
+    model = ReturnsACache()
+    art, notes = _caught(lambda: t2n.compile(model, (X,), frontend=frontend), NonTensorOutputWarning)
+    assert art.output_names == ["y"] and any("output cache is a Cache" in n for n in notes), notes
+    art.check()
+    assert "forward" not in vars(model) and isinstance(model(X)["cache"], Cache)
 
 
 def test_export_notes_a_dropped_output_too(tmp_path):

@@ -9,7 +9,8 @@ program is decomposed to core ATen, keeping the ops of :mod:`.kept_ops` whole.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -18,7 +19,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from t2n.errors import InvalidArgumentError, TraceError
 from t2n.frontend.export.kept_ops import decomposition_table
-from t2n.frontend.io import Spec, flatten
+from t2n.frontend.io import Spec, flatten, without_objects
 from t2n.frontend.sampling import DrawRecorder, NoiseDraw, has_draws, program_draws
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.trace import canonical_tensor_names, eval_mode
@@ -88,7 +89,7 @@ def export_program(
         meta = has_meta_tensors(model)
         if meta:
             args, kw = tree_map(_to_meta, (args, kw))
-        with eval_mode(model):
+        with eval_mode(model), _objects_left_out_of_outputs(model):
             program = _export(model, args, kw, dynamic_shapes)
         runnable, names = model, canonical_tensor_names(model, "")
     weights = {} if weights_from is None else resolve_weights(runnable, weight_source(weights_from), names)
@@ -161,6 +162,28 @@ def _export(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
 
     request = dynamic_shapes if isinstance(dynamic_shapes, DynamicRequest) else DynamicRequest(dynamic_shapes)
     return export_with_request(model, args, kwargs, request)
+
+
+@contextlib.contextmanager
+def _objects_left_out_of_outputs(model: torch.nn.Module) -> Iterator[None]:
+    """While torch.export runs, the model returns ``None`` in place of objects that are
+    not tensors (a transformers ``DynamicCache``: torch.export refuses a class its pytree
+    does not know). The artifact leaves them out on either frontend (a warning says so)."""
+    forward = model.forward
+    patched = "forward" in vars(model)
+
+    @functools.wraps(forward)
+    def tensors_only(*args: Any, **kwargs: Any) -> Any:
+        return without_objects(forward(*args, **kwargs))
+
+    model.forward = tensors_only  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        if patched:
+            model.forward = forward  # type: ignore[method-assign]
+        else:
+            del model.forward
 
 
 def _mutated_buffers_before(program: torch.export.ExportedProgram) -> dict[str, torch.Tensor]:
