@@ -1,4 +1,5 @@
 import contextlib
+import inspect
 import os
 import pathlib
 import subprocess
@@ -81,6 +82,18 @@ def _first_case(item):
     return all(i == 0 for name, i in item.callspec.indices.items() if name != "t2n_frontend")
 
 
+def _runs_the_command(item) -> bool:
+    """A test of the ``t2n`` command in a child process: it takes the ``t2n_cli`` fixture or
+    calls ``make_runner`` itself."""
+    if "t2n_cli" in getattr(item, "fixturenames", ()):
+        return True
+    function = getattr(item, "function", None)
+    try:
+        return function is not None and "make_runner(" in inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+
+
 def pytest_collection_modifyitems(config, items):
     """Export cases ``EXPORT_XFAIL`` lists are strict xfails. By default each test
     function runs its first case through the export frontend; the others, and the ones
@@ -89,6 +102,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.split("[", 1)[0] in SLOW_CASES:
             item.add_marker(pytest.mark.slow)
+        if _runs_the_command(item):
+            item.add_marker(pytest.mark.cli_process)
         if _frontend_of(item) == "export":
             reason = frontend_parity.match(frontend_parity.EXPORT_XFAIL, item.nodeid)
             if reason is not None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -112,38 +111,18 @@ def try_one(model_type: str) -> dict[str, Any]:
 def sweep(types: list[str], timeout: float, resume: bool) -> None:
     """Every type in child processes that each take the types left (a child that hangs
     past ``timeout`` on one type is stopped, that type recorded as timed out)."""
-    import select
-    import time
-
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from tools.children import run_in_children
 
     results = json.loads(SWEEP.read_text()) if SWEEP.exists() else {}
     pending = [t for t in types or sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) if not (resume and t in results)]
-    while pending:
-        child = subprocess.Popen([sys.executable, "-m", "tools.llm_families", "try", *pending],
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
-        assert child.stdout is not None
-        deadline = time.monotonic() + timeout
-        current = pending[0]
-        while True:
-            ready, _, _ = select.select([child.stdout], [], [], max(0.0, deadline - time.monotonic()))
-            line = child.stdout.readline() if ready else None
-            if line is None or (line == "" and child.poll() is not None):
-                child.kill()
-                why = f"timed out after {timeout:.0f} s" if line is None else "the process died"
-                result = {"type": current, "outcome": "error", "stage": "process", "message": why}
-            elif not line.startswith("{"):
-                continue
-            else:
-                result = json.loads(line)
-            results[result["type"]] = result
-            print(json.dumps(result), flush=True)
-            SWEEP.write_text(json.dumps(dict(sorted(results.items())), indent=1) + "\n")
-            pending.remove(result["type"])
-            if line is None or line == "" or not pending:
-                break
-            current, deadline = pending[0], time.monotonic() + timeout
-        child.wait()
+
+    def record(result: dict[str, Any]) -> None:
+        results[result["type"]] = result
+        SWEEP.write_text(json.dumps(dict(sorted(results.items())), indent=1) + "\n")
+
+    run_in_children("tools.llm_families", pending, "type", timeout, record)
 
 
 T = "tests: "

@@ -157,6 +157,7 @@ def _qwen2_moe() -> nn.Module:
         num_experts=4, num_experts_per_tok=2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("build", [_mixtral, _qwen2_moe], ids=["mixtral", "qwen2_moe"])
 def test_moe_models(build, frontend: str) -> None:

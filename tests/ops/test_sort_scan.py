@@ -55,3 +55,22 @@ def test_searchsorted_and_bucketize_tract():
                          torch.searchsorted(b, v, out_int32=True), torch.bucketize(v, s),
                          torch.bucketize(v, s, right=True)),
         seq, batched, vals, khronos_refuses=True)
+
+
+class SortRows(torch.nn.Module):
+    def forward(self, x):
+        values, order = torch.sort(x, dim=0)
+        return values * 2, order
+
+
+def test_a_sort_along_a_dynamic_axis_is_refused_by_name():
+    """tract's top-k cannot take a symbol's value as its k when it runs: refused at
+    export, naming the sort (it used to be written with the traced length, and tract
+    refused the artifact)."""
+    import t2n
+    from t2n.errors import NotExpressibleError
+
+    x = torch.randn(6, 3)
+    with pytest.raises(NotExpressibleError, match=r"aten::sort .*a sort along a dynamic axis \(B\)"):
+        t2n.compile(SortRows(), (x,), dynamic_axes={"input_0": {0: "B"}})
+    t2n.compile(SortRows(), (x,), dynamic_axes={"input_0": {1: "C"}}).check()  # the other axis may vary

@@ -62,3 +62,16 @@ def test_a_scripted_call_inside_the_trace_is_refused_by_name() -> None:
 @pytest.mark.slow
 def test_a_scripted_call_inside_the_trace_read_by_export() -> None:
     check_export(CallsScriptIfTracing(), (torch.randn(4, 3),), targets=("tract",), frontend="export")
+
+
+class AllTrue(nn.Module):
+    """D-FINE's guard, as torch.export records it: ``aten::_is_all_true`` of a bool tensor."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.ops.aten._is_all_true(x > -1.0).float() + torch.ops.aten._is_all_true(x > 0).float()
+
+
+@pytest.mark.parametrize("frontend", ["jit", "export"])
+def test_is_all_true_is_all_of_its_input(frontend: str) -> None:
+    x = torch.tensor([[0.5, -0.5, 2.0], [1.0, 3.0, -0.9]])
+    check_export(AllTrue(), (x,), targets=("tract",), frontend=frontend)

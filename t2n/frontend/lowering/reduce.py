@@ -178,8 +178,10 @@ def argmax(ctx: LoweringContext) -> Value:
     return _arg(ctx, kind, x, ctx.axis(1, x.rank), keep)
 
 
-@RULES.rule("aten::any", "aten::all")
+@RULES.rule("aten::any", "aten::all", "aten::_is_all_true")
 def any_all(ctx: LoweringContext) -> Value:
+    """``_is_all_true`` is ``all`` of a bool tensor (what ``torch._check`` on a tensor
+    and ``torch.all(...).item()``-style guards record under torch.export)."""
     x = ctx.tensor(0)
     if x.type.dtype is not DType.BOOL:
         x = ctx.b.op("ne", x, ctx.as_value(0, x.type.dtype))

@@ -20,6 +20,7 @@ from t2n.frontend.helpers import dim_value, i64, transpose, unsqueeze
 from t2n.frontend.lowering.reduce import accumulated
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
+from t2n.ir.ops.sort import WHOLE_AXIS
 
 RULES = RuleSet("sort")
 
@@ -191,10 +192,7 @@ def _sort_args(ctx: LoweringContext, x: Value) -> tuple[int, bool]:
 def sort_values(ctx: LoweringContext, x: Value, axis: int, descending: bool) -> tuple[Value, Value]:
     if x.rank == 0:
         return x, ctx.as_value(0, DType.I64)
-    n = x.type.shape[axis]
-    if not isinstance(n, int):
-        raise ctx.unsupported("sorting along a dynamic axis (top-k needs a static k)")
-    return topk_values(ctx, x, n, axis, descending)
+    return topk_values(ctx, x, WHOLE_AXIS, axis, descending)
 
 
 @RULES.rule("aten::sort")

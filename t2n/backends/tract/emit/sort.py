@@ -14,9 +14,17 @@ TRACT = EmitterTable("sort/tract")
 def topk(ctx: EmitContext, op: Op) -> None:
     if not require(ctx, "tract_core_topk", "topk"):
         return
-    k = ctx.call("tract_core_cast", Raw(literal(op.attrs["k"])), to="i64")
     values, indices = op.outputs
+    axis = int(op.attrs["axis"])
+    k = values.type.shape[axis]  # a sort's k is the axis' length
+    if not isinstance(k, int):
+        ctx.unsupported(
+            f"a sort along a dynamic axis ({k}): tract's top-k takes the length of the axis as a "
+            "value it cannot compute from a symbol when it runs; give this axis a static size "
+            "(leave it out of dynamic_axes)")
+        return
+    count = ctx.call("tract_core_cast", Raw(literal(k)), to="i64")
     ctx.assign([ctx.id(values), ctx.id(indices)],
-               ctx.call("tract_core_topk", op.inputs[0], Raw(k), axis=int(op.attrs["axis"]),
+               ctx.call("tract_core_topk", op.inputs[0], Raw(count), axis=axis,
                         largest=bool(op.attrs["largest"])))
 

@@ -32,6 +32,7 @@ import attrs
 from t2n.backends.tract.ops import with_tract_forms
 from t2n.ir import Graph, Op, Value
 from t2n.ir.ops.moe import EXPERT_FLAGS, optional_operands
+from t2n.ir.ops.sort import WHOLE_AXIS
 from t2n.passes.rewrite import Pattern, PatternPass
 
 _TRACT_ACTIVATION = {"silu": "silu", "gelu_tanh": "gelu", "relu": "relu"}
@@ -98,7 +99,8 @@ def match_router(op: Op) -> _Router | None:
     """The router in front of ``moe_experts`` ``op``, if tract's operator computes it."""
     x, index, weights = op.inputs[:3]
     top = _produced(index, "topk")
-    if top is None or top.outputs[1] is not _under_casts(index) or not top.attrs.get("largest", True):
+    if (top is None or top.outputs[1] is not _under_casts(index) or not top.attrs.get("largest", True)
+            or int(top.attrs["k"]) == WHOLE_AXIS):  # a sort is not a router's choice
         return None
     scores = top.inputs[0]
     if int(top.attrs["axis"]) != scores.rank - 1:
