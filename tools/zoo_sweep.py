@@ -198,6 +198,10 @@ KNOWN_FAILURES: dict[str, str] = {
                        "class score, and tract keeps other ones among them than PyTorch (their boxes "
                        "differ); the scores and every tensor before the top-k match",
     "pp_doclayout_v4": "top-k among tied scores, as pp_doclayout_v3",
+    "pocket_tts_audio_tokenizer": "not explained yet: its full-size default model (the tiny one does not "
+                                  "build) gives the latents within 1.9e-3, but 10 of 1920 audio samples "
+                                  "differ by up to 0.022 (0.45 % of the largest); the same at the previous "
+                                  "commits, so not a regression",
     "rt_detr_v2": "top-k among tied scores: the 300th to 303rd of the anchor scores are equal "
                   "(PyTorch's choice among equals is arbitrary), so tract keeps other queries and "
                   "their boxes differ; the scores and every tensor before the top-k match",
