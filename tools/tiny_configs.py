@@ -64,6 +64,31 @@ def _shrink(defaults: dict[str, Any], how: str) -> dict[str, Any]:
             out[key] = value[:out.get("num_hidden_layers", 2)]
     if how == "tiny":
         out.update(_shrink_stages(defaults))
+        for key, value in defaults.items():  # other widths the table does not name
+            if key not in out and _is_width(key) and isinstance(value, int) and not isinstance(value, bool) \
+                    and value > 128:
+                out[key] = 64 if any(w in key for w in ("intermediate", "ffn", "inner", "mlp")) else 32
+        head = out.get("head_dim", defaults.get("head_dim"))
+        for key, value in defaults.items():  # rotary sections (text, height, width) within the head
+            if isinstance(value, dict) and isinstance(value.get("mrope_section"), list) and isinstance(head, int):
+                out[key] = {**value, "mrope_section": _sections(value["mrope_section"], head // 2)}
+    return out
+
+
+_WIDTH_WORDS = ("dim", "hidden", "channels", "intermediate", "ffn", "embed", "width", "inner")
+_NOT_WIDTHS = ("image", "patch", "position", "max_", "window", "sample", "rate", "length", "token", "ratio",
+               "mel", "feature_size", "num_", "bins", "codebook", "kernel", "stride", "groups")
+
+
+def _is_width(key: str) -> bool:
+    return any(w in key for w in _WIDTH_WORDS) and not any(w in key for w in _NOT_WIDTHS)
+
+
+def _sections(sections: list[int], total: int) -> list[int]:
+    """``sections`` scaled to sum to ``total`` (each at least 1 while it can be)."""
+    whole = sum(sections) or 1
+    out = [max(1, s * total // whole) for s in sections]
+    out[0] += total - sum(out)
     return out
 
 

@@ -48,11 +48,17 @@ def test_upsample_modules():
     check_export(model.eval(), (torch.randn(1, 2, 4, 5),))
 
 
-def test_antialias_is_refused():
-    from t2n.errors import UnsupportedOpsError
-
-    with pytest.raises(UnsupportedOpsError, match="antialias"):
-        check_export(Interp(scale_factor=0.5, mode="bilinear", antialias=True).eval(), (torch.randn(1, 1, 8, 8),))
+@pytest.mark.parametrize("kw, shape", [
+    (dict(scale_factor=0.5, mode="bilinear"), (1, 2, 8, 8)),
+    (dict(size=(5, 3), mode="bicubic"), (2, 3, 16, 11)),  # DINOv2's position table, resized
+    (dict(scale_factor=(0.3, 2.5), mode="bicubic", align_corners=True), (1, 1, 10, 4)),
+    (dict(size=(9, 20), mode="bilinear"), (1, 2, 6, 7)),  # upsampling: PyTorch's usual weights
+], ids=["bilinear-half", "bicubic-size", "bicubic-mixed-align", "bilinear-up"])
+def test_antialiased_interpolation(kw, shape):
+    """``antialias=True`` resizes by PyTorch's own per-axis weights (wider than the plain
+    modes' when shrinking), in tract and the Khronos interpreter."""
+    torch.manual_seed(0)
+    check_export(Interp(antialias=True, **kw).eval(), (torch.randn(*shape),))
 
 
 class UpsampleNet(nn.Module):

@@ -275,9 +275,38 @@ def upsample_bicubic(ctx: LoweringContext) -> Value:
     return interpolate(ctx, "cubic", 2, True)
 
 
+def antialias_matrix(kind: str, size: int, out: int, align: bool, scale: float | None) -> np.ndarray:
+    """The [out, size] matrix of one axis of PyTorch's antialiased resize, read from
+    PyTorch's own kernel applied to the basis vectors: the resize is linear and its CPU
+    kernel separable (one pass per axis), so each column is the image of a one-hot input
+    (the other axis kept at its size, which leaves it unchanged; at size 1 PyTorch's
+    kernel mixes the basis images, so it is 3)."""
+    import torch
+
+    op = getattr(torch.ops.aten, kind.split("::")[1])
+    basis = torch.eye(size, dtype=torch.float64).reshape(size, 1, size, 1).expand(size, 1, size, 3).contiguous()
+    with torch.no_grad():
+        columns = op(basis, [out, 3], align, scale, None)
+    return columns[:, 0, :, 0].T.numpy()
+
+
 @RULES.rule("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa")
 def upsample_antialias(ctx: LoweringContext) -> Value:
-    raise ctx.unsupported("antialiased interpolation (antialias=True); use antialias=False")
+    """``F.interpolate(..., antialias=True)`` (bilinear, bicubic): a constant matrix per
+    axis (:func:`antialias_matrix`), on static sizes."""
+    x = ctx.tensor(0)
+    if not x.type.dtype.is_float:
+        raise ctx.unsupported("interpolation of a non-float tensor")
+    sizes, align, scales = _args(ctx, 2, True)
+    for i in range(2):
+        axis = x.rank - 2 + i
+        given = sizes[i] if sizes is not None else None
+        size, out = _sizes(ctx, x, axis, given, sizes is not None, scales[i])
+        if out == size and scales[i] in (None, 1.0):
+            continue
+        x = _apply_matrix(ctx, x, axis, antialias_matrix(ctx.kind, size, out, align,
+                                                         scales[i] if sizes is None else None))
+    return x
 
 
 # -- grid sampling -----------------------------------------------------------------
