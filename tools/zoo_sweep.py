@@ -237,20 +237,9 @@ def table() -> str:
 
 
 def doc(check: bool) -> int:
-    text = DOC.read_text()
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < 0:
-        print(f"{DOC} has no {BEGIN} ... {END} markers", file=sys.stderr)
-        return 1
-    new = text[:start + len(BEGIN)] + "\n" + table() + "\n" + text[end:]
-    if check:
-        if new != text:
-            print(f"{DOC}'s sweep table is not {RESULTS.name}'s: run python -m tools.zoo_sweep doc",
-                  file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(new)
-    return 0
+    from tools.generated import write_between
+
+    return write_between(DOC, BEGIN, END, table(), check, f"{DOC}'s sweep table is not {RESULTS.name}'s: run python -m tools.zoo_sweep doc")
 
 
 def main(argv: list[str] | None = None) -> int:
