@@ -21,6 +21,7 @@ import torch
 from t2n.backends.nnef.context import TensorFile
 from t2n.errors import InvalidArgumentError
 from t2n.frontend.context import array_data
+from t2n.frontend.unsupported import UnsupportedHere
 from t2n.ir import ArrayData, TensorData
 from t2n.ir.tensor_data import ConvertedData
 from t2n.quant.q4_0 import Q40Data
@@ -38,7 +39,7 @@ def unchanged_check(t: torch.Tensor) -> Check | None:
         return None
     try:
         view = array_data(t).array
-    except InvalidArgumentError:  # a dtype with no NNEF form: nothing of it is written
+    except (InvalidArgumentError, UnsupportedHere):  # a dtype with no NNEF form (complex): not written as is
         return None
     return functools.partial(_unchanged, t, view, t._version, fingerprint(view))
 

@@ -75,3 +75,20 @@ class AllTrue(nn.Module):
 def test_is_all_true_is_all_of_its_input(frontend: str) -> None:
     x = torch.tensor([[0.5, -0.5, 2.0], [1.0, 3.0, -0.9]])
     check_export(AllTrue(), (x,), targets=("tract",), frontend=frontend)
+
+
+class ComplexBuffer(nn.Module):
+    """Llama 4's rotary table: a complex64 buffer (here read through its real view)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("freqs", torch.polar(torch.ones(4, 3), torch.rand(4, 3)), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + 1
+
+
+def test_a_complex_buffer_does_not_break_the_trace() -> None:
+    """The state guard took every buffer's bytes as an NNEF dtype: a complex one raised an
+    untyped error before anything was traced."""
+    check_export(ComplexBuffer(), (torch.randn(2, 3),), targets=("tract",), frontend="jit")
