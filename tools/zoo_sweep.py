@@ -194,6 +194,9 @@ KNOWN_FAILURES: dict[str, str] = {
               "(PyTorch's choice among equals is arbitrary) and near-ties within f32 rounding, "
               "so tract keeps other queries; every tensor before the top-k matches",
     "deimv2": "top-k among tied scores, as d_fine (the same encoder and query selection)",
+    "deepseek_v4": "not explained yet: tract loads the artifact but stops running it at the router "
+                   "gate's comparison ('eval() called on a Dummy op'), which check() reports; to "
+                   "be found (the export is never written as verified)",
     "pp_doclayout_v3": "top-k among tied scores: anchors outside the valid mask all get the same "
                        "class score, and tract keeps other ones among them than PyTorch (their boxes "
                        "differ); the scores and every tensor before the top-k match",
@@ -202,6 +205,11 @@ KNOWN_FAILURES: dict[str, str] = {
                                   "build) gives the latents within 1.9e-3, but 10 of 1920 audio samples "
                                   "differ by up to 0.022 (0.45 % of the largest); the same at the previous "
                                   "commits, so not a regression",
+    "sam2_vision_model": "not judged: its default 1024 x 1024 image (the tiny config does not build) "
+                         "takes the sweep past its time limit",
+    "textnet": "not explained yet: its default-width model (the tiny config does not build) on a "
+               "640 x 640 image is off by up to 0.022 in 253 of 204800 elements of its last "
+               "hidden state, the pooled output within 2e-3",
     "rt_detr_v2": "top-k among tied scores: the 300th to 303rd of the anchor scores are equal "
                   "(PyTorch's choice among equals is arbitrary), so tract keeps other queries and "
                   "their boxes differ; the scores and every tensor before the top-k match",
