@@ -44,20 +44,16 @@ SMALL: dict[str, Any] = {
 
 
 def _small_kwargs(defaults: dict[str, Any]) -> dict[str, Any]:
-    layers = next((defaults[k] for k in ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-                   if isinstance(defaults.get(k), int)), None)
+    from tools.tiny_configs import layer_count, per_layer_lists, token_ids_within
+
     out = {k: v for k, v in SMALL.items() if k in defaults}
     if "kv_lora_rank" in defaults or "q_lora_rank" in defaults:  # latent attention: as many kv heads,
         out["num_key_value_heads"] = 4  # its own head sizes
         out.pop("head_dim", None)
     if "rotary_dim" in defaults:
         out["rotary_dim"] = 8
-    for key, value in defaults.items():  # token ids within the tiny vocabulary
-        if key.endswith("_token_id") and isinstance(value, int) and value >= SMALL["vocab_size"]:
-            out[key] = 1 if key.startswith(("eos", "bos")) else 0
-    for key, value in defaults.items():  # per-layer lists follow the layer count
-        if isinstance(value, list) and layers and len(value) == layers and key not in out:
-            out[key] = value[:2]
+    out.update(token_ids_within(defaults, SMALL["vocab_size"]))
+    out.update(per_layer_lists(defaults, layer_count(defaults), 2, out))
     return out
 
 

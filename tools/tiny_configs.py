@@ -38,13 +38,31 @@ WIDTH_LISTS = ("hidden_sizes", "embed_dims", "dims", "widths", "channels", "hidd
 HEAD_LISTS = ("num_heads", "num_attention_heads", "attention_heads", "heads")
 
 
+def layer_count(defaults: dict[str, Any]) -> int | None:
+    """The configuration's number of layers, under whichever name it has."""
+    return next((defaults[k] for k in ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+                 if isinstance(defaults.get(k), int)), None)
+
+
+def token_ids_within(defaults: dict[str, Any], vocab: int) -> dict[str, int]:
+    """Special token ids moved inside a vocabulary of ``vocab`` (eos/bos 1, the others 0)."""
+    return {key: 1 if key.startswith(("eos", "bos")) else 0 for key, value in defaults.items()
+            if key.endswith("_token_id") and isinstance(value, int) and value >= vocab}
+
+
+def per_layer_lists(defaults: dict[str, Any], layers: int | None, keep: int, taken: dict[str, Any]) -> dict[str, Any]:
+    """Lists with one entry per layer (layer types, window sizes...) cut to ``keep`` layers."""
+    return {key: value[:keep] for key, value in defaults.items()
+            if isinstance(value, list) and layers and len(value) == layers and key not in taken
+            and len(value) > keep}
+
+
 def _shrink(defaults: dict[str, Any], how: str) -> dict[str, Any]:
     """The keyword arguments that shrink one configuration (not its sub-configurations)."""
     out: dict[str, Any] = {}
     if how == "defaults":
         return out
-    layers = next((defaults[k] for k in ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-                   if isinstance(defaults.get(k), int)), None)
+    layers = layer_count(defaults)
     for key, size in SCALARS.items():
         value = defaults.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > size:
@@ -55,13 +73,8 @@ def _shrink(defaults: dict[str, Any], how: str) -> dict[str, Any]:
         value = defaults.get(key)
         if isinstance(value, int) and value > size:
             out[key] = size
-    for key, value in defaults.items():  # token ids within the tiny vocabulary
-        if key.endswith("_token_id") and isinstance(value, int) and value >= VOCAB:
-            out[key] = 1 if key.startswith(("eos", "bos")) else 0
-    for key, value in defaults.items():  # per-layer lists follow the layer count
-        if (isinstance(value, list) and layers and len(value) == layers and key not in out
-                and len(value) > out.get("num_hidden_layers", layers)):
-            out[key] = value[:out.get("num_hidden_layers", 2)]
+    out.update(token_ids_within(defaults, VOCAB))
+    out.update(per_layer_lists(defaults, layers, out.get("num_hidden_layers", layers or 2), out))
     if how == "tiny":
         out.update(_shrink_stages(defaults))
         for key, value in defaults.items():  # other widths the table does not name

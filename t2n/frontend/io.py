@@ -110,21 +110,18 @@ _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
 def without_objects(obj: Any) -> Any:
     """``obj`` with every object :func:`flatten` keeps as a constant (a transformers
-    ``DynamicCache``, a custom class) replaced by ``None``, containers rebuilt alike:
-    the outputs torch.export can return, with the same tensors in the same order."""
-    if isinstance(obj, (torch.Tensor, *_PLAIN)):
-        return obj
-    if isinstance(obj, tuple):
-        items = [without_objects(v) for v in obj]
-        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
-    if isinstance(obj, list):
-        return [without_objects(v) for v in obj]
-    if isinstance(obj, Mapping) or (hasattr(obj, "to_tuple") and hasattr(obj, "keys")):
-        pruned = {k: without_objects(obj[k]) for k in obj.keys()}  # noqa: SIM118 (a ModelOutput iterates its keys only as a dict)
-        return pruned if type(obj) is dict else type(obj)(**pruned)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _fields_of(obj)({f.name: without_objects(getattr(obj, f.name)) for f in dataclasses.fields(obj)})
-    return None
+    ``DynamicCache``, a custom class) replaced by ``None``, rebuilt from its flattened
+    structure: the outputs torch.export can return, with the same tensors in the same order."""
+    tensors, _, spec = flatten(obj)
+    return _objects_as_none(spec).unflatten(tensors)
+
+
+def _objects_as_none(spec: Spec) -> Spec:
+    if spec.kind == "const":
+        return spec if isinstance(spec.value, _PLAIN) else attrs.evolve(spec, value=None)
+    if spec.kind == "leaf":
+        return spec
+    return attrs.evolve(spec, children=tuple(_objects_as_none(c) for c in spec.children))
 
 
 class NonTensorOutputWarning(UserWarning):
