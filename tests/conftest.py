@@ -83,8 +83,8 @@ def _first_case(item):
 
 
 def _runs_the_command(item) -> bool:
-    """A test of the ``t2n`` command in a child process: it takes the ``t2n_cli`` fixture or
-    calls ``make_runner`` itself."""
+    """A test of the ``t2n`` command (run in the test's process, or in a child for the
+    console script): it takes the ``t2n_cli`` fixture or calls ``make_runner`` itself."""
     if "t2n_cli" in getattr(item, "fixturenames", ()):
         return True
     function = getattr(item, "function", None)
@@ -103,7 +103,7 @@ def pytest_collection_modifyitems(config, items):
         if item.nodeid.split("[", 1)[0] in SLOW_CASES:
             item.add_marker(pytest.mark.slow)
         if _runs_the_command(item):
-            item.add_marker(pytest.mark.cli_process)
+            item.add_marker(pytest.mark.cli_command)
         if _frontend_of(item) == "export":
             reason = frontend_parity.match(frontend_parity.EXPORT_XFAIL, item.nodeid)
             if reason is not None:

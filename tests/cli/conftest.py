@@ -12,7 +12,8 @@ from .cli_support import Run, make_runner, write_artifact, write_factories
 
 @pytest.fixture(scope="session")
 def t2n_cli() -> Run:
-    """``t2n_cli(*args, cwd=...)``: run ``t2n ARGS``; the finished process (text output)."""
+    """``t2n_cli(*args, cwd=...)``: run ``t2n ARGS`` (in this process, as a fresh one would);
+    the finished process (text output, exit status)."""
     return make_runner()
 
 

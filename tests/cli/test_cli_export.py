@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from .cli_support import Run
+from .cli_support import Run, make_runner
 
 
 def _factory_model(factories: Path) -> torch.nn.Module:
@@ -25,10 +25,12 @@ def _factory_model(factories: Path) -> torch.nn.Module:
 
 
 @pytest.fixture(scope="module")
-def exported(t2n_cli: Run, factories: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """``models:build`` exported once with a dynamic length, checked in tract."""
+def exported(factories: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """``models:build`` exported once with a dynamic length, checked in tract: by the
+    installed console script in a child process, as users run it (the other tests run
+    the command in this process)."""
     out = tmp_path_factory.mktemp("export")
-    res = t2n_cli("export", "models:build", "-o", out / "m.nnef.tgz", "--input-name", "inp",
+    res = make_runner(real_process=True)("export", "models:build", "-o", out / "m.nnef.tgz", "--input-name", "inp",
                   "--output-name", "y", "--dynamic-axis", "inp:2:S", "--assert", "S <= 64", "--check",
                   "--save-io", out / "io", cwd=factories)
     assert res.returncode == 0, res.stderr

@@ -12,7 +12,7 @@ import pytest
 from t2n.cli import SUBCOMMANDS, register_subcommand
 from t2n.errors import InvalidArgumentError
 
-from .cli_support import Run
+from .cli_support import Run, make_runner
 
 COMMANDS = ("export", "inspect", "check", "tensors")
 
@@ -33,8 +33,8 @@ def test_each_subcommand_has_help(t2n_cli: Run, name: str) -> None:
     assert "--debug" in res.stdout
 
 
-def test_version(t2n_cli: Run) -> None:
-    res = t2n_cli("--version")
+def test_version_from_the_console_script() -> None:
+    res = make_runner(real_process=True)("--version")
     assert res.returncode == 0 and "t2n" in res.stdout
 
 

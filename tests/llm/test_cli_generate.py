@@ -1,4 +1,4 @@
-"""``t2n generate`` as users run it (the installed console script, in a child process) on
+"""``t2n generate`` as users run it (``t2n.cli.main``, what the console script calls) on
 folders exported with ``dump_with_tokenizer_and_conf``: a causal LM and BART with a tiny
 word-level tokenizer, Whisper with a tiny processor and a WAV file; the ids it prints are
 those ``transformers`` generates from the same text or audio."""

@@ -1,4 +1,4 @@
-"""``t2n llm`` as users run it: the installed console script, in a child process."""
+"""``t2n llm`` as users run it (``t2n.cli.main``, what the console script calls)."""
 
 from __future__ import annotations
 
