@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from t2n.artifact import Artifact
-from t2n.driver.reading import read_model
+from t2n.driver.reading import library_tracing, read_model, with_library_extractors
 from t2n.driver.remodel import (
     apply_remodel,
     interface_after_passes,
@@ -36,9 +36,10 @@ def compile_model(model: Any, args: Any, options: CompileOptions, *, check: bool
     if options.log_level is not None:
         logging.getLogger("t2n").setLevel(options.log_level)
     options.frontend.check_model(model)
+    options = with_library_extractors(model, options)
     args = resized_args(options.remodel, args, options.input_names, options.dynamic_axes)
     timings: dict[str, float] = {}
-    with timed(timings, "trace"):
+    with timed(timings, "trace"), library_tracing(model, options):
         read = read_model(model, args, options)
     with timed(timings, "lowering"):
         graph = lower_model(read, options)

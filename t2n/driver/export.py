@@ -19,6 +19,7 @@ from t2n.driver.early_write import (
     record_export,
     written_by_forward,
 )
+from t2n.driver.reading import with_library_extractors
 from t2n.options import CompileOptions, WriteOptions
 from t2n.serialize.archive import open_writer
 from t2n.serialize.dat import dat_size
@@ -39,7 +40,7 @@ def export_model(model: Any, args: Any, write: WriteOptions, options: CompileOpt
         planned: list[PlannedTensor] = []
         if write.overlap and writer.can_rollback and isinstance(model, torch.nn.Module) and \
                 not isinstance(model, torch.jit.ScriptModule):
-            planned, options = plan(model, options)
+            planned, options = plan(model, with_library_extractors(model, options))
         with Progress(sum(dat_size(t.data, t.dtype) for t in planned), f"writing {path.name}",
                       bar=write.progress) as bar:
             early = EarlyWriter(writer, planned, bar, order=parameter_paths(model)).start() if planned else None

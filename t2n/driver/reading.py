@@ -4,13 +4,19 @@ lowered."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
+
+import attrs
+import torch
 
 from t2n.frontend.base import ReadModel
 from t2n.frontend.io import normalize_args, note_non_tensor_outputs
 from t2n.frontend.io_match import checked_io_names
 from t2n.frontend.sampling import named_draws
 from t2n.frontend.specialization import report as report_specializations
+from t2n.frontend.transformers_experts import library_extractors, traceable_experts
 from t2n.options import CompileOptions, check_symbols_apart
 from t2n.passes.dynamic_axes import normalize_dynamic_axes
 
@@ -30,3 +36,32 @@ def read_model(model: Any, args: Any, options: CompileOptions) -> ReadModel:
     axes = normalize_dynamic_axes(options.dynamic_axes, {n: t.dim() for n, t in zip(ins, traced.example_inputs)})
     check_symbols_apart(axes, [*ins, *outs])
     return ReadModel(traced, request, ins, outs, same, axes, specialized)
+
+
+def _traced_module(model: Any, options: CompileOptions) -> bool:
+    """Whether the jit frontend traces ``model``'s forward (where extractors apply)."""
+    return options.frontend.name == "jit" and isinstance(model, torch.nn.Module) \
+        and not isinstance(model, torch.jit.ScriptModule)
+
+
+def with_library_extractors(model: Any, options: CompileOptions) -> CompileOptions:
+    """``options`` with the extractors t2n adds by itself for the library modules of
+    ``model`` that the user's extractors do not claim (transformers' experts: one
+    ``moe_experts`` op each, :mod:`t2n.frontend.transformers_experts`); the jit frontend
+    only (torch.export's capture has no extractors)."""
+    if not _traced_module(model, options):
+        return options
+    added = library_extractors(model, options.extractors)
+    return attrs.evolve(options, extractors=(*options.extractors, *added)) if added else options
+
+
+@contextlib.contextmanager
+def library_tracing(model: Any, options: CompileOptions) -> Iterator[None]:
+    """While the jit frontend traces: transformers' experts modules that no extractor
+    claims run their batched implementation (standard operations), not the grouped one
+    (which cannot be traced nor run on the meta device)."""
+    if not _traced_module(model, options):
+        yield
+        return
+    with traceable_experts(model):
+        yield

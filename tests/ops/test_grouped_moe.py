@@ -1,7 +1,9 @@
 """``histc`` and ``_grouped_mm``: transformers' mixture-of-experts layers on CPU
 (``grouped_mm_experts_forward``) count tokens per expert with ``histc`` and run the
 experts with one grouped product; torch.export traces the product to transformers'
-``grouped_mm_fallback`` custom op instead. Both frontends, checked in tract."""
+``grouped_mm_fallback`` custom op instead. Both frontends, checked in tract. With the
+jit frontend, ``t2n.compile`` extracts transformers' experts modules by itself (one
+``moe_experts`` op, tract's ``tract_moe_ffn``), which also follows a dynamic token axis."""
 
 from __future__ import annotations
 
@@ -168,3 +170,35 @@ def test_moe_models(build, frontend: str) -> None:
     mask[1, :2] = 0
     art = t2n.compile(model, (ids,), kwargs=dict(attention_mask=mask), frontend=frontend)
     art.check()
+
+
+def test_transformers_experts_are_extracted_by_default_and_follow_a_dynamic_sequence() -> None:
+    """Sorting the tokens by expert (transformers' grouped forward) cannot run on a dynamic
+    axis in tract; the extracted experts can, and run as tract's fused operator."""
+    from transformers import MixtralConfig, MixtralModel
+
+    torch.manual_seed(0)
+    model = MixtralModel(MixtralConfig(
+        vocab_size=99, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)).eval()
+    art = t2n.compile(model, (torch.randint(0, 99, (1, 9)),), kwargs=dict(use_cache=False),
+                      dynamic_axes={"input_0": {1: "S"}})
+    assert "tract_moe_ffn(" in art.graph_nnef and "tract_core_topk" not in art.graph_nnef  # router fused, no sort
+    ids = torch.randint(0, 99, (1, 23))
+    with torch.no_grad():
+        expected = model(ids, use_cache=False).last_hidden_state
+    assert art.check(inputs=[ids], expected=[expected]).ok
+
+
+def test_a_users_extractor_of_the_experts_class_is_the_one_used() -> None:
+    from transformers import MixtralConfig, MixtralModel
+
+    from t2n.frontend.transformers_experts import library_extractors, moe_extractors
+
+    model = MixtralModel(MixtralConfig(
+        vocab_size=99, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)).eval()
+    own = moe_extractors(model)
+    assert [e.module_type.__name__ for e in library_extractors(model, [])] == ["MixtralExperts"]
+    assert library_extractors(model, own) == []
+

@@ -16,8 +16,8 @@ from torch import nn
 
 import t2n
 from t2n.errors import CheckMismatchError, NotExpressibleError
+from t2n.frontend.transformers_experts import experts_form, moe_extractors
 from t2n.ir import DType
-from t2n.llm.decoder.moe import experts_form, moe_extractors
 
 E, D, H, K = 4, 64, 32, 2
 

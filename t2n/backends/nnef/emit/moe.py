@@ -16,4 +16,4 @@ COMMON = EmitterTable("moe")
 def moe_experts(ctx: EmitContext, op: Op) -> None:
     ctx.unsupported("the routed experts of a mixture-of-experts block are written by a pass: run "
                     "t2n.passes.expand_moe.ExpandMoeExperts (every built-in target's passes do) "
-                    "after the module extractors of t2n.llm.decoder.moe")
+                    "after the module extractors of t2n.frontend.transformers_experts")
