@@ -3,7 +3,8 @@
 experts with one grouped product; torch.export traces the product to transformers'
 ``grouped_mm_fallback`` custom op instead. Both frontends, checked in tract. With the
 jit frontend, ``t2n.compile`` extracts transformers' experts modules by itself (one
-``moe_experts`` op, tract's ``tract_moe_ffn``), which also follows a dynamic token axis."""
+``moe_experts`` op, tract's ``tract_moe_ffn``), which also follows a dynamic token axis;
+with the export frontend the sort of the tokens by expert does, written with comparisons."""
 
 from __future__ import annotations
 
@@ -202,3 +203,19 @@ def test_a_users_extractor_of_the_experts_class_is_the_one_used() -> None:
     assert [e.module_type.__name__ for e in library_extractors(model, [])] == ["MixtralExperts"]
     assert library_extractors(model, own) == []
 
+
+
+@pytest.mark.slow
+def test_the_export_frontends_grouped_experts_follow_a_dynamic_sequence() -> None:
+    """torch.export has no extractors: the experts' grouped products are traced, with the
+    sort of the tokens by expert, which the tract target writes with comparisons on a
+    dynamic axis (backends/tract/passes/dynamic_sort.py)."""
+    torch.manual_seed(0)
+    model = _mixtral().eval()
+    art = t2n.compile(model, (torch.randint(0, 99, (1, 9)),), kwargs=dict(use_cache=False),
+                      dynamic_axes={"input_0": {1: "S"}}, frontend="export")
+    for length in (4, 21):
+        ids = torch.randint(0, 99, (1, length))
+        with torch.no_grad():
+            expected = model(ids, use_cache=False).last_hidden_state
+        assert art.check(inputs=[ids], expected=[expected]).ok

@@ -63,14 +63,46 @@ class SortRows(torch.nn.Module):
         return values * 2, order
 
 
-def test_a_sort_along_a_dynamic_axis_is_refused_by_name():
-    """tract's top-k cannot take a symbol's value as its k when it runs: refused at
-    export, naming the sort (it used to be written with the traced length, and tract
-    refused the artifact)."""
-    import t2n
-    from t2n.errors import NotExpressibleError
+class SortsOfOneAxis(torch.nn.Module):
+    """Stable sorts (ties keep their order), both directions, of axis 1 of a 3-D tensor."""
 
-    x = torch.randn(6, 3)
-    with pytest.raises(NotExpressibleError, match=r"aten::sort .*a sort along a dynamic axis \(B\)"):
-        t2n.compile(SortRows(), (x,), dynamic_axes={"input_0": {0: "B"}})
-    t2n.compile(SortRows(), (x,), dynamic_axes={"input_0": {1: "C"}}).check()  # the other axis may vary
+    def forward(self, x):
+        up, up_order = torch.sort(x, dim=1, stable=True)
+        down, down_order = torch.sort(x, dim=1, descending=True, stable=True)
+        return up, up_order, down, down_order, torch.argsort(x[:, :, 0], dim=1, stable=True)
+
+
+def _with_ties_and_nan(b: int, s: int, c: int, nan: bool = True) -> torch.Tensor:
+    """Few distinct values (many ties), infinities and, for floats, NaN."""
+    g = torch.Generator().manual_seed(s)
+    x = torch.randint(-3, 4, (b, s, c), generator=g).float()
+    x[0, 0, :] = float("inf")
+    x[-1, -1, :] = -float("inf")
+    if nan:
+        x[0, s // 2, 0] = float("nan")
+        x[-1, min(1, s - 1), c - 1] = float("nan")
+    return x
+
+
+def test_a_sort_along_a_dynamic_axis():
+    """tract's top-k cannot run a k made from a symbol, so a sort of a dynamic axis is
+    written with comparisons (backends/tract/passes/dynamic_sort.py): the order of
+    PyTorch's stable sort, ties, infinities and NaN (the largest) included, at lengths
+    other than the traced one."""
+    check_dynamic(SortsOfOneAxis(), lambda S: (_with_ties_and_nan(2, S, 3),), {"input_0": {1: "S"}},
+                  [{"S": 5}, {"S": 1}, {"S": 12}])
+
+
+def test_a_sort_of_integers_along_a_dynamic_axis():
+    check_dynamic(Lambda(lambda x: (*torch.sort(x, dim=0, stable=True),
+                                    *torch.sort(x, dim=0, descending=True, stable=True))),
+                  lambda B: (_with_ties_and_nan(B, 4, 1, nan=False)[..., 0].clone().clamp(-9, 9).long(),),
+                  {"input_0": {0: "B"}}, [{"B": 6}, {"B": 2}, {"B": 9}])
+
+
+def test_a_sort_of_a_static_axis_keeps_tracts_top_k():
+    import t2n
+
+    art = t2n.compile(SortRows(), (torch.randn(6, 3),), dynamic_axes={"input_0": {1: "C"}})
+    assert "tract_core_topk" in art.graph_nnef
+    art.check()

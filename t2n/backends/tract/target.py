@@ -24,6 +24,7 @@ from t2n.backends.target import (
 from t2n.backends.tract.environments import run_in_tract_version, uses_environment
 from t2n.backends.tract.passes import (
     DeboxUpsample,
+    DynamicAxisSort,
     FuseMoeRouter,
     GruSequence,
     NearestAsDeconv,
@@ -202,7 +203,8 @@ class TractNNEF(Target):
         reified SDPA (0.22+), debox upsampling (0.23+); always, where they are faster:
         nearest upsampling as tract's own ``nearest_upsample`` and GRU directions as
         ``tract_core_gru_seq`` projecting their input (0.23.9+), nearest upsampling as a
-        ones-kernel deconv (0.23.0-0.23.8). Mixture-of-experts blocks are written earlier
+        ones-kernel deconv (0.23.0-0.23.8); a sort of a dynamic axis as comparisons (tract's
+        top-k cannot run it). Mixture-of-experts blocks are written earlier
         (:meth:`lowering_passes`)."""
         out: list[Pass] = []
         if self.reify_sdpa_operator and self.at_least("0.22.0"):
@@ -216,6 +218,7 @@ class TractNNEF(Target):
             out.append(NearestAsDeconv())
         if self.copy_shared_product_weights:
             out.append(UntieProductWeights())  # why: backends/tract/passes/product_weights.py
+        out.append(DynamicAxisSort())  # why: backends/tract/passes/dynamic_sort.py
         return out
 
     def lowering_passes(self) -> list[Pass]:

@@ -20,8 +20,9 @@ def topk(ctx: EmitContext, op: Op) -> None:
     if not isinstance(k, int):
         ctx.unsupported(
             f"a sort along a dynamic axis ({k}): tract's top-k takes the length of the axis as a "
-            "value it cannot compute from a symbol when it runs; give this axis a static size "
-            "(leave it out of dynamic_axes)")
+            "value it cannot compute from a symbol when it runs; keep the tract target's "
+            "dynamic-axis-sort pass (it writes such a sort with comparisons), or give this axis a "
+            "static size (leave it out of dynamic_axes)")
         return
     count = ctx.call("tract_core_cast", Raw(literal(k)), to="i64")
     ctx.assign([ctx.id(values), ctx.id(indices)],

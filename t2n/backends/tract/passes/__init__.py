@@ -5,6 +5,7 @@ last cleanup)."""
 from __future__ import annotations
 
 from t2n.backends.tract.passes.debox import DeboxUpsample
+from t2n.backends.tract.passes.dynamic_sort import DynamicAxisSort
 from t2n.backends.tract.passes.gru_sequence import GruSequence
 from t2n.backends.tract.passes.moe import FuseMoeRouter
 from t2n.backends.tract.passes.nearest_deconv import NearestAsDeconv
@@ -12,5 +13,5 @@ from t2n.backends.tract.passes.nearest_upsample import NearestUpsample
 from t2n.backends.tract.passes.product_weights import UntieProductWeights
 from t2n.backends.tract.passes.sdpa import ReifySdpa
 
-__all__ = ["DeboxUpsample", "FuseMoeRouter", "GruSequence", "NearestAsDeconv", "NearestUpsample", "ReifySdpa",
+__all__ = ["DeboxUpsample", "DynamicAxisSort", "FuseMoeRouter", "GruSequence", "NearestAsDeconv", "NearestUpsample", "ReifySdpa",
            "UntieProductWeights"]
