@@ -135,3 +135,20 @@ def test_products_in_other_dtypes(dtype):
         check_export(Lambda(products), (a, b, v), khronos_refuses="i64 tensors")
     else:
         check_export(Lambda(products), (a, b, v), targets=("tract",))
+
+
+def _triangular_systems(a, rhs, right):
+    solve = torch.linalg.solve_triangular
+    return (solve(a, rhs, upper=False), solve(a, rhs, upper=True), solve(a, rhs, upper=False, unitriangular=True),
+            solve(a, right, upper=True, left=False), solve(a, right, upper=False, left=False, unitriangular=True),
+            solve(a[0, 0, :1, :1], rhs[0, 0, :1], upper=True))
+
+
+def test_triangular_solves():
+    """Both triangles, unit diagonals, ``X A = B``, a 1 x 1 system; 16 x 16 matrices, so
+    four squarings of the strict part (the form gated delta-rule attention solves per chunk)."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(2, 3, 16, 16, generator=g) * 0.5  # the inverses' entries reach the tens
+    a.diagonal(dim1=-2, dim2=-1).copy_(1 + torch.rand(2, 3, 16, generator=g))
+    check_export(Lambda(_triangular_systems), (a, torch.randn(2, 3, 16, 5, generator=g),
+                                               torch.randn(2, 3, 5, 16, generator=g)))

@@ -352,3 +352,41 @@ def trace(ctx: LoweringContext) -> Value:
     if not x.type.dtype.is_float:
         d = ctx.b.cast(d, DType.I64)
     return ctx.b.op("sum_reduce", d, axes=(0,), keepdims=False)
+
+
+@RULES.rule("aten::linalg_solve_triangular")
+def solve_triangular(ctx: LoweringContext) -> Value:
+    """``X`` with ``A X = B`` (``X A = B`` when not ``left``) for a triangular ``A`` of a
+    constant size ``n``: ``A = D (I + N)`` with ``D`` its diagonal (``I`` when
+    ``unitriangular``) and ``N`` strictly triangular, so nilpotent, and
+    ``(I + N)⁻¹ = (I - N)(I + N²)(I + N⁴)…`` up to ``N^(2^m) = 0`` (``2^m >= n``): ``2 log₂ n``
+    matrix products instead of ``n`` dependent steps of substitution, which the engine
+    runs as a few batched products (gated delta-rule attention solves 64 x 64 systems per
+    chunk)."""
+    a, rhs = ctx.promoted(ctx.raw(0), ctx.raw(1))
+    upper = ctx.bool("upper") if ctx.has("upper") else ctx.bool(2)
+    left = ctx.bool("left") if ctx.has("left") else True
+    unit = ctx.bool("unitriangular") if ctx.has("unitriangular") else False
+    n = a.type.shape[-1]
+    if not isinstance(n, int):
+        raise ctx.unsupported("linalg_solve_triangular of a matrix whose size is symbolic")
+    if not a.type.dtype.is_float:
+        raise ctx.unsupported(f"linalg_solve_triangular of {a.type.dtype} matrices")
+    b, dt = ctx.b, a.type.dtype.numpy
+    strict = np.triu(np.ones((n, n), dt), 1) if upper else np.tril(np.ones((n, n), dt), -1)
+    part = b.op("mul", a, b.const(strict, a.type.dtype))
+    diagonal = None
+    if not unit:  # rows scaled by the diagonal: A = D (I + D⁻¹ N)
+        diagonal = b.op("sum_reduce", b.op("mul", a, b.const(np.eye(n, dtype=dt), a.type.dtype)),
+                        axes=(a.rank - 1,), keepdims=True)  # [.., n, 1]
+        part = b.op("div", part, diagonal)
+    eye = b.const(np.eye(n, dtype=dt), a.type.dtype)
+    inverse = b.op("sub", eye, part)
+    power, reach = part, 2
+    while reach < n:
+        power = mm(b, power, power)
+        inverse = mm(b, inverse, b.op("add", eye, power))
+        reach *= 2
+    if diagonal is not None:  # (I + D⁻¹ N)⁻¹ D⁻¹: column j divided by the j-th diagonal entry
+        inverse = b.op("div", inverse, swap_last(b, diagonal))
+    return mm(b, inverse, rhs) if left else mm(b, rhs, inverse)
