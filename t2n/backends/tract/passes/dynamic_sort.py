@@ -11,9 +11,15 @@ with ``j < i``; NaN counts as larger than every number and equal to NaN (PyTorch
 order). The sort's indices are then ``Σ_i i · [rank[i] = r]`` (exact integers), and
 its values a gather of them.
 
-That is ``n²`` comparisons per sorted row, ``n`` the axis' length: a few million for the
-thousands of (token, expert) pairs a mixture-of-experts router sorts, slow past ten
-thousand or so. A static axis keeps tract's top-k.
+That is ``n²`` comparisons per sorted row, ``n`` the axis' length. Measured in tract 0.23.9
+(a stable sort of an f32 vector, CPU time per run): n = 64: 0.18 ms, 256: 1.7 ms, 1024:
+26 ms, 4096: 840 ms, where tract's top-k of a static axis takes 0.02-0.6 ms. Fine for the hundreds of (token, expert) pairs of
+a short prompt, slow for long prefills: the jit frontend does not sort there (it extracts
+transformers' experts, :mod:`t2n.frontend.transformers_experts`). A static axis keeps
+tract's top-k. The other form tried, tract's top-k with ``k`` counted from the data (which
+tract does not fold), loads for a lone sort but gives the axis a symbol of its own, so the
+reshapes after a router's sort no longer load, and its order of ties and NaN is not
+PyTorch's.
 """
 
 from __future__ import annotations
