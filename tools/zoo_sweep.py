@@ -19,21 +19,29 @@ not shrink, an input the sweep cannot make). ``not built`` says nothing about t2
 
 from __future__ import annotations
 
-import argparse
-import fcntl
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from tools.sweeps import (
+    MAX_PARAMETERS,
+    NotBuilt,
+    compile_with_each_frontend,
+    finite,
+    load,
+    not_built,
+    perturb,
+    recorder,
+    settled,
+    shapes,
+    short,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "tools" / "zoo_sweep.json"
 DOC = ROOT / "docs" / "zoo_sweep.md"
 BEGIN, END = "<!-- sweep-table: begin -->", "<!-- sweep-table: end -->"
-FRONTENDS = ("jit", "export")
-MAX_PARAMETERS = 30_000_000
-"""A model over this size after shrinking is not built: its defaults are a released model."""
 
 
 def model_class(model_type: str) -> Any:
@@ -57,10 +65,6 @@ def hand_zoo_types() -> set[str]:
         if config is not None and getattr(config, "model_type", ""):
             types.add(config.model_type)
     return types
-
-
-class NotBuilt(Exception):
-    """The sweep could not make a model and inputs that PyTorch runs."""
 
 
 def build(model_type: str) -> tuple[Any, tuple[Any, ...], dict[str, Any], str]:
@@ -87,75 +91,34 @@ def build(model_type: str) -> tuple[Any, tuple[Any, ...], dict[str, Any], str]:
                     continue
                 torch.manual_seed(0)
                 model = cls(config).eval()
-                _perturb(model)
+                perturb(model)
             except Exception as exc:
-                problems.append(f"{how} config: {type(exc).__name__}: {_short(exc)}")
+                problems.append(f"{how} config: {type(exc).__name__}: {short(exc)}")
                 continue
             for args, kwargs in inputs_for(model, config):
                 try:
                     with torch.no_grad():
                         out = model(*args, **kwargs)
                 except Exception as exc:
-                    problems.append(f"{how} config, {_shapes(args, kwargs)}: {type(exc).__name__}: {_short(exc)}")
+                    problems.append(f"{how} config, {shapes(args, kwargs)}: {type(exc).__name__}: {short(exc)}")
                     continue
-                if not _finite(out):
-                    problems.append(f"{how} config, {_shapes(args, kwargs)}: PyTorch's output holds NaN or infinities")
+                if not finite(out):
+                    problems.append(f"{how} config, {shapes(args, kwargs)}: PyTorch's output holds NaN or infinities")
                     continue
                 return model, args, kwargs, how
     raise NotBuilt("; ".join(dict.fromkeys([*problems[:1], *problems[-1:]])) or f"no input the sweep makes for {cls.main_input_name}")
 
 
-def _perturb(model: Any) -> None:
-    """Noise on every weight: heads a class initializes to zeros (a detector's query
-    scores, a router) would make every score tie, and top-k's choice among equals is
-    arbitrary in PyTorch as in tract."""
-    import torch
-
-    g = torch.Generator().manual_seed(3)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dtype.is_floating_point:
-                p.add_(torch.randn(p.shape, generator=g) * 0.05)
-
-
-def _finite(out: Any) -> bool:
-    """Whether every float tensor of ``out`` is finite (a comparison with NaN says nothing)."""
-    from t2n.frontend.io import flatten
-
-    return all(bool(t.isfinite().all()) for t in flatten(out)[0] if t.is_floating_point())
-
-
-def _short(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:160]
-
-
-def _shapes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    parts = [str(tuple(a.shape)) for a in args] + [f"{k}={tuple(v.shape)}" for k, v in kwargs.items()
-                                                  if hasattr(v, "shape")]
-    return "inputs " + ", ".join(parts)
-
-
 def try_one(model_type: str) -> dict[str, Any]:
     """Build, compile with each frontend, check in tract; the outcome as a JSON-able dict."""
-    from tests.zoo.entry import Entry
-    from tests.zoo.run import run
-
     record: dict[str, Any] = {"type": model_type, "class": "", "built": ""}
     try:
         record["class"] = model_class(model_type).__name__
         model, args, kwargs, how = build(model_type)
     except Exception as exc:
-        message = str(exc) if isinstance(exc, NotBuilt) else f"{type(exc).__name__}: {_short(exc)}"
-        for frontend in FRONTENDS:
-            record[frontend] = {"status": "not built", "error": "", "detail": message[:300]}
-        return record
+        return not_built(record, exc)
     record["built"] = how
-    for frontend in FRONTENDS:
-        entry = Entry(name=model_type, group="sweep", model=record["class"],
-                      make=lambda: (model, args, kwargs))
-        outcome = run(entry, frontend)
-        record[frontend] = {"status": outcome.status, "error": outcome.error, "detail": outcome.detail}
-    return record
+    return compile_with_each_frontend(record, model_type, model, args, kwargs)
 
 
 def sweep(types: list[str], timeout: float, resume: bool) -> None:
@@ -166,27 +129,12 @@ def sweep(types: list[str], timeout: float, resume: bool) -> None:
 
     from tools.children import run_in_children
 
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results = load(RESULTS)
     skip = hand_zoo_types()
     pending = [t for t in types or sorted(MODEL_MAPPING_NAMES)
-               if (types or t not in skip) and not (resume and _settled(results.get(t)))]
+               if (types or t not in skip) and not (resume and settled(results.get(t)))]
     pending.sort(key=lambda t: t in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)  # decoders last: tools.llm_families sweeps them too
-
-    def record(result: dict[str, Any]) -> None:
-        if result.get("stage") == "process":  # the child hung or died on this type
-            result = {"type": result["type"], "class": "", "built": "",
-                      **{fe: {"status": "FAILED", "error": "process", "detail": result["message"]}
-                         for fe in FRONTENDS}}
-        with open(RESULTS.with_suffix(".lock"), "w") as lock:  # sweeps of other types may run beside this one
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            found = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-            found[result["type"]] = result
-            RESULTS.write_text(json.dumps(dict(sorted(found.items())), indent=1) + "\n")
-
-    run_in_children("tools.zoo_sweep", pending, "type", 2 * timeout, record)
-
-
-STATUSES = ("exact", "refused", "FAILED", "not built")
+    run_in_children("tools.zoo_sweep", pending, "type", 2 * timeout, recorder(RESULTS, "type"))
 
 
 KNOWN_FAILURES: dict[str, str] = {
@@ -218,30 +166,12 @@ KNOWN_FAILURES: dict[str, str] = {
 table fails on a FAILED type missing here)."""
 
 
-def _settled(result: dict[str, Any] | None) -> bool:
-    """Whether ``--resume`` leaves a type as it is (it is tried again when it was not built)."""
-    return result is not None and result["jit"]["status"] != "not built"
-
-
 def table() -> str:
     """The counts and one row per type, from the recorded outcomes."""
-    results = json.loads(RESULTS.read_text())
-    counts = {fe: Counter(r[fe]["status"] for r in results.values()) for fe in FRONTENDS}
-    lines = ["| frontend | types | " + " | ".join(STATUSES) + " |", "|---|---|" + "---|" * len(STATUSES)]
-    for fe in FRONTENDS:
-        lines.append(f"| {fe} | {len(results)} | " + " | ".join(str(counts[fe][s]) for s in STATUSES) + " |")
-    lines += ["", "| model type | class | jit | export | note |", "|---|---|---|---|---|"]
-    for model_type, r in sorted(results.items()):
-        cells = [r[fe]["status"] + (f": {r[fe]['error']}" if r[fe]["error"] else "") for fe in FRONTENDS]
-        notes = [KNOWN_FAILURES[model_type]] if model_type in KNOWN_FAILURES else []
-        for fe in FRONTENDS:
-            if r[fe]["status"] == "FAILED" and model_type in KNOWN_FAILURES:
-                continue
-            if r[fe]["status"] != "exact" and r[fe]["detail"] and (fe == "jit" or r[fe] != r["jit"]):
-                notes.append(("" if r["jit"] == r["export"] else f"{fe}: ") + r[fe]["detail"])
-        note = "; ".join(notes).replace("|", "\\|").replace("\n", " ")[:240]
-        lines.append(f"| `{model_type}` | {r['class']} | {cells[0]} | {cells[1]} | {note} |")
-    return "\n".join(lines)
+    from tools.sweeps import table as sweep_table
+
+    return sweep_table(json.loads(RESULTS.read_text()), KNOWN_FAILURES, "types", ["model type", "class"],
+                       lambda model_type, r: [f"`{model_type}`", r["class"]])
 
 
 def doc(check: bool) -> int:
@@ -251,25 +181,9 @@ def doc(check: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("sweep")
-    s.add_argument("types", nargs="*")
-    s.add_argument("--timeout", type=float, default=150, help="seconds per frontend of one type")
-    s.add_argument("--resume", action="store_true", help="skip the types already in the results (except those not built)")
-    t = sub.add_parser("try")
-    t.add_argument("types", nargs="+")
-    d = sub.add_parser("doc")
-    d.add_argument("--check", action="store_true")
-    args = parser.parse_args(argv)
-    if args.command == "sweep":
-        sweep(args.types, args.timeout, args.resume)
-    elif args.command == "try":
-        for model_type in args.types:
-            print(json.dumps(try_one(model_type)), flush=True)
-    else:
-        return doc(args.check)
-    return 0
+    from tools.sweeps import main as sweep_main
+
+    return sweep_main(argv, (__doc__ or "").splitlines()[0], "type", "types", sweep, try_one, doc)
 
 
 if __name__ == "__main__":
