@@ -91,6 +91,7 @@ class Lowering:
         self.graph = Graph(graph_name, op_set)
         self.env: dict[int, Any] = {}
         self.params: dict[int, Value] = {}
+        self.complex_params: dict[int, Complex] = {}
         self.problems: list[OpProblem] = []
         self.input_names = list(input_names)
         self.output_names = list(output_names)
@@ -206,6 +207,19 @@ class Lowering:
             self._keepalive.append(t)
         return self.params[key]
 
+    def state(self, t: torch.Tensor, path: str) -> Value | Complex:
+        """A parameter or buffer as the rules see it: a complex one (a rotary table of
+        ``torch.polar``) as its (real, imaginary) pair, a variable of its own."""
+        if not t.is_complex():
+            return self.parameter(t, path)
+        key = id(t)
+        if key not in self.complex_params:
+            name = self.traced.name_of(t, path.removeprefix(self.scope_prefix))
+            pair = torch.view_as_real(t.detach().resolve_conj())
+            self.complex_params[key] = Complex(self.parameter(pair, name))
+            self._keepalive.append(t)
+        return self.complex_params[key]
+
     def lower_block(self, block: torch._C.Block) -> None:
         for node in _nodes(block):
             self.lower_node(node)
@@ -216,7 +230,7 @@ class Lowering:
             u = v.unique()
             if u in self.pending_params:
                 name, t = self.pending_params.pop(u)
-                self.env[u] = self.parameter(t, name)
+                self.env[u] = self.state(t, name)
             self.views.refresh(u)
         args = [self.env.get(v.unique(), _MISSING) for v in node.inputs()]
         if any(a is _MISSING for a in args):

@@ -152,3 +152,12 @@ def test_triangular_solves():
     a.diagonal(dim1=-2, dim2=-1).copy_(1 + torch.rand(2, 3, 16, generator=g))
     check_export(Lambda(_triangular_systems), (a, torch.randn(2, 3, 16, 5, generator=g),
                                                torch.randn(2, 3, 5, 16, generator=g)))
+
+
+def test_bool_masks_padded():
+    """tract's pad cannot run on bool tensors (it refused the artifact, for either value):
+    they are padded as bytes."""
+    def fn(x):
+        mask = x > 0
+        return F.pad(mask, (1, 2), value=True).float(), F.pad(mask, (0, 1, 2, 0), value=False).float()
+    check_export(Lambda(fn), (r(2, 5),), targets=("tract",))

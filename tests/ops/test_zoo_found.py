@@ -92,3 +92,27 @@ def test_a_complex_buffer_does_not_break_the_trace() -> None:
     """The state guard took every buffer's bytes as an NNEF dtype: a complex one raised an
     untyped error before anything was traced."""
     check_export(ComplexBuffer(), (torch.randn(2, 3),), targets=("tract",), frontend="jit")
+
+
+class RotaryByComplexTables(nn.Module):
+    """Llama 4's, Qwen-Image's and Lumina's rotary embedding: the query as complex pairs
+    times a complex table, held as a buffer (``polar``) and one made once at trace time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.register_buffer("freqs", torch.polar(torch.ones(5, 3), torch.rand(5, 3, generator=g) * 6),
+                             persistent=False)
+        self.angles = torch.rand(5, 3, generator=g) * 6
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = torch.view_as_complex(x.reshape(*x.shape[:-1], 3, 2))
+        table = torch.polar(torch.ones_like(self.angles), self.angles)  # a constant of the trace
+        return torch.view_as_real(z * self.freqs * table.conj()).flatten(-2)
+
+
+@pytest.mark.parametrize("frontend", ["jit", "export"])
+def test_complex_tables_read_by_the_model(frontend: str) -> None:
+    """A complex buffer or constant is its (real, imaginary) pair, a variable of its own;
+    the jit frontend raised an untyped error on the buffer, the export frontend on both."""
+    check_export(RotaryByComplexTables(), (torch.randn(2, 5, 6),), targets=("tract",), frontend=frontend)

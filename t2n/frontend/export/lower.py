@@ -155,25 +155,28 @@ class ProgramLowering:
             raise LoweringError(f"the program has no tensor for its state {target!r}")
         return t
 
-    def variable(self, node: torch.fx.Node) -> Value:
+    def variable(self, node: torch.fx.Node) -> Value | Complex:
         """The IR variable of a parameter or buffer (made on first use). A lifted tensor
         constant is a constant of the graph, as the jit frontend makes it (folded with
         what it meets), unless it is one of the model's own tensors."""
         target, t = self.pending.pop(node)
         name = self.exported.tensor_names.get(id(t))
+        complex_ = t.is_complex()  # a rotary table of torch.polar: its (real, imaginary) pair
+        pair = torch.view_as_real(t.detach().resolve_conj()) if complex_ else t
         if name is None and target in self.program.constants:
-            self.env[node] = Builder(self.graph).op("const", name="c", data=array_data(t.detach().clone()))
+            const = Builder(self.graph).op("const", name="c", data=array_data(pair.detach().clone()))
+            self.env[node] = Complex(const) if complex_ else const
             return self.env[node]
         name = name or target
         data = self.exported.weights.get(name)
         if data is None:
             start = self.exported.start_values.get(target)
-            data = array_data(t if start is None else start, name)
+            data = array_data(pair if start is None or complex_ else start, name)
             if start is None:
                 self.exported.state_read[name] = t
         value = Builder(self.graph).variable(data, name)
-        self.env[node] = value
-        return value
+        self.env[node] = Complex(value) if complex_ else value
+        return self.env[node]
 
     # -- arguments -----------------------------------------------------------------------
     def value_of(self, x: Any) -> Any:
@@ -232,6 +235,10 @@ class ProgramLowering:
             ctx = FxLoweringContext(self, node, kind, schema)
         except KeyError as exc:  # an input whose producer failed was not recorded
             raise LoweringError(f"{kind}: an input was never lowered ({exc})") from exc
+        except UnsupportedHere as exc:  # an input made here that has no form (a complex constant)
+            self.problem(node, kind, str(exc))
+            self.env[node] = Poison()
+            return
         if self._poisoned(node, kind, ctx):
             return
         if holds_complex(ctx._inputs):  # complex tensors (Fourier transforms): their own rules

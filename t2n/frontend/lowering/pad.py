@@ -46,10 +46,10 @@ def pad(ctx: LoweringContext, x: Value, flat: Sequence[int], mode: str, value: A
             raise ctx.unsupported(f"reflect padding of {max(lo, hi)} on an axis of size {n} (must be smaller)")
         if mode == "circular" and (lo or hi) and isinstance(n, int) and max(lo, hi) > n:
             raise ctx.unsupported(f"circular padding of {max(lo, hi)} on an axis of size {n} (at most the size)")
-    fill: float | int | bool = 0
+    fill: float | int = 0
     if mode == "constant" and value is not None:
         v = ctx.to_const(value, "value")
-        fill = float(v) if x.type.dtype.is_float else (bool(v) if x.type.dtype is DType.BOOL else int(v))
+        fill = float(v) if x.type.dtype.is_float else (int(bool(v)) if x.type.dtype is DType.BOOL else int(v))
     return b.op("pad", x, pads=grow, mode=mode, value=fill)
 
 

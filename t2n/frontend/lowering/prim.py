@@ -26,7 +26,11 @@ def constant(ctx: LoweringContext) -> Any:
         name = ctx.lowering.traced.name_of_constant(val, out.debugName())
         if name is not None:
             # A parameter frozen into the graph: keep its name and its memory.
-            return ctx.lowering.parameter(val, name)
+            return ctx.lowering.state(val, name)
+        if val.is_complex():  # its (real, imaginary) pair (frontend/complex_tensors.py)
+            from t2n.frontend.complex_tensors import Complex
+
+            return Complex(ctx.b.op("const", name="c", data=array_data(torch.view_as_real(val.resolve_conj()).clone())))
         return ctx.b.op("const", name="c", data=array_data(val.clone()))
     if isinstance(val, torch.device):
         return str(val)

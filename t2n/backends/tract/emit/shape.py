@@ -174,7 +174,14 @@ def _pad_tract(ctx: EmitContext, op: Op) -> None:
     if op.attrs["mode"] == "circular":
         circular_pad(ctx, op, pad_pairs(op))
         return
-    ctx.emit(op.output, "pad", op.inputs[0], padding=pad_pairs(op), **pad_attrs(op, "replicated"))
+    attrs = pad_attrs(op, "replicated")
+    if op.inputs[0].type.dtype is DType.BOOL:  # tract's pad cannot run on bool: padded as u8
+        attrs = {**attrs, "value": int(bool(attrs["value"]))} if "value" in attrs else attrs
+        as_bytes = ctx.call("tract_core_cast", op.inputs[0], to="u8")
+        ctx.emit(op.output, "tract_core_cast", Raw(ctx.call("pad", Raw(as_bytes), padding=pad_pairs(op), **attrs)),
+                 to="bool")
+        return
+    ctx.emit(op.output, "pad", op.inputs[0], padding=pad_pairs(op), **attrs)
 
 
 TRACT.add("pad", _pad_tract)
