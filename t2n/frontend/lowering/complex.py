@@ -52,7 +52,7 @@ def _operand(ctx: LoweringContext, key: builtins.int | str, dtype: DType) -> Com
     complex number as a complex constant."""
     x = ctx.raw(key)
     if isinstance(x, Complex):
-        return x
+        return x if x.dtype is dtype else Complex(ctx.b.cast(x.pair, dtype))  # complex64 with complex128
     if isinstance(x, complex):
         return constant(ctx.b, x, dtype)
     return ctx.as_value(x, dtype)
@@ -64,7 +64,10 @@ def _lifted(b: Builder, v: Value) -> Value:
 
 
 def _dtype(ctx: LoweringContext) -> DType:
-    return next(x.dtype for x in (ctx.raw(0), ctx.raw(1)) if isinstance(x, Complex))
+    """The parts' dtype of a binary op's result: f64 when either complex operand is
+    complex128 (PyTorch's promotion)."""
+    dtypes = [x.dtype for x in (ctx.raw(0), ctx.raw(1)) if isinstance(x, Complex)]
+    return DType.F64 if DType.F64 in dtypes else dtypes[0]
 
 
 # -- back to real --------------------------------------------------------------------
@@ -109,6 +112,32 @@ def conj(ctx: LoweringContext) -> Complex:
               "aten::detach", "aten::alias", "aten::lift_fresh")
 def same(ctx: LoweringContext) -> Complex:
     return _z(ctx, 0)
+
+
+@COMPLEX.rule("aten::_assert_tensor_metadata")
+def metadata_check(ctx: LoweringContext) -> None:
+    """torch.export's check of a tensor's dtype and device: nothing to compute."""
+    return None
+
+
+@COMPLEX.rule("aten::to", "aten::_to_copy")
+def to(ctx: LoweringContext) -> Complex | Value:
+    """A move (Llama 4's ``freqs_cis.to(x.device)``) keeps the pair; another complex dtype
+    casts both parts; a real dtype keeps the real part, as PyTorch does."""
+    import torch
+
+    from t2n.frontend.dtypes import SCALAR_TYPE_CODES
+
+    z = _z(ctx, 0)
+    dtype = ctx.optional("dtype") if ctx.has("dtype") else None
+    dtype = SCALAR_TYPE_CODES.get(dtype) if isinstance(dtype, int) else dtype  # TorchScript's code
+    if not isinstance(dtype, torch.dtype):
+        return z
+    if dtype.is_complex:
+        return Complex(ctx.b.cast(z.pair, DType.F64 if dtype == torch.complex128 else DType.F32))
+    from t2n.frontend.dtypes import to_ir
+
+    return ctx.b.cast(part(ctx.b, z, 0), to_ir(dtype))
 
 
 @COMPLEX.rule("aten::neg", "aten::_neg_view")
