@@ -110,7 +110,8 @@ class RotaryByComplexTables(nn.Module):
         table = torch.polar(torch.ones_like(self.angles), self.angles)  # a constant of the trace
         freqs = self.freqs.to(x.device)  # Llama 4's move of its table, a no-op
         wide = (freqs.to(torch.complex128) * table.conj()).to(torch.complex64)
-        return torch.view_as_real(z * wide).flatten(-2), wide.to(torch.float32)
+        first, rest = wide.split([1, 2], dim=-1)  # Qwen-Image's table, split per position axis
+        return torch.view_as_real(z * wide).flatten(-2), wide.to(torch.float32), torch.view_as_real(first * rest)
 
 
 @pytest.mark.parametrize("frontend", ["jit", "export"])
