@@ -30,13 +30,12 @@ from tools.sweeps import (
     MAX_PARAMETERS,
     NotBuilt,
     compile_with_each_frontend,
-    finite,
+    first_that_runs,
     load,
     not_built,
     perturb,
     recorder,
     settled,
-    shapes,
     short,
 )
 
@@ -494,34 +493,14 @@ def build(cls_name: str) -> tuple[Any, tuple[Any, ...], dict[str, Any], str]:
 
 def _first_that_runs(model: Any, cls_name: str, config: dict[str, Any], how: str,
                      problems: list[str]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """The first candidate inputs PyTorch's forward runs on with finite outputs."""
-    import torch
-
+    """The first candidate inputs PyTorch's forward runs on with finite outputs (the
+    candidates stop with NotBuilt where an input cannot be made)."""
     try:
-        for args, kwargs in itertools.islice(inputs_for(cls_name, model.forward, config), 200):
-            try:
-                with torch.no_grad():
-                    out = model(*args, **kwargs)
-            except Exception as exc:
-                problems.append(f"{how} config, {shapes(args, kwargs)}: {type(exc).__name__}: {short(exc)}")
-                continue
-            if not _holds_tensor(out):
-                problems.append(f"{how} config: forward returns no tensor")
-                return None
-            if not finite(out):
-                problems.append(f"{how} config, {shapes(args, kwargs)}: PyTorch's output holds NaN or infinities")
-                continue
-            return args, kwargs
+        candidates = itertools.islice(inputs_for(cls_name, model.forward, config), 200)
+        return first_that_runs(model, candidates, how, problems)
     except NotBuilt as exc:
         problems.append(f"{how} config: {exc}")
     return None
-
-
-def _holds_tensor(out: Any) -> bool:
-    """Whether ``out`` holds a tensor (a placeholder's forward returns None: nothing to export)."""
-    from t2n.frontend.io import flatten
-
-    return bool(flatten(out)[0])
 
 
 def try_one(cls_name: str) -> dict[str, Any]:
@@ -545,11 +524,6 @@ def sweep(classes: list[str], timeout: float, resume: bool) -> None:
     run_in_children("tools.diffusers_sweep", pending, "class", 2 * timeout, recorder(RESULTS, "class"))
 
 
-_COMPLEX_ROTARY = ("rotary tables held as complex64 buffers: the export frontend's conversion of that "
-                   "constant raises UnsupportedHere outside a lowering rule, so it escapes untyped instead of "
-                   "a typed refusal (the jit frontend refuses the complex prim::Constant by name)")
-_BOOL_PAD = ("F.pad of a bool mask with value=True is written as pad(..., value = true), which tract "
-             "refuses to load (its pad takes a float value)")
 _DATA_WRITE = ("jit: torch.jit.trace drops the in-place write of the positional table recomputed in forward "
                "for a size other than the config's (joint_pos_embedding.data[...].copy_(...)), so the "
                "graph adds zeros; the trace itself differs from eager, every module's own output matches")
@@ -557,16 +531,10 @@ _DATA_WRITE = ("jit: torch.jit.trace drops the in-place write of the positional 
 KNOWN_FAILURES: dict[str, str] = {
     "CogVideoXTransformer3DModel": _DATA_WRITE,
     "ConsisIDTransformer3DModel": _DATA_WRITE + " (CogVideoX's patch embedding)",
-    "HunyuanImageTransformer2DModel": _BOOL_PAD,
     "LTX2VideoDiffusionDecoderModel": "not judged: the sweep's child process dies on it (twice) before any "
                                       "outcome; its tiny configs do not construct (head size over the narrowest "
                                       "width, channel reductions), and the small one decodes 16 x 16 latents 32 "
                                       "times up with FlexAttention neighbourhood attention on the CPU",
-    "MotifVideoTransformer3DModel": _BOOL_PAD,
-    "NucleusMoEImageTransformer2DModel": "export: " + _COMPLEX_ROTARY,
-    "QwenImageControlNetModel": "export: " + _COMPLEX_ROTARY,
-    "QwenImageTransformer2DModel": "export: " + _COMPLEX_ROTARY,
-    "ZImageTransformer2DModel": "export: " + _COMPLEX_ROTARY + "; jit refuses aten::pad_sequence",
 }
 """Why a class the sweep found FAILED fails (each one is looked at; the test of the
 table fails on a FAILED class missing here)."""

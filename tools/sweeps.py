@@ -14,7 +14,7 @@ import argparse
 import fcntl
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,37 @@ def shapes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     parts = [str(tuple(a.shape)) for a in args] + [f"{k}={tuple(v.shape)}" for k, v in kwargs.items()
                                                   if hasattr(v, "shape")]
     return "inputs " + ", ".join(parts)
+
+
+def first_that_runs(model: Any, candidates: Iterable[tuple[tuple[Any, ...], dict[str, Any]]], how: str,
+                    problems: list[str]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The first candidate inputs PyTorch's forward runs on with finite tensor outputs
+    (None when none does, or when forward returns no tensor); why the others did not
+    goes to ``problems``."""
+    import torch
+
+    for args, kwargs in candidates:
+        try:
+            with torch.no_grad():
+                out = model(*args, **kwargs)
+        except Exception as exc:
+            problems.append(f"{how} config, {shapes(args, kwargs)}: {type(exc).__name__}: {short(exc)}")
+            continue
+        if not holds_tensor(out):
+            problems.append(f"{how} config: forward returns no tensor")
+            return None
+        if not finite(out):
+            problems.append(f"{how} config, {shapes(args, kwargs)}: PyTorch's output holds NaN or infinities")
+            continue
+        return args, kwargs
+    return None
+
+
+def holds_tensor(out: Any) -> bool:
+    """Whether ``out`` holds a tensor (a placeholder's forward returns None: nothing to export)."""
+    from t2n.frontend.io import flatten
+
+    return bool(flatten(out)[0])
 
 
 def not_built(record: dict[str, Any], exc: BaseException) -> dict[str, Any]:

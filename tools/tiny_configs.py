@@ -57,8 +57,9 @@ def per_layer_lists(defaults: dict[str, Any], layers: int | None, keep: int, tak
             and len(value) > keep}
 
 
-def _shrink(defaults: dict[str, Any], how: str) -> dict[str, Any]:
-    """The keyword arguments that shrink one configuration (not its sub-configurations)."""
+def _shrink(defaults: dict[str, Any], how: str, sections_read: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The keyword arguments that shrink one configuration (not its sub-configurations);
+    ``sections_read``: the rotary keys its model reads beyond the validated ones."""
     out: dict[str, Any] = {}
     if how == "defaults":
         return out
@@ -81,11 +82,26 @@ def _shrink(defaults: dict[str, Any], how: str) -> dict[str, Any]:
             if key not in out and _is_width(key) and isinstance(value, int) and not isinstance(value, bool) \
                     and value > 128:
                 out[key] = 64 if any(w in key for w in ("intermediate", "ffn", "inner", "mlp")) else 32
-        head = out.get("head_dim", defaults.get("head_dim"))
+        head = out.get("head_dim", defaults.get("head_dim")) or _head_width(defaults, out)
+        rope = defaults.get("rope_parameters")
+        if isinstance(head, int):  # the rotated part of a head: all of it, or a fraction
+            fraction = (rope or {}).get("partial_rotary_factor", defaults.get("partial_rotary_factor"))
+            head = int(head * fraction) if isinstance(fraction, float) else head
         for key, value in defaults.items():  # rotary sections (text, height, width) within the head
             if isinstance(value, dict) and isinstance(value.get("mrope_section"), list) and isinstance(head, int):
                 out[key] = {**value, "mrope_section": _sections(value["mrope_section"], head // 2)}
+        if "mrope_section" in sections_read and isinstance(rope, dict) and "mrope_section" not in rope \
+                and isinstance(head, int):  # the model's own default sections fit its released head
+            out["rope_parameters"] = {**rope, "mrope_section": _sections([2, 3, 3], head // 2)}
     return out
+
+
+def _head_width(defaults: dict[str, Any], out: dict[str, Any]) -> int | None:
+    """The width of one attention head when the configuration derives it (hidden size over
+    heads) instead of setting ``head_dim``."""
+    width = out.get("hidden_size", defaults.get("hidden_size"))
+    heads = out.get("num_attention_heads", defaults.get("num_attention_heads"))
+    return width // heads if isinstance(width, int) and isinstance(heads, int) and heads else None
 
 
 _WIDTH_WORDS = ("dim", "hidden", "channels", "intermediate", "ffn", "embed", "width", "inner")
@@ -132,12 +148,17 @@ def tiny_config(config_cls: Any, how: str) -> Any:
     from transformers import PretrainedConfig
 
     base = config_cls()
-    kwargs = _shrink(base.to_dict(), how)
+    kwargs = _shrink(base.to_dict(), how, _rope_keys_read(base))
     for key, value in vars(base).items():  # sub-configurations, shrunk alike
         if isinstance(value, PretrainedConfig):
             sub = value.to_dict()
-            kwargs[key] = type(value)(**{**sub, **_shrink(sub, how)})
+            kwargs[key] = type(value)(**{**sub, **_shrink(sub, how, _rope_keys_read(value))})
     return config_cls(**kwargs)
+
+
+def _rope_keys_read(config: Any) -> frozenset[str]:
+    """Rotary keys the configuration declares its model reads (``mrope_section``...)."""
+    return frozenset(getattr(config, "ignore_keys_at_rope_validation", None) or ())
 
 
 def _size(value: Any, fallback: int) -> int:
@@ -222,6 +243,8 @@ def inputs_for(model: Any, config: Any) -> Iterator[tuple[tuple[Any, ...], dict[
     for n in optional:
         base = {**base, n: fit(n)}
         yield (pool[main],), base
+    if "use_cache" in params:  # hybrid decoders whose tiny layer list holds no attention layer
+        yield (pool[main],), {n: fit(n) for n in known} | {"use_cache": False}
     if main == "pixel_values":
         for size in (64, 224):
             yield (torch.randn(1, pool[main].shape[1], size, size),), {}
