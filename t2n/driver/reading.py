@@ -19,6 +19,7 @@ from t2n.frontend.specialization import report as report_specializations
 from t2n.frontend.transformers_experts import library_extractors, traceable_experts
 from t2n.options import CompileOptions, check_symbols_apart
 from t2n.passes.dynamic_axes import normalize_dynamic_axes
+from t2n.serialize.torch_io import has_meta_tensors
 
 
 def read_model(model: Any, args: Any, options: CompileOptions) -> ReadModel:
@@ -57,10 +58,12 @@ def with_library_extractors(model: Any, options: CompileOptions) -> CompileOptio
 
 @contextlib.contextmanager
 def library_tracing(model: Any, options: CompileOptions) -> Iterator[None]:
-    """While the jit frontend traces: transformers' experts modules that no extractor
-    claims run their batched implementation (standard operations), not the grouped one
-    (which cannot be traced nor run on the meta device)."""
-    if not _traced_module(model, options):
+    """While the jit frontend traces a model on the meta device: transformers' experts
+    modules run their batched implementation, since the grouped one cannot run there (an
+    extracted module still runs, untraced, for its output's shape). With real weights the
+    user's implementation is traced where no extractor claims it: the batched one would
+    gather every token's expert weights, tokens x experts per token times their size."""
+    if not (_traced_module(model, options) and has_meta_tensors(model)):
         yield
         return
     with traceable_experts(model):
