@@ -122,7 +122,10 @@ def compile(
             emitters for new IR ops go to the target (``TractNNEF().with_emitters(...)``).
         extractors: ``[t2n.ModuleExtractor(MyBlock, lower=fn)]`` exports every
             ``MyBlock`` as ``fn(ctx, module, *args, **kwargs)`` builds it, without
-            tracing its ``forward`` (see :mod:`t2n.frontend.extractors`).
+            tracing its ``forward`` (see :mod:`t2n.frontend.extractors`). With the jit
+            frontend, t2n adds one by itself for each class of transformers' experts
+            interface these do not claim (one ``moe_experts`` op, tract's fused
+            mixture-of-experts operator).
         check_io: run the artifact in the target's engine when it is made and raise
             ``CheckMismatchError`` if it differs from PyTorch (``None``: the target's
             ``check_io``, else no).
