@@ -230,16 +230,8 @@ class ProgramLowering:
             self.problem(node, kind, "no lowering rule")
             self.env[node] = Poison()
             return
-        schema = getattr(target, "_schema", None)
-        try:
-            ctx = FxLoweringContext(self, node, kind, schema)
-        except KeyError as exc:  # an input whose producer failed was not recorded
-            raise LoweringError(f"{kind}: an input was never lowered ({exc})") from exc
-        except UnsupportedHere as exc:  # an input made here that has no form (a complex constant)
-            self.problem(node, kind, str(exc))
-            self.env[node] = Poison()
-            return
-        if self._poisoned(node, kind, ctx):
+        ctx = self._context(node, kind)
+        if ctx is None or self._poisoned(node, kind, ctx):
             return
         if holds_complex(ctx._inputs):  # complex tensors (Fourier transforms): their own rules
             info = self._complex_rule(node, kind)
@@ -256,6 +248,18 @@ class ProgramLowering:
             self.env[node] = Poison()
         except Exception as exc:
             raise LoweringError(f"lowering {kind} {ctx.loc} failed: {type(exc).__name__}: {exc}") from exc
+
+    def _context(self, node: torch.fx.Node, kind: str) -> FxLoweringContext | None:
+        """The node's lowering context, its inputs lowered; None (the node poisoned, the
+        problem noted) when an input has no form here (a complex constant's dtype)."""
+        try:
+            return FxLoweringContext(self, node, kind, getattr(node.target, "_schema", None))
+        except KeyError as exc:  # an input whose producer failed was not recorded
+            raise LoweringError(f"{kind}: an input was never lowered ({exc})") from exc
+        except UnsupportedHere as exc:
+            self.problem(node, kind, str(exc))
+            self.env[node] = Poison()
+            return None
 
     def _poisoned(self, node: torch.fx.Node, kind: str, ctx: FxLoweringContext) -> bool:
         """Whether an input's producer failed: the node is poisoned too, the reasons noted."""
