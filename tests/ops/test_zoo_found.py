@@ -111,7 +111,9 @@ class RotaryByComplexTables(nn.Module):
         freqs = self.freqs.to(x.device)  # Llama 4's move of its table, a no-op
         wide = (freqs.to(torch.complex128) * table.conj()).to(torch.complex64)
         first, rest = wide.split([1, 2], dim=-1)  # Qwen-Image's table, split per position axis
-        return torch.view_as_real(z * wide).flatten(-2), wide.to(torch.float32), torch.view_as_real(first * rest)
+        batched = wide.expand(x.shape[0], -1, -1) * wide.repeat(1, 1)  # over the batch; Lumina's repeat
+        return (torch.view_as_real(z * batched).flatten(-2), wide.to(torch.float32),
+                torch.view_as_real(first * rest), torch.view_as_real(wide.repeat(2, 1, 2)))
 
 
 @pytest.mark.parametrize("frontend", ["jit", "export"])

@@ -268,6 +268,26 @@ def reshape(ctx: LoweringContext) -> Complex:
     return Complex(ctx.b.op("reshape", z.pair, target))
 
 
+@COMPLEX.rule("aten::expand", "aten::broadcast_to")
+def expand(ctx: LoweringContext) -> Complex:
+    """The pair broadcast to the sizes, its (re, im) axis kept (Qwen-Image's rotary table
+    over the batch)."""
+    z = _z(ctx, 0)
+    return Complex(ctx.b.op("expand", z.pair, ctx.b.op("concat", ctx.shape_tensor(1), ctx.b.ints([2]), axis=0)))
+
+
+@COMPLEX.rule("aten::repeat")
+def repeat(ctx: LoweringContext) -> Complex:
+    from t2n.frontend.lowering.rearrange import tile
+
+    z = _z(ctx, 0)
+    reps = ctx.shape_tensor(1)
+    n = reps.type.shape[0]
+    if not isinstance(n, builtins.int) or n < z.rank:
+        raise ctx.unsupported("repeat: fewer repeats than tensor dimensions")
+    return Complex(tile(ctx.b, z.pair, ctx.b.op("concat", reps, ctx.b.ints([1]), axis=0), n + 1))
+
+
 @COMPLEX.rule("aten::flatten")
 def flatten(ctx: LoweringContext) -> Complex:
     z = _z(ctx, 0)
