@@ -313,19 +313,14 @@ def slice_(ctx: LoweringContext) -> Complex:
 @COMPLEX.rule("aten::split", "aten::unsafe_split", "aten::split_with_sizes", "aten::unsafe_split_with_sizes")
 def split(ctx: LoweringContext) -> list[Complex]:
     """Pieces of a static axis (Qwen-Image's rotary table split per position axis)."""
-    from t2n.frontend.lowering.split import cut
+    from t2n.frontend.lowering.split import cut, split_starts
 
     z = _z(ctx, 0)
     axis = norm_axis(ctx.int(2), z.rank) if ctx.n_inputs > 2 else 0
-    n, size = z.shape[axis], ctx.const(1)
+    n = z.shape[axis]
     if not isinstance(n, builtins.int):
         raise ctx.unsupported("split of a complex tensor along a dynamic axis")
-    sizes = [builtins.int(s) for s in size] if isinstance(size, (list, tuple)) else \
-        [min(builtins.int(size), n - i) for i in range(0, n, max(1, builtins.int(size)))]
-    if sum(sizes) != n:
-        raise ctx.unsupported(f"split sizes {sizes} do not add up to {n}")
-    starts = [builtins.int(v) for v in np.cumsum([0, *sizes[:-1]])]
-    return [Complex(p) for p in cut(ctx.b, z.pair, axis, starts)]
+    return [Complex(p) for p in cut(ctx.b, z.pair, axis, split_starts(ctx, n))]
 
 
 @COMPLEX.rule("aten::select")

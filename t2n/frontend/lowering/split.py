@@ -60,17 +60,22 @@ def unbind(ctx: LoweringContext) -> list[Value]:
 def split(ctx: LoweringContext) -> list[Value]:
     x = ctx.tensor(0)
     axis = ctx.axis(2, x.rank) if ctx.n_inputs > 2 else 0
-    n = piece_count_size(ctx, x, axis, "split")
+    return cut(ctx.b, x, axis, split_starts(ctx, piece_count_size(ctx, x, axis, "split")))
+
+
+def split_starts(ctx: LoweringContext, n: int) -> list[int]:
+    """Where ``split``'s pieces of an axis of ``n`` start: its argument 1 is their sizes,
+    or the size of each piece but the last."""
     size = ctx.const(1)
     if isinstance(size, (list, tuple)):
         sizes = [int(s) for s in size]
         if sum(sizes) != n:
             raise ctx.unsupported(f"split sizes {sizes} do not add up to {n}")
-        return cut(ctx.b, x, axis, [int(v) for v in np.cumsum([0, *sizes[:-1]])])
+        return [int(v) for v in np.cumsum([0, *sizes[:-1]])]
     step = int(size)
     if n == 0 or step <= 0:
         raise ctx.unsupported("split of an empty axis or by a non-positive size")
-    return cut(ctx.b, x, axis, list(range(0, n, step)))
+    return list(range(0, n, step))
 
 
 @RULES.rule("aten::chunk", "aten::unsafe_chunk")
