@@ -36,6 +36,7 @@ _LAZY = {
     "harden_jit_for_export": "t2n.frontend.jit",
     "BakedSizeWarning": "t2n.passes.dynamic_axes",
     "SpecializedTraceWarning": "t2n.frontend.specialization",
+    "UntracedEffectWarning": "t2n.frontend.trace_replay",
     "NonFiniteWeightWarning": "t2n.serialize.finite",
     "UntestedReleaseWarning": "t2n.reference.releases",
     # naming schemes
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from t2n.frontend.jit import harden_jit_for_export
     from t2n.frontend.registry import LoweringRegistry, RuleSet
     from t2n.frontend.specialization import SpecializedTraceWarning
+    from t2n.frontend.trace_replay import UntracedEffectWarning
     from t2n.passes.base import Pass, PassResult
     from t2n.passes.dynamic_axes import BakedSizeWarning
     from t2n.passes.manager import PassManager
@@ -107,7 +109,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Artifact", "BakedSizeWarning", "CheckReport", "ExtractorContext", "ModuleExtractor", "KhronosNNEF", "LoweringContext", "LoweringRegistry", "Pass",
-    "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "NonFiniteWeightWarning", "UntestedReleaseWarning", "Target", "Tolerance", "TractNNEF", "__version__",
+    "PassManager", "PassResult", "RuleSet", "SpecializedTraceWarning", "UntracedEffectWarning", "NonFiniteWeightWarning", "UntestedReleaseWarning", "Target", "Tolerance", "TractNNEF", "__version__",
     "compile", "export", "export_tensors_from_disk_to_nnef", "export_tensors_to_nnef",
     "iter_torch_tensors_from_disk", "harden_jit_for_export", "VariableNamingScheme",
     "export_model_to_nnef", "SemanticVersion", "TractCheckTolerance", "TractFeatureFlag",

@@ -192,6 +192,12 @@ class SpecializedTraceError(TraceError):
         super().__init__(message)
 
 
+class UntracedEffectError(TraceError):
+    """``compile(..., strict=True)``: the traced graph, run on the example inputs, does
+    not compute what ``forward`` returned (something ``forward`` did is not in the trace,
+    such as a write through ``.data``); each differing output is named."""
+
+
 class StateMutationError(TraceError):
     """The forward writes a parameter or buffer in a way whose effect on the traced call
     cannot be exported exactly (named with its module path, aten op and source line)."""

@@ -72,6 +72,9 @@ class FrontendOptions(Protocol):
     @property
     def sampling(self) -> str: ...
 
+    @property
+    def strict(self) -> bool: ...
+
 
 class TracedProgram(Protocol):
     """What the rest of ``compile`` reads of a model as a frontend read it (the jit

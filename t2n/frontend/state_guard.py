@@ -89,6 +89,9 @@ class StateWrites:
         self.unchanged = {id(t): unchanged_check(t) for _, t in self.state}
         """Version counter and sampled contents: kernels that write a tensor without
         moving its counter (batch norm's running statistics) still show."""
+        self.silent: list[str] = []
+        """After :meth:`resolve`: the tensors such a kernel changed (exported at their value
+        after the call, which no replay of the graph can start from)."""
 
     def before_write(self, target: torch.Tensor, op: str, watch: Watch) -> list[WriteEvent]:
         """Called just before ``op`` writes into ``target``: copies the state tensors it
@@ -132,6 +135,8 @@ class StateWrites:
             silent = not moved and not events and check is not None and not check()
             problem = _silent_problem(name, inputs.get(name)) if silent else \
                 _problem(name, events, moved, inputs.get(name))
+            if silent:
+                self.silent.append(name)
             if problem:
                 problems.append(problem)
             elif moved:

@@ -129,6 +129,11 @@ def function_from_graph(name: str, graph: torch._C.Graph) -> Any:
     return _C._create_function_from_graph(name, graph)
 
 
+def interpret_graph(graph: torch._C.Graph, inputs: Sequence[torch.Tensor]) -> Any:
+    """Run ``graph`` once in TorchScript's interpreter, without its optimizing executor."""
+    return _C._jit_interpret_graph(graph, tuple(inputs))
+
+
 def all_schemas() -> list[Any]:
     return list(_C._jit_get_all_schemas())
 
@@ -149,6 +154,6 @@ def disable_torch_function() -> Any:
 
 __all__ = [
     "SUPPORTED_RANGE", "all_schemas", "check_torch_version", "constant_pooling", "dead_code_elimination",
-    "disable_torch_function", "function_from_graph", "inline_calls", "lint", "python_op_constants", "python_op_function", "python_op_name", "set_tracing_state",
+    "disable_torch_function", "function_from_graph", "inline_calls", "interpret_graph", "lint", "python_op_constants", "python_op_function", "python_op_name", "set_tracing_state",
     "torch_version", "trace_graph", "tracing_state", "value_trace",
 ]

@@ -35,6 +35,7 @@ from t2n.frontend.jit.quantized_trace import (
 from t2n.frontend.sampling import NoiseDraw, script_draws
 from t2n.frontend.specialization import Specialization
 from t2n.frontend.state_guard import StateWrites
+from t2n.frontend.trace_replay import ReplayDifference, replay_differences, replay_inputs
 from t2n.frontend.trace_watch import TraceWatch, fast_paths_unwatched
 
 if TYPE_CHECKING:
@@ -80,6 +81,11 @@ class TracedModel:
     state_written: tuple[str, ...] = ()
     """Parameters and buffers the traced call wrote, seen by the trace or not (through
     ``.data``: their version counter did not move), by dotted name."""
+    untraced: list[ReplayDifference] = attrs.field(factory=list)
+    """Outputs the traced graph, replayed on the example inputs, computes differently
+    from ``forward`` (:mod:`t2n.frontend.trace_replay`)."""
+    detached: list[Specialization] = attrs.field(factory=list)
+    """Where ``forward`` took ``.data`` of a tensor it computed (the usual cause of those)."""
     extracted: ExtractedCalls | None = None
     """The module extractors of the compile call and the calls they claimed."""
     noise: list[NoiseDraw] = attrs.field(factory=list)
@@ -284,9 +290,20 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         specializations=watch.found,
         size_specializations=watch.size_found,
         start_values=start,
-        state_written=tuple(dict.fromkeys(e.name for e in writes.events)),
-        extracted=extracted,
+        state_written=tuple(dict.fromkeys(e.name for e in writes.events)), extracted=extracted,
+        untraced=_untraced(graph, extracted, writes, replay_inputs(originals, state, start), outputs, flat.out_paths),
+        detached=watch.detached,
     )
+
+
+def _untraced(graph: torch._C.Graph, extracted: ExtractedCalls | None, writes: StateWrites,
+              inputs: list[torch.Tensor], outputs: list[torch.Tensor], names: list[str]) -> list[ReplayDifference]:
+    """What the replay of the trace finds (:mod:`t2n.frontend.trace_replay`), where it can
+    compare: not with calls taken by extractors (one node each), nor with state a kernel
+    changed without its version counter (exported at its value after the call)."""
+    if (extracted is not None and extracted.calls) or writes.silent:
+        return []
+    return replay_differences(graph, inputs, outputs, names)
 
 
 def _watched_trace(

@@ -2,7 +2,7 @@
 
 :class:`TraceWatch` is a ``TorchFunctionMode`` (thread-local: other threads running
 PyTorch meanwhile are not affected) active during the trace. It sees every torch call
-``forward`` makes and acts on two kinds:
+``forward`` makes and acts on these:
 
 * conversions of a tensor to a Python value (``bool``, ``int``, ``.item()``,
   ``.tolist()``, ``torch.tensor(...)`` of tensors): whether the value came from the
@@ -10,6 +10,9 @@ PyTorch meanwhile are not affected) active during the trace. It sees every torch
 * in-place writes into a parameter's or buffer's memory: the tensor is copied once,
   before the first write, so that the artifact can start from the values PyTorch
   started from (:mod:`t2n.frontend.state_guard`);
+* ``.data`` of a tensor ``forward`` computed, which the tracer keeps as a constant
+  (writes through it are lost): named if the replay of the graph differs
+  (:mod:`t2n.frontend.trace_replay`);
 * with ``compile(sampling="inputs")``, random draws (``torch.randn``...): what each
   returned, under a name given to its traced value (:mod:`t2n.frontend.sampling`).
 
@@ -65,6 +68,14 @@ _IN_PLACE_DUNDERS = frozenset({
     "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__",
     "__imatmul__", "__setitem__",
 })
+
+
+DETACHED = "`.data` of a tensor computed in forward (the trace keeps it as a constant; writes through it are lost)"
+
+
+def _descriptor_name(func: Any) -> str:
+    """``data`` for the getter of ``Tensor.data`` (a torch function of its own)."""
+    return str(getattr(getattr(func, "__self__", None), "__name__", ""))
 
 
 def _tensors_in(data: Any) -> Iterator[torch.Tensor]:
@@ -143,6 +154,9 @@ class TraceWatch(TorchFunctionMode):
         self.writes = writes
         self.scope_prefix = scope_prefix
         self.found: list[Specialization] = []
+        self.detached: list[Specialization] = []
+        """Places where ``forward`` took ``.data`` of a tensor it computed: the tracer
+        makes it a constant, and writes through it are not traced."""
         self.size_found: list[Specialization] = []
         """Sizes turned into Python values: specialised only where an axis is dynamic."""
         self._judged = 0
@@ -163,6 +177,8 @@ class TraceWatch(TorchFunctionMode):
             with self._judging():
                 return unpool(*args, **kwargs)
         name = getattr(func, "__name__", "")
+        if name == "__get__" and _descriptor_name(func) == "data" and args and self._computed(args[0]):
+            self.detached.append(self._place(DETACHED, sys._getframe(1)))
         what = TENSOR_CONVERSIONS.get(name)
         if what is not None and args and isinstance(args[0], torch.Tensor):
             from_inputs = self.dependence.of_tensor(args[0])
@@ -204,12 +220,21 @@ class TraceWatch(TorchFunctionMode):
 
     def note(self, what: str, value: str = "", sizes: frozenset[tuple[int, int | None]] = frozenset()) -> None:
         """Record a place: from the inputs' data, or (``sizes``) from their sizes."""
-        frame = user_frame(sys._getframe(1))
-        place = Specialization(
-            what, frame.f_code.co_filename if frame else "", frame.f_lineno if frame else 0,
-            self.current_module(), value, sizes,
-        )
+        place = self._place(what, sys._getframe(1), value, sizes)
         (self.size_found if sizes else self.found).append(place)
+
+    def _place(self, what: str, frame: Any, value: str = "",
+               sizes: frozenset[tuple[int, int | None]] = frozenset()) -> Specialization:
+        """``what`` at the model's source line on the stack from ``frame``, in the module traced."""
+        user = user_frame(frame)
+        return Specialization(what, user.f_code.co_filename if user else "", user.f_lineno if user else 0,
+                              self.current_module(), value, sizes)
+
+    @staticmethod
+    def _computed(t: Any) -> bool:
+        """Whether ``t`` is a tensor the traced call computed (not an input, parameter or constant)."""
+        value = torch_private.traced_value(t)
+        return value is not None and value.node().kind() not in ("prim::Param", "prim::Constant")
 
     def recorder(self, into: list[warnings.WarningMessage], tracer_warning: type[Warning]) -> Any:
         """A ``warnings.showwarning`` that keeps each warning in ``into`` and judges the

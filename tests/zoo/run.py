@@ -3,7 +3,8 @@
 ``exact``: compiled and ``artifact.check()`` in tract matched PyTorch. ``refused``: t2n raised
 one of its typed errors before writing an artifact (an honest "no"). ``FAILED``: anything
 else, among them every ``CheckError`` (a mismatch, or tract refusing or crashing on what
-t2n wrote: the artifact is wrong) and every untyped exception (a t2n bug, not a refusal).
+t2n wrote: the artifact is wrong; its detail says whether ``compile`` warned that the trace
+left something out) and every untyped exception (a t2n bug, not a refusal).
 """
 
 from __future__ import annotations
@@ -50,15 +51,23 @@ def run(entry: Entry, frontend: str) -> Outcome:
     """Build, compile with ``frontend`` for tract, check in tract; never raises."""
     old = signal.signal(signal.SIGALRM, _timeout)
     signal.alarm(TIMEOUT_S)
+    untraced: list[warnings.WarningMessage] = []
     try:
         model, args, kwargs = build(entry)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("ignore")
-            artifact = t2n.compile(model, args, kwargs=kwargs, frontend=frontend)
+            warnings.simplefilter("always", t2n.UntracedEffectWarning)
+            try:
+                artifact = t2n.compile(model, args, kwargs=kwargs, frontend=frontend)
+            finally:
+                untraced = list(seen)
             artifact.check()
+        if untraced:  # the artifact matched: a false alarm of the replay, itself a finding
+            return Outcome("FAILED", "UntracedEffectWarning", _first_line(untraced[0].message))
         return Outcome("exact")
     except CheckError as exc:
-        return Outcome("FAILED", type(exc).__name__, _first_line(exc))
+        warned = "warned (UntracedEffectWarning): " if untraced else ""
+        return Outcome("FAILED", type(exc).__name__, warned + _first_line(exc))
     except T2NError as exc:
         return Outcome("refused", type(exc).__name__, _first_line(exc))
     except Exception as exc:  # every other outcome is what the zoo exists to find

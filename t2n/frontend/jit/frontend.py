@@ -17,6 +17,7 @@ from t2n.frontend.jit.baked_sizes import size_conversion_lines
 from t2n.frontend.jit.harden import HardenedGraph
 from t2n.frontend.lower import lower
 from t2n.frontend.trace import TracedModel, script_graph, trace_module
+from t2n.frontend.trace_replay import report as report_untraced
 from t2n.ir import Graph
 
 
@@ -50,8 +51,10 @@ class JitFrontend(Frontend):
             return script_graph(model, args, harden=options.auto_harden_jit,
                                 diagnostics=options.jit_diagnostics), None
         extracted = ExtractedCalls(options.extractors) if options.extractors else None
-        return trace_module_with_weights(model, args, dict(options.kwargs or {}), options.weights_from,
-                                         extracted, draws=options.sampling == "inputs"), None
+        traced = trace_module_with_weights(model, args, dict(options.kwargs or {}), options.weights_from,
+                                           extracted, draws=options.sampling == "inputs")
+        report_untraced(traced.untraced, traced.detached, strict=options.strict)
+        return traced, None
 
     def lower(self, read: ReadModel, options: FrontendOptions) -> Graph:
         assert isinstance(read.traced, TracedModel)
