@@ -100,6 +100,15 @@ def test_a_sort_of_integers_along_a_dynamic_axis():
                   {"input_0": {0: "B"}}, [{"B": 6}, {"B": 2}, {"B": 9}])
 
 
+@pytest.mark.parametrize("frontend", ["jit", "export"])
+def test_top_k_of_the_whole_dynamic_axis_is_a_sort(frontend):
+    """``torch.topk(x, x.shape[d], d)``: its ``k`` follows the axis (not the traced length),
+    values and indices at every length (distinct values: top-k orders ties as it likes)."""
+    check_dynamic(Lambda(lambda x: (*torch.topk(x, x.shape[1], dim=1), *torch.topk(x, x.shape[-1], largest=False))),
+                  lambda S: (distinct(3, S),), {"input_0": {1: "S"}}, [{"S": 9}, {"S": 2}, {"S": 23}],
+                  frontend=frontend)
+
+
 def test_a_sort_of_a_static_axis_keeps_tracts_top_k():
     import t2n
 

@@ -175,12 +175,28 @@ def topk_values(ctx: LoweringContext, x: Value, k: Any, axis: int, largest: bool
     return values, indices
 
 
+def is_length_of(k: Any, x: Value, axis: int) -> bool:
+    """Whether ``k`` is the traced length of ``x``'s ``axis`` (``x.shape[axis]``, read from
+    ``x`` itself), so that it follows the axis when that is dynamic."""
+    op = k.producer if isinstance(k, Value) else None
+    if op is None or op.kind != "gather" or op.inputs[0].producer is None:
+        return False
+    shape_of, index = op.inputs[0].producer, op.inputs[1].producer
+    if shape_of.kind != "shape_of" or shape_of.inputs[0] is not x or index is None or index.kind != "const":
+        return False
+    at = np.asarray(index.attrs["data"].array)
+    return at.shape == () and int(at) % max(x.rank, 1) == axis
+
+
 @RULES.rule("aten::topk")
 def topk(ctx: LoweringContext) -> tuple[Value, Value]:
+    """``k`` = the length of the sorted axis (``torch.topk(x, x.shape[d], d)``) is a sort of
+    that axis, which stays one when the axis is dynamic."""
     x = ctx.tensor(0)
     axis = ctx.axis("dim", max(x.rank, 1)) if ctx.has("dim") else max(x.rank - 1, 0)
     largest = ctx.bool("largest") if ctx.has("largest") else True
-    return topk_values(ctx, x, ctx.const(1), axis, largest)
+    k = ctx.raw(1)
+    return topk_values(ctx, x, WHOLE_AXIS if is_length_of(k, x, axis) else ctx.const(1), axis, largest)
 
 
 def _sort_args(ctx: LoweringContext, x: Value) -> tuple[int, bool]:
