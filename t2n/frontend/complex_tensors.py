@@ -90,3 +90,32 @@ def scaled(b: Builder, z: Complex, factor: float) -> Complex:
     if factor == 1.0:
         return z
     return Complex(b.op("mul", z.pair, b.const(np.asarray(factor, z.dtype.numpy), z.dtype)))
+
+
+# -- rule helpers (a rule's context is typed loosely: this module sits below the lowering) --
+
+def complex_arg(ctx: Any, key: int | str) -> Complex:
+    """Argument ``key`` of a rule, which must be complex (else the rule's typed refusal)."""
+    x = ctx.raw(key)
+    if not isinstance(x, Complex):
+        raise ctx.unsupported(f"{ctx.kind}: argument {key} was expected to be complex")
+    return x
+
+
+def as_pair(ctx: Any, x: Any, dtype: DType) -> Value:
+    """An operand as a (re, im) pair of ``dtype``: a real one gets zero imaginary parts."""
+    if isinstance(x, Complex):
+        return x.pair if x.dtype is dtype else ctx.b.cast(x.pair, dtype)
+    if isinstance(x, complex):
+        return constant(ctx.b, x, dtype).pair
+    return of_real(ctx.b, ctx.as_value(x, dtype)).pair
+
+
+def parts_dtype(xs: list[Any]) -> DType:
+    """f64 parts when a complex operand is complex128 (PyTorch's promotion), else f32."""
+    return DType.F64 if any(isinstance(x, Complex) and x.dtype is DType.F64 for x in xs) else DType.F32
+
+
+def complex_shape(b: Builder, z: Complex) -> Value:
+    """The complex tensor's shape (its pair's, the (re, im) axis left out), read from the graph."""
+    return b.op("slice", b.op("shape_of", z.pair), b.ints([0]), b.ints([z.rank]), axes=(0,), steps=(1,))

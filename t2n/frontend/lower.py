@@ -285,8 +285,7 @@ class Lowering:
             return
         ctx, result = applied
         self.store_result(node, outs, result)
-        if not on_complex and not holds_complex(result):
-            self.track_aliases(node, ctx, info.fn, args, result)
+        self.track_aliases(node, ctx, info.fn, args, result)
 
     def poisoned_by_args(self, node: torch._C.Node, args: list[Any], outs: list[torch._C.Value]) -> bool:
         """Whether an argument comes from a value that could not be lowered: then this node
@@ -355,7 +354,8 @@ class Lowering:
         if kind == "prim::ListUnpack" and node.inputs().__next__().node().kind() in MULTI_VIEW_KINDS:
             self.record_pieces(node)
             return
-        if len(outs) != 1 or not args or not isinstance(args[0], Value) or not isinstance(result, Value):
+        tensors = (Value, Complex)  # a complex tensor's views and writes act on its (re, im) pair
+        if len(outs) != 1 or not args or not isinstance(args[0], tensors) or not isinstance(result, tensors):
             return
         first = next(iter(node.inputs())).unique()
         if kind in SELF_WHEN_SAME_KINDS and result is args[0]:
@@ -375,9 +375,10 @@ class Lowering:
     def record_pieces(self, unpack: torch._C.Node) -> None:
         """The outputs of ``chunk``/``split``/``unbind`` are views of its input."""
         producer = next(iter(unpack.inputs())).node()
-        info = self.registry.get(producer.kind())
         base = next(iter(producer.inputs())).unique()
-        if info is None or not isinstance(self.env.get(base), Value):
+        on_complex = isinstance(self.env.get(base), Complex)
+        info = complex_rule(producer.kind()) if on_complex else self.registry.get(producer.kind())
+        if info is None or not isinstance(self.env.get(base), (Value, Complex)):
             return
 
         def piece(i: int) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from t2n.frontend.complex_tensors import Complex
 from t2n.frontend.context import UnsupportedHere
 from t2n.ir import Builder, Dim, Sym, Value
 from t2n.ir.infer_utils import INT64_MAX, slice_dim
@@ -97,17 +98,23 @@ class ViewTracker:
             # views of this view must be derived again too
             self.versions[vid] = self.versions.get(vid, 0) + 1
 
-    def written(self, b: Builder, vid: int, old: Value, new: Value) -> None:
-        """``vid`` (whose value was ``old``) now holds ``new``: propagate to its bases."""
+    def written(self, b: Builder, vid: int, old: Value | Complex, new: Value | Complex) -> None:
+        """``vid`` (whose value was ``old``) now holds ``new``: propagate to its bases. A
+        complex tensor's write goes through its (re, im) pair, which the views' ops act on."""
         self.env[vid] = new
         self.versions[vid] = self.versions.get(vid, 0) + 1
         view = self.views.get(vid)
         if view is None:
             return
         base_old = self.env[view.base]
-        if not isinstance(base_old, Value):
+        if isinstance(base_old, Complex) and isinstance(old, Complex) and isinstance(new, Complex):
+            new_base: Value | Complex = Complex(write_through(b, base_old.pair, old.pair, new.pair))
+        elif isinstance(base_old, Value) and isinstance(old, Value) and isinstance(new, Value):
+            new_base = write_through(b, base_old, old, new)
+        elif isinstance(base_old, (Value, Complex)):
+            raise UnsupportedHere("a write into a real view of a complex tensor, or a complex view of a real one")
+        else:
             return
-        new_base = write_through(b, base_old, old, new)
         self.written(b, view.base, base_old, new_base)
         # derive the view again from its new base, so that a later write through it
         # still finds its chain of view ops back to the base

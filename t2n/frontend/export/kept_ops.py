@@ -40,6 +40,7 @@ KEPT_OPS: tuple[Any, ...] = (
     _ATEN.square.default, _ATEN.floor_divide.default, _ATEN.roll.default, _ATEN.diff.default,
     _ATEN.cosine_similarity.default, _ATEN.pairwise_distance.default,
     _ATEN.im2col.default, _ATEN.col2im.default,
+    _ATEN.pad_sequence.default,  # one pad and a concat, not a full, pads, masks and a where per sequence
     # pooling: one tract pool op instead of strided views or a pool with indices
     _ATEN.avg_pool1d.default, _ATEN.max_pool1d.default, _ATEN.max_pool2d.default, _ATEN.max_pool3d.default,
     _ATEN.adaptive_avg_pool1d.default, _ATEN.adaptive_avg_pool2d.default, _ATEN.adaptive_avg_pool3d.default,

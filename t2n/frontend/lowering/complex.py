@@ -15,7 +15,15 @@ import builtins
 
 import numpy as np
 
-from t2n.frontend.complex_tensors import Complex, conjugate, constant, from_parts, of_real, part
+from t2n.frontend.complex_tensors import (
+    Complex,
+    complex_arg,
+    conjugate,
+    constant,
+    from_parts,
+    of_real,
+    part,
+)
 from t2n.frontend.context import LoweringContext, norm_axis
 from t2n.frontend.helpers import dim_value
 from t2n.frontend.lowering.shape import concat_shape, shape_part, slice_arguments, slice_axis
@@ -27,24 +35,24 @@ COMPLEX = RuleSet("complex")
 
 def complex_rule(kind: str) -> RuleInfo | None:
     """The rule for ``kind`` when an argument is complex (None: not supported)."""
+    from t2n.frontend.lowering.complex_index import COMPLEX_INDEX
+    from t2n.frontend.lowering.creation import COMPLEX_FILLS
     from t2n.frontend.lowering.spectral import COMPLEX_RULES
     from t2n.frontend.lowering.spectral_nd import COMPLEX_RULES as COMPLEX_ND_RULES
 
-    return COMPLEX.rules.get(kind) or COMPLEX_RULES.rules.get(kind) or COMPLEX_ND_RULES.rules.get(kind)
+    for rules in (COMPLEX, COMPLEX_INDEX, COMPLEX_FILLS, COMPLEX_RULES, COMPLEX_ND_RULES):
+        if kind in rules.rules:
+            return rules.rules[kind]
+    return None
 
 
 def complex_problem(kind: str) -> str:
     return (f"{kind} on a complex tensor: NNEF has no complex type, and t2n follows complex "
             "tensors through Fourier transforms, arithmetic (+ - * /, conj), abs, angle, real, "
-            "imag, view_as_real and shape ops only. What to do: take torch.view_as_real(z) (or "
+            "imag, view_as_real, shape ops, indexing and filled tensors only. What to do: take torch.view_as_real(z) (or "
             "z.abs(), z.real...) before this op")
 
 
-def _z(ctx: LoweringContext, key: builtins.int | str) -> Complex:
-    x = ctx.raw(key)
-    if not isinstance(x, Complex):
-        raise ctx.unsupported(f"{ctx.kind}: argument {key} was expected to be complex")
-    return x
 
 
 def _operand(ctx: LoweringContext, key: builtins.int | str, dtype: DType) -> Complex | Value:
@@ -65,31 +73,33 @@ def _lifted(b: Builder, v: Value) -> Value:
 
 def _dtype(ctx: LoweringContext) -> DType:
     """The parts' dtype of a binary op's result: f64 when either complex operand is
-    complex128 (PyTorch's promotion)."""
-    dtypes = [x.dtype for x in (ctx.raw(0), ctx.raw(1)) if isinstance(x, Complex)]
-    return DType.F64 if DType.F64 in dtypes else dtypes[0]
+    complex128 (PyTorch's promotion); a real tensor and a Python complex number
+    (``1j * x``) give complex128 from float64 only."""
+    xs = (ctx.raw(0), ctx.raw(1))
+    dtypes = [x.dtype for x in xs if isinstance(x, Complex)] or [x.type.dtype for x in xs if isinstance(x, Value)]
+    return DType.F64 if DType.F64 in dtypes else DType.F32
 
 
 # -- back to real --------------------------------------------------------------------
 
 @COMPLEX.rule("aten::view_as_real")
 def view_as_real(ctx: LoweringContext) -> Value:
-    return _z(ctx, 0).pair
+    return complex_arg(ctx, 0).pair
 
 
 @COMPLEX.rule("aten::real")
 def real(ctx: LoweringContext) -> Value:
-    return part(ctx.b, _z(ctx, 0), 0)
+    return part(ctx.b, complex_arg(ctx, 0), 0)
 
 
 @COMPLEX.rule("aten::imag")
 def imag(ctx: LoweringContext) -> Value:
-    return part(ctx.b, _z(ctx, 0), 1)
+    return part(ctx.b, complex_arg(ctx, 0), 1)
 
 
 @COMPLEX.rule("aten::abs")
 def magnitude(ctx: LoweringContext) -> Value:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     b = ctx.b
     squares = b.op("sum_reduce", b.op("mul", z.pair, z.pair), axes=(z.rank,), keepdims=False)
     return b.op("sqrt", squares)
@@ -97,7 +107,7 @@ def magnitude(ctx: LoweringContext) -> Value:
 
 @COMPLEX.rule("aten::angle")
 def angle(ctx: LoweringContext) -> Value:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     return ctx.b.op("atan2", part(ctx.b, z, 1), part(ctx.b, z, 0))
 
 
@@ -105,13 +115,13 @@ def angle(ctx: LoweringContext) -> Value:
 
 @COMPLEX.rule("aten::conj", "aten::conj_physical", "aten::_conj", "aten::_conj_physical")
 def conj(ctx: LoweringContext) -> Complex:
-    return conjugate(ctx.b, _z(ctx, 0))
+    return conjugate(ctx.b, complex_arg(ctx, 0))
 
 
 @COMPLEX.rule("aten::resolve_conj", "aten::resolve_neg", "aten::contiguous", "aten::clone",
               "aten::detach", "aten::alias", "aten::lift_fresh")
 def same(ctx: LoweringContext) -> Complex:
-    return _z(ctx, 0)
+    return complex_arg(ctx, 0)
 
 
 @COMPLEX.rule("aten::_assert_tensor_metadata")
@@ -128,7 +138,7 @@ def to(ctx: LoweringContext) -> Complex | Value:
 
     from t2n.frontend.dtypes import SCALAR_TYPE_CODES
 
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     dtype = ctx.optional("dtype") if ctx.has("dtype") else None
     dtype = SCALAR_TYPE_CODES.get(dtype) if isinstance(dtype, int) else dtype  # TorchScript's code
     if not isinstance(dtype, torch.dtype):
@@ -142,7 +152,7 @@ def to(ctx: LoweringContext) -> Complex | Value:
 
 @COMPLEX.rule("aten::neg", "aten::_neg_view")
 def neg(ctx: LoweringContext) -> Complex:
-    return Complex(ctx.b.op("neg", _z(ctx, 0).pair))
+    return Complex(ctx.b.op("neg", complex_arg(ctx, 0).pair))
 
 
 @COMPLEX.rule("aten::add", "aten::sub")
@@ -201,7 +211,7 @@ def div(ctx: LoweringContext) -> Complex:
 
 @COMPLEX.rule("aten::sum", "aten::mean")
 def reduce(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     if ctx.has("dim") and not ctx.is_none("dim"):
         axes = tuple(sorted({norm_axis(a, z.rank) for a in ctx.ints("dim")}))
         keep = ctx.bool("keepdim") if ctx.has("keepdim") else False
@@ -215,7 +225,7 @@ def reduce(ctx: LoweringContext) -> Complex:
 
 @COMPLEX.rule("aten::size")
 def size(ctx: LoweringContext) -> object:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     static = ctx.lowering.static_sizes
     axes = [norm_axis(ctx.int(1), z.rank)] if ctx.n_inputs > 1 and not ctx.is_none(1) else list(range(z.rank))
     dims = [d if static and isinstance(d, int) else dim_value(ctx.b, z.pair, a)
@@ -225,12 +235,12 @@ def size(ctx: LoweringContext) -> object:
 
 @COMPLEX.rule("aten::dim")
 def dim(ctx: LoweringContext) -> int:
-    return _z(ctx, 0).rank
+    return complex_arg(ctx, 0).rank
 
 
 @COMPLEX.rule("aten::transpose")
 def transpose(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     a, c = norm_axis(ctx.int(1), z.rank), norm_axis(ctx.int(2), z.rank)
     perm = list(range(z.rank + 1))
     perm[a], perm[c] = perm[c], perm[a]
@@ -239,20 +249,20 @@ def transpose(ctx: LoweringContext) -> Complex:
 
 @COMPLEX.rule("aten::permute")
 def permute(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     perm = [norm_axis(d, z.rank) for d in ctx.ints(1)] + [z.rank]
     return Complex(ctx.b.op("transpose", z.pair, perm=tuple(perm)))
 
 
 @COMPLEX.rule("aten::unsqueeze")
 def unsqueeze(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     return Complex(ctx.b.op("unsqueeze", z.pair, axes=(norm_axis(ctx.int(1), z.rank + 1),)))
 
 
 @COMPLEX.rule("aten::squeeze")
 def squeeze(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     if ctx.n_inputs > 1 and not ctx.is_none(1):
         axes = [norm_axis(d, z.rank) for d in ctx.ints(1)]
     else:
@@ -263,7 +273,7 @@ def squeeze(ctx: LoweringContext) -> Complex:
 
 @COMPLEX.rule("aten::reshape", "aten::view")
 def reshape(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     target = ctx.b.op("concat", ctx.shape_tensor(1), ctx.b.ints([2]), axis=0)
     return Complex(ctx.b.op("reshape", z.pair, target))
 
@@ -272,7 +282,7 @@ def reshape(ctx: LoweringContext) -> Complex:
 def expand(ctx: LoweringContext) -> Complex:
     """The pair broadcast to the sizes, its (re, im) axis kept (Qwen-Image's rotary table
     over the batch)."""
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     return Complex(ctx.b.op("expand", z.pair, ctx.b.op("concat", ctx.shape_tensor(1), ctx.b.ints([2]), axis=0)))
 
 
@@ -280,7 +290,7 @@ def expand(ctx: LoweringContext) -> Complex:
 def repeat(ctx: LoweringContext) -> Complex:
     from t2n.frontend.lowering.rearrange import tile
 
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     reps = ctx.shape_tensor(1)
     n = reps.type.shape[0]
     if not isinstance(n, builtins.int) or n < z.rank:
@@ -290,7 +300,7 @@ def repeat(ctx: LoweringContext) -> Complex:
 
 @COMPLEX.rule("aten::flatten")
 def flatten(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     b = ctx.b
     s = norm_axis(ctx.int(1), z.rank) if ctx.n_inputs > 1 else 0
     e = norm_axis(ctx.int(2), z.rank) if ctx.n_inputs > 2 else z.rank - 1
@@ -302,7 +312,7 @@ def flatten(ctx: LoweringContext) -> Complex:
 
 @COMPLEX.rule("aten::slice")
 def slice_(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     sliced = slice_arguments(ctx, z.rank)
     if sliced is None:
         return z
@@ -315,7 +325,7 @@ def split(ctx: LoweringContext) -> list[Complex]:
     """Pieces of a static axis (Qwen-Image's rotary table split per position axis)."""
     from t2n.frontend.lowering.split import cut, split_starts
 
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     axis = norm_axis(ctx.int(2), z.rank) if ctx.n_inputs > 2 else 0
     n = z.shape[axis]
     if not isinstance(n, builtins.int):
@@ -323,9 +333,20 @@ def split(ctx: LoweringContext) -> list[Complex]:
     return [Complex(p) for p in cut(ctx.b, z.pair, axis, split_starts(ctx, n))]
 
 
+@COMPLEX.rule("aten::chunk", "aten::unsafe_chunk")
+def chunk(ctx: LoweringContext) -> list[Complex]:
+    """The real rule's pieces of the pair, the axis counted on the complex tensor
+    (NucleusMoE's rotary table chunked per position axis)."""
+    from t2n.frontend.lowering.split import chunk_pieces
+
+    z = complex_arg(ctx, 0)
+    axis = norm_axis(ctx.int(2), z.rank) if ctx.n_inputs > 2 else 0
+    return [Complex(p) for p in chunk_pieces(ctx, z.pair, ctx.int(1), axis)]
+
+
 @COMPLEX.rule("aten::select")
 def select(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     axis = norm_axis(ctx.int(1), z.rank)
     i = ctx.int(2)
     piece = slice_axis(ctx.b, z.pair, axis, i, None if i == -1 else i + 1)
@@ -334,7 +355,7 @@ def select(ctx: LoweringContext) -> Complex:
 
 @COMPLEX.rule("aten::narrow")
 def narrow(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     axis = norm_axis(ctx.int(1), z.rank)
     start, length = ctx.int(2), ctx.int(3)
     return Complex(slice_axis(ctx.b, z.pair, axis, start, start + length))
@@ -367,7 +388,7 @@ def stack(ctx: LoweringContext) -> Complex:
 
 @COMPLEX.rule("aten::flip")
 def flip(ctx: LoweringContext) -> Complex:
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     axes = tuple(sorted({norm_axis(a, z.rank) for a in ctx.ints(1)}))
     return Complex(ctx.b.op("reverse", z.pair, axes=axes)) if axes else z
 
@@ -377,7 +398,7 @@ def constant_pad(ctx: LoweringContext) -> Complex:
     """Zero padding (torch.export's form of a transform length above the signal's):
     the pair padded on the same axes, its (real, imaginary) axis untouched; negative
     widths (cuts) are refused."""
-    z = _z(ctx, 0)
+    z = complex_arg(ctx, 0)
     value = ctx.optional("value") if ctx.has("value") else None
     flat = ctx.ints(1)
     if value not in (None, 0, 0.0) or any(w < 0 for w in flat) or len(flat) > 2 * z.rank:

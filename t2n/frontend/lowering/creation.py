@@ -13,6 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from t2n.frontend.complex_tensors import (
+    Complex,
+    complex_arg,
+    complex_shape,
+    constant,
+    from_parts,
+    part,
+    parts_dtype,
+)
 from t2n.frontend.context import LoweringContext
 from t2n.frontend.helpers import from_tensor_data, scalar
 from t2n.frontend.lowering.folding import fold
@@ -21,6 +30,8 @@ from t2n.ir import Builder, Dim, DType, Sym, Value
 from t2n.ir.dims import data_dim, dim_symbols, is_data_symbol
 
 RULES = RuleSet("creation")
+COMPLEX_FILLS = RuleSet("complex_fill")
+"""Factories of complex tensors, found by :func:`t2n.frontend.lowering.complex.complex_rule`."""
 
 
 def out_dtype(ctx: LoweringContext, default: DType) -> DType:
@@ -152,9 +163,19 @@ def i64_const(b: Builder, value: int) -> Value:
 _FILL = {"zeros": 0, "ones": 1, "empty": 0}
 
 
+def complex_fill(ctx: LoweringContext) -> Complex | None:
+    """A factory asking for a complex dtype: the complex rule's fill of each part (the
+    lowering sends a node there only when an argument is complex), else None."""
+    found = filled_complex(ctx) if asks_complex(ctx) else None
+    assert not isinstance(found, Value), "a complex dtype gives a complex tensor"
+    return found
+
+
 @RULES.rule("aten::zeros", "aten::ones", "aten::empty", "aten::full", "aten::empty_strided")
-def filled(ctx: LoweringContext) -> Value:
+def filled(ctx: LoweringContext) -> Value | Complex:
     """``empty`` is filled with zeros: any content is right for it."""
+    if (z := complex_fill(ctx)) is not None:
+        return z
     name = ctx.kind.removeprefix("aten::").removesuffix("_strided")
     value = ctx.raw("fill_value") if name == "full" else _FILL[name]
     dt = out_dtype(ctx, number_dtype(value) if name == "full" else DType.F32)
@@ -169,7 +190,9 @@ def empty_permuted(ctx: LoweringContext) -> Value:
 
 
 @RULES.rule("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
-def filled_like(ctx: LoweringContext) -> Value:
+def filled_like(ctx: LoweringContext) -> Value | Complex:
+    if (z := complex_fill(ctx)) is not None:
+        return z
     x = ctx.tensor(0)
     name = ctx.kind.removeprefix("aten::").removesuffix("_like")
     value = ctx.raw("fill_value") if name == "full" else _FILL[name]
@@ -178,8 +201,10 @@ def filled_like(ctx: LoweringContext) -> Value:
 
 @RULES.rule("aten::new_zeros", "aten::new_ones", "aten::new_empty", "aten::new_full",
             "aten::new_empty_strided")
-def filled_new(ctx: LoweringContext) -> Value:
+def filled_new(ctx: LoweringContext) -> Value | Complex:
     """``x.new_*(size)``: the dtype defaults to x's."""
+    if (z := complex_fill(ctx)) is not None:
+        return z
     x = ctx.tensor(0)
     name = ctx.kind.removeprefix("aten::new_").removesuffix("_strided")
     value = ctx.raw("fill_value") if name == "full" else _FILL[name]
@@ -355,3 +380,84 @@ def tri_indices(ctx: LoweringContext) -> Value:
     fn = np.triu_indices if "triu" in ctx.kind else np.tril_indices
     idx = np.stack(fn(rows, offset, cols)).astype(np.int64)
     return ctx.b.const(idx, DType.I64)
+
+
+# -- complex filled tensors (COMPLEX_FILLS, see complex.complex_rule) ------------------------------------------------------------------
+
+FILLS = ("aten::zeros", "aten::ones", "aten::empty", "aten::full", "aten::empty_strided")
+FILLS_LIKE = ("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
+FILLS_NEW = ("aten::new_zeros", "aten::new_ones", "aten::new_empty", "aten::new_full", "aten::new_empty_strided")
+
+
+def asked_dtype(ctx: LoweringContext) -> Any:
+    """The ``dtype`` argument as a torch.dtype (TorchScript gives its code), or None."""
+    import torch
+
+    from t2n.frontend.dtypes import SCALAR_TYPE_CODES
+
+    if not ctx.has("dtype") or ctx.is_none("dtype"):
+        return None
+    dtype = ctx.const("dtype")
+    dtype = SCALAR_TYPE_CODES.get(dtype) if isinstance(dtype, int) else dtype
+    return dtype if isinstance(dtype, torch.dtype) else None
+
+
+def asks_complex(ctx: LoweringContext) -> bool:
+    """Whether a factory asks for a complex dtype (``zeros(n, dtype=torch.complex64)``,
+    which torch.export records as a ``full``): the real rules send it here."""
+    dtype = asked_dtype(ctx)
+    return dtype is not None and dtype.is_complex
+
+
+@COMPLEX_FILLS.rule(*FILLS, *FILLS_LIKE, *FILLS_NEW)
+def filled_complex(ctx: LoweringContext) -> Complex | Value:
+    """The real rule's ``fill`` of each part: a complex fill value, a complex dtype, or
+    the shape (``*_like``) or dtype (``new_*``) of a complex tensor; a real dtype asked
+    keeps the real part, as PyTorch does."""
+    import torch
+
+    from t2n.frontend.dtypes import to_ir
+
+    name = ctx.kind.removeprefix("aten::").removeprefix("new_").removesuffix("_like").removesuffix("_strided")
+    value = ctx.raw("fill_value") if name == "full" else _FILL[name]
+    like = ctx.raw(0) if ctx.kind in FILLS_LIKE or ctx.kind in FILLS_NEW else None
+    b = ctx.b
+    if ctx.kind in FILLS_LIKE:
+        shape = complex_shape(ctx.b, like) if isinstance(like, Complex) else b.op("shape_of", ctx.as_value(like))
+    else:
+        shape = ctx.shape_tensor("size")
+    dtype = asked_dtype(ctx)
+    if dtype is not None and not dtype.is_complex:
+        return fill(ctx, shape, value.real if isinstance(value, complex) else value, to_ir(dtype))
+    dt = DType.F64 if dtype == torch.complex128 else parts_dtype([like, value]) if dtype is None else DType.F32
+    return fill_parts(ctx, shape, value, dt)
+
+
+def fill_parts(ctx: LoweringContext, shape: Value, value: Any, dtype: DType) -> Complex:
+    """The real ``fill`` of each part of ``value`` (a number, a real or a complex 0-d tensor)."""
+    b = ctx.b
+    if isinstance(value, Complex):
+        return from_parts(b, fill(ctx, shape, part(b, value, 0), dtype), fill(ctx, shape, part(b, value, 1), dtype))
+    re, im = (value.real, value.imag) if isinstance(value, complex) else (value, 0.0)
+    return from_parts(b, fill(ctx, shape, re, dtype), fill(ctx, shape, im, dtype))
+
+
+@COMPLEX_FILLS.rule("aten::scalar_tensor")
+def complex_scalar(ctx: LoweringContext) -> Complex:
+    """A Python complex number as a 0-d tensor (torch.export's form of the number in
+    ``where(c, z, 2 - 1j)``)."""
+    import torch
+
+    x = ctx.raw(0)
+    if not isinstance(x, complex):
+        raise ctx.unsupported("scalar_tensor of a complex value that is not a Python number")
+    return constant(ctx.b, x, DType.F64 if asked_dtype(ctx) == torch.complex128 else DType.F32)
+
+
+
+@COMPLEX_FILLS.rule("aten::fill_", "aten::fill", "aten::zero_", "aten::zero")
+def fill_complex(ctx: LoweringContext) -> Complex:
+    """The real ``fill`` of each part in the tensor's shape."""
+    z = complex_arg(ctx, 0)
+    value = 0 if "zero" in ctx.kind else ctx.raw(1)
+    return fill_parts(ctx, complex_shape(ctx.b, z), value, z.dtype)

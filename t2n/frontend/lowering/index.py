@@ -111,8 +111,11 @@ def index_select(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
     if x.rank == 0:
         return x
-    axis = ctx.axis(1, x.rank)
-    idx = ctx.tensor(2)
+    return select_indices(ctx, x, ctx.axis(1, x.rank), ctx.tensor(2))
+
+
+def select_indices(ctx: LoweringContext, x: Value, axis: int, idx: Value) -> Value:
+    """``index_select`` of ``x`` on ``axis`` (also the complex rule's, on the (re, im) pair)."""
     if idx.rank == 0:
         idx = reshape(ctx.b, idx, [1])
     return ctx.b.op("gather", x, normalized(ctx.b, idx, dim_value(ctx.b, x, axis)), axis=axis)
@@ -230,9 +233,13 @@ def flat_index(ctx: LoweringContext, x: Value, first: int, idx: list[Value]) -> 
 
 @RULES.rule("aten::index", "aten::_unsafe_index")
 def index(ctx: LoweringContext) -> Value:
-    x = ctx.tensor(0)
-    items = ctx.raw(1)
-    found = index_tensors(ctx, x, list(items))
+    return advanced_index(ctx, ctx.tensor(0), list(ctx.raw(1)))
+
+
+def advanced_index(ctx: LoweringContext, x: Value, items: list[Any]) -> Value:
+    """``x[items]`` (tensors, None for a whole axis, masks known at export). The indices
+    address leading axes only, so the complex rule runs this on the (re, im) pair."""
+    found = index_tensors(ctx, x, items)
     if not found:
         return x
     axes = [a for a, _ in found]

@@ -95,3 +95,47 @@ def _fixed_mode(mode: str, dims: int):  # type: ignore[no-untyped-def]
 for _d in (1, 2, 3):
     RULES.add(f"aten::reflection_pad{_d}d", _fixed_mode("reflect", _d))
     RULES.add(f"aten::replication_pad{_d}d", _fixed_mode("replicate", _d))
+
+
+# -- pad_sequence --------------------------------------------------------------------
+def sequence_options(ctx: LoweringContext) -> tuple[bool, Any, bool]:
+    """``pad_sequence``'s (batch_first, padding_value, left) arguments (defaults: the
+    batch axis second, zero padding, padding on the right)."""
+    batch_first = ctx.bool("batch_first") if ctx.has("batch_first") else False
+    value = ctx.optional("padding_value") if ctx.has("padding_value") else None
+    side = str(ctx.const("padding_side")) if ctx.has("padding_side") and not ctx.is_none("padding_side") else "right"
+    if side not in ("left", "right"):
+        raise ctx.unsupported(f"pad_sequence with padding_side={side!r}")
+    return batch_first, 0.0 if value is None else value, side == "left"
+
+
+def pad_sequences(ctx: LoweringContext, seqs: Sequence[Value], batch_first: bool, value: Any, left: bool) -> Value:
+    """Each sequence padded on its first axis to the longest, then all stacked on a new
+    batch axis (first or second). Lengths must be known at export, or all the same."""
+    if not seqs or any(s.rank == 0 for s in seqs):
+        raise ctx.unsupported("pad_sequence of no sequences, or of 0-d tensors")
+    lengths = [s.type.shape[0] for s in seqs]
+    static = [n for n in lengths if isinstance(n, int)]
+    if all(n == lengths[0] for n in lengths):
+        extras = [0] * len(seqs)
+    elif len(static) == len(seqs):
+        extras = [max(static) - n for n in static]
+    else:
+        raise ctx.unsupported("pad_sequence of sequences whose different lengths are known at run time only")
+    axis = 0 if batch_first else 1
+    out = []
+    for s, extra in zip(seqs, extras):
+        if extra:
+            s = pad(ctx, s, [0, 0] * (s.rank - 1) + ([extra, 0] if left else [0, extra]), "constant", value)
+        out.append(ctx.b.op("unsqueeze", s, axes=(axis,)))
+    return out[0] if len(out) == 1 else ctx.b.op("concat", *out, axis=axis)
+
+
+@RULES.rule("aten::pad_sequence")
+def pad_sequence(ctx: LoweringContext) -> Value:
+    """``nn.utils.rnn.pad_sequence`` of a list built in the model (not a run-time list)."""
+    seqs = ctx.raw("sequences")
+    if not isinstance(seqs, (list, tuple)):
+        raise ctx.unsupported("pad_sequence of a list computed at run time")
+    batch_first, value, left = sequence_options(ctx)
+    return pad_sequences(ctx, [ctx.as_value(s) for s in seqs], batch_first, value, left)

@@ -47,8 +47,12 @@ def fill_(ctx: LoweringContext) -> Value:
 @RULES.rule("aten::slice_scatter")
 def slice_scatter_rule(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
-    src = ctx.tensor(1, x.type.dtype)
-    axis = ctx.axis(2, x.rank) if ctx.n_inputs > 2 else 0
+    return slice_scatter_into(ctx, x, ctx.tensor(1, x.type.dtype), ctx.axis(2, x.rank) if ctx.n_inputs > 2 else 0)
+
+
+def slice_scatter_into(ctx: LoweringContext, x: Value, src: Value, axis: int) -> Value:
+    """``x`` with its slice (the node's bounds) on ``axis`` replaced by ``src`` (also the
+    complex rule's, on (re, im) pairs)."""
     start = ctx.optional(3) if ctx.n_inputs > 3 else None
     end = ctx.optional(4) if ctx.n_inputs > 4 else None
     step = ctx.int(5) if ctx.n_inputs > 5 else 1
@@ -62,8 +66,12 @@ def slice_scatter_rule(ctx: LoweringContext) -> Value:
 @RULES.rule("aten::select_scatter")
 def select_scatter(ctx: LoweringContext) -> Value:
     x = ctx.tensor(0)
-    src = ctx.tensor(1, x.type.dtype)
-    axis = ctx.axis(2, x.rank)
+    return select_scatter_into(ctx, x, ctx.tensor(1, x.type.dtype), ctx.axis(2, x.rank))
+
+
+def select_scatter_into(ctx: LoweringContext, x: Value, src: Value, axis: int) -> Value:
+    """``x`` with its entry at the node's index on ``axis`` replaced by ``src`` (also the
+    complex rule's, on (re, im) pairs)."""
     i = ctx.int(3)
     n = x.type.shape[axis]
     if i < 0:

@@ -83,8 +83,11 @@ def chunk(ctx: LoweringContext) -> list[Value]:
     """Chunk size ceil(n / chunks) is computed from the graph's size, so the bounds
     follow a dynamic axis; how many chunks there are is fixed by the traced size."""
     x = ctx.tensor(0)
-    chunks = ctx.int(1)
-    axis = ctx.axis(2, x.rank) if ctx.n_inputs > 2 else 0
+    return chunk_pieces(ctx, x, ctx.int(1), ctx.axis(2, x.rank) if ctx.n_inputs > 2 else 0)
+
+
+def chunk_pieces(ctx: LoweringContext, x: Value, chunks: int, axis: int) -> list[Value]:
+    """``chunk``'s pieces of ``x`` (also the complex rule's, on the (re, im) pair)."""
     # With two chunks the count is 2 whatever the size; with more it depends on it.
     n = piece_count_size(ctx, x, axis, "chunk") if chunks > 2 else _static(x.type.shape[axis], ctx, "chunk")
     if chunks <= 0 or n == 0:
