@@ -29,13 +29,23 @@ the shortest of three loads when they are short): t2n / ONNX, the median over pa
 (keyed by the cell's text and the torch version; the peer exports all missing cells in
 one process); t2n's are made again by each run, so a run measures the t2n it imports.
 
+A cell may export input axes as symbols (:func:`benchmarks.grid_models.dynamic_axes`:
+the sorts along a dynamic axis): t2n's artifact and the ONNX file then have those axes
+dynamic (the ONNX inputs named ``input_0``... as t2n names them), the peer is not
+measured (its export here has no dynamic axes), and a fourth artifact, t2n's of the same
+cell with the axes static, runs in the same rounds for reference, outside the ratio. Such
+cases get a table of every cell (run times, dynamic over static) after the grid table,
+between marks of their own. A side that loads but fails at its first run is recorded
+and the others timed.
+
 ``--quick`` measures one cell per combination, once, briefly (a smoke test).
 ``--json`` keeps every measurement; ``--baseline`` adds a *before* column from such a
 file of an earlier run (same cells); ``--write`` puts the table in
 ``benchmarks/RESULTS_ARTIFACT_SPEED.md`` between the ``GRID_BEGIN`` / ``GRID_END`` marks;
 with ``--cases``, only the rows (and failure notes) of those cases are replaced, the
 others kept, and a line names the run that measured them (give the ``--baseline`` the
-written table had: its columns must match).
+written table had: its columns must match; without one, a written table with *before*
+columns gets them, n/a, for these cases).
 """
 
 from __future__ import annotations
@@ -59,10 +69,15 @@ import numpy as np
 import torch
 
 from benchmarks import peer, speed_engines
-from benchmarks.grid_models import build, parse
+from benchmarks.grid_models import build, dynamic_axes, parse
 
 CAP = 4_000_000
 """Largest tensor of a cell, in elements (16 MB of f32): keeps one run under ~50 ms."""
+
+CAPS = {"sort": 2048 * 2048 * 4}
+"""Families allowed more: a sort along a dynamic axis compares every pair of a row (``n``
+rows of ``s²``), and its quadratic cost is what that case measures, so it goes up to one
+row of 2048 or 8 rows of 1024 (0.2-0.3 s a run)."""
 
 C = (1, 16, 64, 256)
 S = (8, 32, 128, 512)
@@ -111,6 +126,23 @@ def cases() -> list[Case]:
         ("sequencer block", "block kind=sequencer", {}, {"c": (32, 64), "s": (8, 16, 32), "n": (1,)}),
         ("tied output head", "head kind=tied", {"v": (8192, 32000, 128256)},
          {"c": (256, 512, 1024, 2048), "s": (1, 8, 64), "n": (1,)}),
+        *_sorts(),
+    ]
+
+
+SORT_S = (16, 64, 256, 1024, 2048)
+
+
+def _sorts() -> list[Case]:
+    """Sorts along a dynamic axis (written with comparisons, ``DynamicAxisSort``), every
+    axis taken in full: the cost over the length is what they measure. Their cells also
+    run t2n's artifact with the axis static (tract's top-k), see :func:`details`.
+    ``torch.topk(x, k=x.shape[-1])`` is lowered as the same sort of the whole axis, so it
+    has no case of its own."""
+    return [
+        ("sort, dynamic axis", "sort dynamic=1",
+         {"op": ("sort", "argsort"), "desc": (0, 1), "n": (1, 8), "s": SORT_S}, {}),
+        ("router sort, dynamic axis", "sort dynamic=1 op=router", {"s": SORT_S}, {}),
     ]
 
 
@@ -139,15 +171,18 @@ def _largest(family: str, p: dict[str, Any]) -> int:
         return n * c * s
     if family == "head":  # the logits (the weight is no activation)
         return n * s * int(p["v"])
+    if family == "sort":  # the comparisons of every pair of a row, along a dynamic axis
+        return n * s * s
     return n * c * s ** dims
 
 
 def _fit(family: str, p: dict[str, Any], axes: dict[str, Sequence[Any]]) -> dict[str, Any]:
-    """``p`` with ``s``, then ``c``, lowered a level at a time until the cell fits ``CAP``."""
-    p = dict(p)
+    """``p`` with ``s``, then ``c``, lowered a level at a time until the cell fits ``CAP``
+    (or the family's own, ``CAPS``)."""
+    p, cap = dict(p), CAPS.get(family, CAP)
     for key in ("s", "c", "n"):
         levels = sorted(axes.get(key, ()))
-        while _largest(family, p) > CAP and key in p and levels.index(p[key]) > 0:
+        while _largest(family, p) > cap and key in p and levels.index(p[key]) > 0:
             p[key] = levels[levels.index(p[key]) - 1]
     return p
 
@@ -181,7 +216,7 @@ def grid(points: int, only: Sequence[str] = ()) -> list[tuple[str, str]]:
         seen = set()
         for i, combo in enumerate(combos):
             for point in sample[i * each:(i + 1) * each]:
-                cell = _text(fam, _fit(fam, {**fixed, **combo, **point}, shape))
+                cell = _text(fam, _fit(fam, {**fixed, **combo, **point}, {**full, **shape}))
                 if cell not in seen:
                     seen.add(cell)
                     out.append((name, cell))
@@ -224,12 +259,15 @@ class Store:
                 (d / "cell.txt").write_text(cell)
             if speed_engines.onnx_missing() is None and not (d / "model.onnx").exists() and not (d / "onnx_error.txt").exists():
                 model, args = build(cell)
-                made = speed_engines.export_onnx(model, args, d / "model.onnx")
+                made = speed_engines.export_onnx(model, args, d / "model.onnx", dynamic_axes(cell))
                 if isinstance(made, str):
                     (d / "onnx_error.txt").write_text(made)
             if speed_engines.peer_missing(self.venv) is None and not (d / "peer" / "peer_outcome.txt").exists():
                 (d / "peer").mkdir(exist_ok=True)
-                todo.append([str(d / "case.pt"), str(d / "peer")])
+                if dynamic_axes(cell):  # the peer's batch export makes every axis static
+                    (d / "peer" / "peer_outcome.txt").write_text(f"{peer.ERROR_MARK}{PEER_STATIC}")
+                else:
+                    todo.append([str(d / "case.pt"), str(d / "peer")])
         if todo:
             listing = self.root / "peer_batch.json"
             listing.write_text(json.dumps(todo))
@@ -260,15 +298,24 @@ class Store:
         return text.removeprefix(peer.ERROR_MARK) if text.startswith(peer.ERROR_MARK) else Path(text)
 
 
-def export_t2n(cell: str, path: Path) -> tuple[Path, list[str]] | str:
-    """t2n's artifact of ``cell`` (and the registries it needs), or why it failed."""
+PEER_STATIC = "not measured: the peer's export here has no dynamic axes"
+
+
+def export_t2n(cell: str, path: Path, dynamic: bool = True) -> tuple[Path, list[str]] | str:
+    """t2n's artifact of ``cell`` (and the registries it needs), or why it failed, with
+    the default options; ``dynamic=False``: the cell's dynamic axes (if any) static. A
+    size the trace baked where it should follow a dynamic axis fails the export
+    (``strict_dynamic_axes``, which changes nothing else): such an artifact would be
+    measured at its traced size only."""
     import t2n
 
     model, args = build(cell)
+    axes = dynamic_axes(cell) if dynamic else {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            art = t2n.export(model, args, path, target=t2n.TractNNEF.latest())
+            art = t2n.export(model, args, path, target=t2n.TractNNEF.latest(), dynamic_axes=axes or None,
+                             strict_dynamic_axes=bool(axes))
     except Exception as exc:  # the table names the cells t2n could not export
         return f"{type(exc).__name__}: {speed_engines.first_line(exc)}"
     return path, list(art.rendered.registries)
@@ -276,26 +323,52 @@ def export_t2n(cell: str, path: Path) -> tuple[Path, list[str]] | str:
 
 # -- measuring ----------------------------------------------------------------------
 
-def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str, min_seconds: float,
-                 runs: int) -> dict[str, Any]:
-    """One pass over one cell: each side's load and run time, errors, mismatches."""
+def _sources(cell: str, store: Store, arts: dict[str, tuple[Path, list[str]] | str]) -> dict[str, Any]:
+    """Each side's (loader, file), or why it has none (a string), or None (not measured):
+    t2n's artifacts (``t2n``; ``static``: the same cell with its dynamic axes static), the
+    ONNX file and the peer's artifact."""
     import tract
 
-    inputs, reference = store.inputs(cell)
-    out: dict[str, Any] = {"load_average": os.getloadavg()[0]}
-    runnables: dict[str, Any] = {}
-    sources: dict[str, tuple[Any, Path] | str | None] = {}
-    if isinstance(t2n_art, str):
-        sources["t2n"] = t2n_art
-    else:
-        sources["t2n"] = (speed_engines.nnef_loader(tract, t2n_art[1]), t2n_art[0])
+    sources: dict[str, Any] = {}
+    for side, art in arts.items():
+        sources[side] = art if isinstance(art, str) else (speed_engines.nnef_loader(tract, art[1]), art[0])
     onnx_path, peer_path = store.onnx(cell), store.peer(cell)
     sources["onnx"] = (tract.onnx(), onnx_path) if isinstance(onnx_path, Path) else onnx_path
     if isinstance(peer_path, Path):
         sources["peer"] = (speed_engines.nnef_loader(tract, speed_engines.registries(peer_path)), peer_path)
     else:
         sources["peer"] = peer_path
-    for side, src in sources.items():
+    return sources
+
+
+def _runs_once(runnables: dict[str, Any], inputs: list[np.ndarray], out: dict[str, Any]) -> None:
+    """Drop (and record) the sides that load but fail when they run, so that the others are
+    timed: tract's ONNX ``TopK`` loads with ``k`` from a symbolic shape and fails at its
+    first run."""
+    for side in list(runnables):
+        try:
+            runnables[side].run(list(inputs))
+        except Exception as exc:  # tract could not run this side: recorded
+            out[side] = {"error": f"tract could not run it: {_with_cause(exc)}"}
+            del runnables[side]
+
+
+def _with_cause(exc: BaseException) -> str:
+    """The error's first line, and the first line under tract's ``Caused by:`` (the line
+    that says why) in parentheses."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    after = lines[lines.index("Caused by:") + 1:] if "Caused by:" in lines else []
+    cause = next((line.split(": ", 1)[-1] if line[:1].isdigit() else line for line in after if line), "")
+    return speed_engines.first_line(exc) + (f" ({cause[:200]})" if cause else "")
+
+
+def measure_cell(cell: str, store: Store, arts: dict[str, tuple[Path, list[str]] | str], min_seconds: float,
+                 runs: int) -> dict[str, Any]:
+    """One pass over one cell: each side's load and run time, errors, mismatches."""
+    inputs, reference = store.inputs(cell)
+    out: dict[str, Any] = {"load_average": os.getloadavg()[0]}
+    runnables: dict[str, Any] = {}
+    for side, src in _sources(cell, store, arts).items():
         if src is None:
             continue
         if isinstance(src, str):
@@ -307,6 +380,7 @@ def measure_cell(cell: str, store: Store, t2n_art: tuple[Path, list[str]] | str,
             out[side] = {"error": f"tract could not load it: {speed_engines.first_line(exc)}"}
             continue
         out[side] = {"load": load}
+    _runs_once(runnables, inputs, out)
     if runnables:
         try:
             # CPU time, not wall time: on a machine whose cores other jobs share, a run longer
@@ -356,9 +430,11 @@ def run_grid(cells: Sequence[tuple[str, str]], store: Store, scratch: Path, repe
              runs: int, extra: int) -> dict[str, list[dict[str, Any]]]:
     """Every cell measured ``repeat`` times (whole passes), then ``extra`` more times for
     cells whose median ratio is above 1."""
-    arts: dict[str, tuple[Path, list[str]] | str] = {}
+    arts: dict[str, dict[str, tuple[Path, list[str]] | str]] = {}
     for i, (_, cell) in enumerate(cells):
-        arts[cell] = export_t2n(cell, scratch / f"cell{i}.nnef.tar")
+        arts[cell] = {"t2n": export_t2n(cell, scratch / f"cell{i}.nnef.tar")}
+        if dynamic_axes(cell):  # for reference: the same cell with its axes static
+            arts[cell]["static"] = export_t2n(cell, scratch / f"cell{i}.static.nnef.tar", dynamic=False)
     results: dict[str, list[dict[str, Any]]] = {cell: [] for _, cell in cells}
 
     def one_pass(todo: Sequence[str], label: str) -> None:
@@ -396,10 +472,10 @@ def summarize(cells: Sequence[tuple[str, str]], results: dict[str, list[dict[str
         passes = results.get(cell, [])
         ratios = [r for r in map(ratio, passes) if r is not None]
         for m in passes[:1]:
-            for side in ("t2n", "onnx", "peer"):
+            for side in ("t2n", "static", "onnx", "peer"):
                 why = m.get(side, {}).get("error") or m.get(side, {}).get("mismatch")
                 if why:
-                    s["failed"].append(f"{side} at `{cell}`: {why}")
+                    s["failed"].append((side, cell, why))
         if ratios:
             s["measured"] += 1
             med = statistics.median(ratios)
@@ -415,7 +491,20 @@ def summarize(cells: Sequence[tuple[str, str]], results: dict[str, list[dict[str
             s["load_over"] += med > LOAD_LIMIT and t2n_load - onnx_load > LOAD_SLACK
             if s["load"] is None or med > s["load"]["ratio"]:
                 s["load"] = {"ratio": med, "cell": cell, "t2n_ms": 1e3 * t2n_load, "onnx_ms": 1e3 * onnx_load}
+    for s in out.values():
+        s["failed"] = _failure_notes(s["failed"], s["cells"])
     return out
+
+
+def _failure_notes(failed: list[tuple[str, str, str]], cells: int) -> list[str]:
+    """``side at `cell`: why`` per failure; one line for a side that fails the same way
+    at every cell of a case (more than one)."""
+    everywhere: list[tuple[str, str]] = []
+    for side, _, why in failed:
+        if cells > 1 and (side, why) not in everywhere and sum(f[0] == side and f[2] == why for f in failed) == cells:
+            everywhere.append((side, why))
+    notes = [f"{side} at every cell ({cells}): {why}" for side, why in everywhere]
+    return notes + [f"{side} at `{cell}`: {why}" for side, cell, why in failed if (side, why) not in everywhere]
 
 
 LOAD_LIMIT = 1.5
@@ -430,16 +519,24 @@ def _short(cell: str) -> str:
     return " ".join(cell.split()[1:])
 
 
+def _written_has_before(doc: Path) -> bool:
+    """Whether the grid table written in ``doc`` has the *before* columns."""
+    text = doc.read_text() if doc.exists() else ""
+    inside = text[text.index(GRID_BEGIN):text.index(GRID_END)] if GRID_BEGIN in text and GRID_END in text else ""
+    return "| worst before |" in inside
+
+
 def table(summary: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]] | None = None) -> str:
-    head = ["case", "cells", *(["worst before", "where before"] if before else []), "worst t2n / best peer", "spread",
+    """The grid table; ``before`` (even empty): the columns of an earlier run's worst cells."""
+    head = ["case", "cells", *(["worst before", "where before"] if before is not None else []), "worst t2n / best peer", "spread",
             "where", "cells > 1.05", "worst load t2n / ONNX", "where (t2n / ONNX load ms)", "slow loads"]
     lines = ["| " + " | ".join(head) + " |",
-             "|---|---:|" + ("---:|---|" if before else "") + "---:|---:|---|---:|---:|---|---:|"]
+             "|---|---:|" + ("---:|---|" if before is not None else "") + "---:|---:|---|---:|---:|---|---:|"]
     notes = []
     for name, s in summary.items():
         w, ld = s["worst"], s["load"]
         cells = [name, f"{s['measured']}/{s['cells']}"]
-        if before:
+        if before is not None:
             b = before.get(name, {}).get("worst")
             cells += [f"{b['ratio']:.2f}", f"`{_short(b['cell'])}`"] if b else ["n/a", ""]
         cells += ([f"{w['ratio']:.2f}", f"{w['low']:.2f}-{w['high']:.2f}", f"`{_short(w['cell'])}`"]
@@ -451,6 +548,58 @@ def table(summary: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]] 
         lines.append("| " + " | ".join(cells) + " |")
         notes += [f"* {name}: {f}" for f in s["failed"]]
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def _detail_row(cell: str, passes: list[dict[str, Any]]) -> str:
+    def ms(side: str) -> str:
+        got = [m[side]["run"] for m in passes if _ok(m, side)]
+        return f"{1e3 * statistics.median(got):.3g}" if got else "n/a"
+
+    over = [m["t2n"]["run"] / m["static"]["run"] for m in passes if _ok(m, "t2n") and _ok(m, "static")]
+    onnx = [m["t2n"]["run"] / m["onnx"]["run"] for m in passes if _ok(m, "t2n") and _ok(m, "onnx")]
+    cells = [f"`{_short(cell)}`", ms("t2n"), ms("static"), f"{statistics.median(over):.3g}" if over else "n/a",
+             f"{min(over):.3g}-{max(over):.3g}" if over else "", ms("onnx"),
+             f"{statistics.median(onnx):.2f}" if onnx else "n/a"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def details(cells: Sequence[tuple[str, str]], results: dict[str, list[dict[str, Any]]], argv: Sequence[str],
+            load: str) -> dict[str, str]:
+    """Per case whose cells have dynamic axes (and so a ``static`` side): every cell's run
+    times, t2n's with the axes dynamic and static, the ONNX path's with them dynamic."""
+    rows: dict[str, list[str]] = {}
+    for name, cell in cells:
+        passes = results.get(cell, [])
+        if any("static" in m for m in passes):
+            rows.setdefault(name, []).append(_detail_row(cell, passes))
+    intro = (f"`python -m benchmarks.artifact_speed --grid {shlex.join(portable(argv))}` (load average {load}). "
+             "Run time of each cell in ms (CPU time, median of the passes, the artifacts' runs alternating): "
+             "t2n's artifact with the axis dynamic (`dynamic_axes`, the default options), t2n's artifact of the "
+             "same model with the axis static, their ratio (lowest and highest pass), the ONNX path with the "
+             "axis dynamic and t2n's time over it (n/a: the notes under the grid table say why).")
+    head = ["| cell | t2n, axis dynamic | t2n, axis static | dynamic / static | spread | ONNX, axis dynamic "
+            "| t2n / ONNX |", "|---|---:|---:|---:|---:|---:|---:|"]
+    return {name: "\n".join([f"#### Every cell of *{name}*", "", intro, "", *head, *r]) + "\n"
+            for name, r in rows.items()}
+
+
+CELLS_BEGIN = "<!-- every cell of {}: written by `python -m benchmarks.artifact_speed --grid --write` -->"
+CELLS_END = "<!-- end of every cell of {} -->"
+
+
+def _write_details(old: str, tables: dict[str, str]) -> str:
+    """``old`` with each case's table of every cell between its marks (after the grid
+    table when the marks are not there yet)."""
+    missing = ""
+    for name, text in tables.items():
+        begin, end = CELLS_BEGIN.format(name), CELLS_END.format(name)
+        block = f"{begin}\n{text}{end}"
+        if begin in old and end in old:
+            old = old[:old.index(begin)] + block + old[old.index(end) + len(end):]
+        else:
+            missing += f"\n\n{block}"
+    at = old.index(GRID_END) + len(GRID_END) if GRID_END in old else len(old)
+    return old[:at] + missing + old[at:]
 
 
 GRID_BEGIN = "<!-- grid table: written by `python -m benchmarks.artifact_speed --grid --write` -->"
@@ -536,8 +685,10 @@ def merge_rows(block: str, text: str, names: Sequence[str], argv: Sequence[str],
     return "\n".join(out) + "\n"
 
 
-def write_doc(doc: Path, text: str, cases: Sequence[str] = (), argv: Sequence[str] = (), load: str = "") -> None:
-    """The grid table between the marks; with ``cases``, only those cases' rows (merge_rows)."""
+def write_doc(doc: Path, text: str, cases: Sequence[str] = (), argv: Sequence[str] = (), load: str = "",
+              tables: dict[str, str] | None = None) -> None:
+    """The grid table between the marks; with ``cases``, only those cases' rows (merge_rows);
+    ``tables``: cases' tables of every cell (:func:`details`), each between marks of its own."""
     old = doc.read_text() if doc.exists() else ""
     if cases and GRID_BEGIN in old and GRID_END in old:
         inside = old[old.index(GRID_BEGIN) + len(GRID_BEGIN) + 1:old.index(GRID_END)]
@@ -550,7 +701,7 @@ def write_doc(doc: Path, text: str, cases: Sequence[str] = (), argv: Sequence[st
         new = old[:at] + "\n\n" + block + "\n" + old[at:]
     else:
         new = old + "\n" + block + "\n"
-    doc.write_text(new)
+    doc.write_text(_write_details(new, tables or {}))
 
 
 def main(argv: Sequence[str]) -> str:
@@ -584,19 +735,28 @@ def main(argv: Sequence[str]) -> str:
     store.prepare(c for _, c in cells)
     with tempfile.TemporaryDirectory() as scratch:
         results = run_grid(cells, store, Path(scratch), ns.repeat, ns.min_seconds, ns.runs, ns.extra)
-    seconds = time.perf_counter() - start
+    return report(ns, argv, cells, results, time.perf_counter() - start)
+
+
+def report(ns: Any, argv: Sequence[str], cells: Sequence[tuple[str, str]], results: dict[str, list[dict[str, Any]]],
+           seconds: float) -> str:
+    """The grid table (and the tables of every cell of the cases with dynamic axes),
+    printed, kept (``--json``) and written (``--write``)."""
     summary = summarize(cells, results)
     before = None
     if ns.baseline:
         saved = json.loads(ns.baseline.read_text())
         before = summarize([tuple(c) for c in saved["cells"]], saved["results"])  # type: ignore[misc]
+    elif ns.write and ns.cases and _written_has_before(speed_engines.DOC):
+        before = {}  # the written table's columns; these cases have no "before" (n/a)
     notes = [n for n in (speed_engines.onnx_missing(), speed_engines.peer_missing(ns.peer_venv)) if n]
     text = header(argv, results, seconds, ns.peer_venv, ns.extra) + table(summary, before) + "".join(f"\n{n}\n" for n in notes)
-    print(text)
+    loads = [m["load_average"] for ms in results.values() for m in ms]
+    load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
+    tables = details(cells, results, argv, load)
+    print(text + "".join(f"\n{t}" for t in tables.values()))
     if ns.json:
         ns.json.write_text(json.dumps({"argv": list(argv), "cells": cells, "results": results}, indent=1))
     if ns.write:
-        loads = [m["load_average"] for ms in results.values() for m in ms]
-        load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "n/a"
-        write_doc(speed_engines.DOC, text, list(summary) if ns.cases else (), argv, load)
+        write_doc(speed_engines.DOC, text, list(summary) if ns.cases else (), argv, load, tables)
     return text

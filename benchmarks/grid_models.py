@@ -9,7 +9,8 @@ saved, so that every exporter compiles the same model.
 Each family is one layer (or a short block) whose form t2n chooses, optionally preceded
 by a convolution (``conv=1``: a 3-wide convolution of ``c`` channels to ``c`` channels,
 same padding) because a layer in front changes what tract's optimiser does with the form
-(it fuses some into the layer's product, or fails to).
+(it fuses some into the layer's product, or fails to). The ``sort`` family exports its
+sorted axis as a symbol (:func:`dynamic_axes`), the form t2n chooses for it.
 """
 
 from __future__ import annotations
@@ -282,9 +283,55 @@ def head(p: dict[str, str]) -> Case:
     return TiedHead(v, c), (torch.randint(0, v, (n, s), generator=_gen()),)
 
 
+class Sort(nn.Module):
+    """``op`` along the last axis: ``sort`` (values and indices, added so that both are
+    made and the cell has one output) or ``argsort``; ``desc``: descending."""
+
+    def __init__(self, op: str, desc: bool) -> None:
+        super().__init__()
+        self.op, self.desc = op, desc
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.op == "argsort":
+            return torch.argsort(x, dim=-1, descending=self.desc)
+        values, indices = torch.sort(x, dim=-1, descending=self.desc)
+        return values + indices.to(values.dtype)
+
+
+class Router(nn.Module):
+    """A mixture-of-experts router's dispatch order: each token's top 2 of 8 experts, then
+    the (token, expert) pairs sorted by expert, stably (an expert's tokens in order), as
+    ``torch.sort(expert_ids.flatten(), stable=True)``; the permutation is the output."""
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        experts = torch.topk(logits, 2, dim=-1).indices
+        return torch.sort(experts.flatten(), stable=True).indices
+
+
+def sort(p: dict[str, str]) -> Case:
+    """``op`` sort / argsort (:class:`Sort`) of ``[n, s]`` along ``s``, or router
+    (:class:`Router`: the router logits of ``s / 2`` tokens, ``s`` pairs sorted);
+    ``dynamic=1``: the sorted axis (the router's tokens) is exported as a symbol
+    (:func:`dynamic_axes`)."""
+    s, n = int(p["s"]), int(p.get("n", "1"))
+    if p["op"] == "router":
+        return Router(), (torch.randn(s // 2, 8, generator=_gen()),)
+    return Sort(p["op"], p.get("desc") == "1"), (torch.randn(n, s, generator=_gen()),)
+
+
+def dynamic_axes(cell: str) -> dict[str, dict[int, str]]:
+    """The input axes ``cell`` exports as symbols, by input name (``input_0``: t2n's name
+    of the first input, given to torch.onnx too): ``dynamic=1`` makes the sorted axis (the
+    router's tokens) the symbol ``S``; every other cell is static."""
+    _, p = parse(cell)
+    if p.get("dynamic") != "1":
+        return {}
+    return {"input_0": {0 if p["op"] == "router" else 1: "S"}}
+
+
 FAMILIES: dict[str, Callable[[dict[str, str]], Case]] = {
     "upsample": upsample, "pool": pool, "cumsum": cumsum, "rnn": rnn, "attention": attention,
-    "norm": norm, "block": block, "head": head,
+    "norm": norm, "block": block, "head": head, "sort": sort,
 }
 
 

@@ -105,12 +105,17 @@ def load_runnable(loader: Any, path: Path, clock: Callable[[], float] = time.per
     return runnable, clock() - start
 
 
-def export_onnx(model: torch.nn.Module, args: tuple[torch.Tensor, ...], path: Path) -> Path | str:
-    """The ONNX file, or why torch.onnx refused the model (one line)."""
+def export_onnx(model: torch.nn.Module, args: tuple[torch.Tensor, ...], path: Path,
+                dynamic_axes: dict[str, dict[int, str]] | None = None) -> Path | str:
+    """The ONNX file, or why torch.onnx refused the model (one line). ``dynamic_axes``
+    (by input name, the inputs then named ``input_0``, ``input_1``... as t2n names them):
+    those axes as symbols."""
+    names = [f"input_{i}" for i in range(len(args))] if dynamic_axes else None
     try:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17)
+            torch.onnx.export(model, args, str(path), dynamo=False, opset_version=17, input_names=names,
+                              dynamic_axes=dynamic_axes or None)
     except Exception as exc:  # the table says which model torch.onnx refused, and why
         return f"{type(exc).__name__}: {first_line(exc)}"
     return path

@@ -168,3 +168,37 @@ def test_grid_write_of_some_cases_replaces_only_their_rows_and_notes(tmp_path):
     assert out.count("Rows of gru, lstm measured again") == 1 and "(load average 7.0-9.0)" in out
     artifact_grid.write_doc(doc, text, ["gru", "lstm"], ["--cases", "gru", "lstm"], "7.0-9.0")
     assert doc.read_text() == out  # writing the same rows again changes nothing
+
+
+def test_grid_tables_of_every_cell_go_between_their_own_marks_after_the_grid_table(tmp_path):
+    from benchmarks import artifact_grid
+
+    doc = tmp_path / "R.md"
+    doc.write_text(f"intro\n{artifact_grid.GRID_BEGIN}\n| case | cells |\n{artifact_grid.GRID_END}\n\nnotes kept\n")
+    text = "| case | cells |\n| sort | 0/1 |\n"
+    artifact_grid.write_doc(doc, text, tables={"sort": "| cell | ms |\n| a | 1 |\n"})
+    out = doc.read_text()
+    begin, end = artifact_grid.CELLS_BEGIN.format("sort"), artifact_grid.CELLS_END.format("sort")
+    assert out.index(artifact_grid.GRID_END) < out.index(begin) < out.index("| a | 1 |") < out.index(end)
+    assert out.index(end) < out.index("notes kept")
+    artifact_grid.write_doc(doc, text, tables={"sort": "| cell | ms |\n| a | 2 |\n"})
+    out = doc.read_text()
+    assert "| a | 1 |" not in out and out.count(begin) == 1 and "| a | 2 |" in out and out.endswith("notes kept\n")
+
+
+def test_a_side_failing_alike_at_every_cell_of_a_case_is_one_note():
+    from benchmarks import artifact_grid
+
+    failed = [("onnx", "a", "no TopK"), ("onnx", "b", "no TopK"), ("peer", "a", "wrong shape")]
+    assert artifact_grid._failure_notes(failed, 2) == ["onnx at every cell (2): no TopK", "peer at `a`: wrong shape"]
+    assert artifact_grid._failure_notes(failed[:1], 1) == ["onnx at `a`: no TopK"]
+
+
+def test_sort_cells_export_their_sorted_axis_as_a_symbol():
+    from benchmarks.grid_models import build, dynamic_axes
+
+    assert dynamic_axes("sort dynamic=1 op=argsort desc=0 n=8 s=16") == {"input_0": {1: "S"}}
+    assert dynamic_axes("sort dynamic=1 op=router s=16") == {"input_0": {0: "S"}}
+    assert dynamic_axes("cumsum axis=2 c=1 s=8 n=1 conv=0") == {}
+    model, (logits,) = build("sort dynamic=1 op=router s=16")
+    assert logits.shape == (8, 8) and model(logits).shape == (16,)
