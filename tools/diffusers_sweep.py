@@ -526,7 +526,9 @@ def sweep(classes: list[str], timeout: float, resume: bool) -> None:
 
 _DATA_WRITE = ("jit: torch.jit.trace drops the in-place write of the positional table recomputed in forward "
                "for a size other than the config's (joint_pos_embedding.data[...].copy_(...)), so the "
-               "graph adds zeros; the trace itself differs from eager, every module's own output matches")
+               "graph adds zeros; the trace itself differs from eager, every module's own output matches. "
+               "t2n.compile says so: an UntracedEffectWarning naming the output and embeddings.py's .data "
+               "line (strict=True: UntracedEffectError)")
 
 KNOWN_FAILURES: dict[str, str] = {
     "CogVideoXTransformer3DModel": _DATA_WRITE,
