@@ -84,7 +84,10 @@ def compile(
     Where ``forward`` turns a tensor computed from the inputs' data into a Python value
     (``if x.sum() > 0:``, ``.item()``, ``int(t)``, ``t.tolist()``, ``torch.tensor`` of
     tensors), the trace keeps the example's value: each such place gives a
-    ``t2n.SpecializedTraceWarning`` naming its source line and module. Weights holding
+    ``t2n.SpecializedTraceWarning`` naming its source line and module. The traced graph
+    is run once on the example inputs: where it does not compute what ``forward``
+    returned (a write through ``.data`` the tracer dropped), a ``t2n.UntracedEffectWarning``
+    names the output. Weights holding
     NaN or infinite values (or values beyond f16's range written as f16) give a
     ``t2n.NonFiniteWeightWarning`` naming each tensor. A forward that writes its own
     parameters or buffers is exported as PyTorch ran that call (the writes start from the
@@ -161,7 +164,8 @@ def compile(
             exported without its weights ever in memory (it then has no PyTorch reference
             outputs; check it with ``artifact.check(inputs=..., expected=...)``).
         strict: raise ``SpecializedTraceError`` (listing every place) instead of the
-            ``SpecializedTraceWarning``, and ``NonFiniteWeightError`` instead of the
+            ``SpecializedTraceWarning``, ``UntracedEffectError`` instead of the
+            ``UntracedEffectWarning``, and ``NonFiniteWeightError`` instead of the
             ``NonFiniteWeightWarning``.
         nnef_variable_naming_scheme: how graph.nnef names its tensors:
             ``"natural_verbose"`` (module path and op, ``encoder_0_fc1_matmul``),
