@@ -49,8 +49,8 @@ def complex_rule(kind: str) -> RuleInfo | None:
 def complex_problem(kind: str) -> str:
     return (f"{kind} on a complex tensor: NNEF has no complex type, and t2n follows complex "
             "tensors through Fourier transforms, arithmetic (+ - * /, conj), abs, angle, real, "
-            "imag, view_as_real, shape ops, indexing and filled tensors only. What to do: take torch.view_as_real(z) (or "
-            "z.abs(), z.real...) before this op")
+            "imag, view_as_real, shape ops, indexing and filled tensors only. What to do: take "
+            "torch.view_as_real(z) (or z.abs(), z.real...) before this op")
 
 
 
@@ -136,12 +136,11 @@ def to(ctx: LoweringContext) -> Complex | Value:
     casts both parts; a real dtype keeps the real part, as PyTorch does."""
     import torch
 
-    from t2n.frontend.dtypes import SCALAR_TYPE_CODES
+    from t2n.frontend.lowering.creation import asked_dtype
 
     z = complex_arg(ctx, 0)
-    dtype = ctx.optional("dtype") if ctx.has("dtype") else None
-    dtype = SCALAR_TYPE_CODES.get(dtype) if isinstance(dtype, int) else dtype  # TorchScript's code
-    if not isinstance(dtype, torch.dtype):
+    dtype = asked_dtype(ctx)
+    if dtype is None:
         return z
     if dtype.is_complex:
         return Complex(ctx.b.cast(z.pair, DType.F64 if dtype == torch.complex128 else DType.F32))

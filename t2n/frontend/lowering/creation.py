@@ -161,6 +161,9 @@ def i64_const(b: Builder, value: int) -> Value:
 
 
 _FILL = {"zeros": 0, "ones": 1, "empty": 0}
+FILLS = ("aten::zeros", "aten::ones", "aten::empty", "aten::full", "aten::empty_strided")
+FILLS_LIKE = ("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
+FILLS_NEW = ("aten::new_zeros", "aten::new_ones", "aten::new_empty", "aten::new_full", "aten::new_empty_strided")
 
 
 def complex_fill(ctx: LoweringContext) -> Complex | None:
@@ -171,7 +174,7 @@ def complex_fill(ctx: LoweringContext) -> Complex | None:
     return found
 
 
-@RULES.rule("aten::zeros", "aten::ones", "aten::empty", "aten::full", "aten::empty_strided")
+@RULES.rule(*FILLS)
 def filled(ctx: LoweringContext) -> Value | Complex:
     """``empty`` is filled with zeros: any content is right for it."""
     if (z := complex_fill(ctx)) is not None:
@@ -189,7 +192,7 @@ def empty_permuted(ctx: LoweringContext) -> Value:
     return fill(ctx, ctx.shape_tensor("size"), 0, out_dtype(ctx, DType.F32))
 
 
-@RULES.rule("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
+@RULES.rule(*FILLS_LIKE)
 def filled_like(ctx: LoweringContext) -> Value | Complex:
     if (z := complex_fill(ctx)) is not None:
         return z
@@ -199,8 +202,7 @@ def filled_like(ctx: LoweringContext) -> Value | Complex:
     return fill(ctx, ctx.b.op("shape_of", x), value, out_dtype(ctx, x.type.dtype))
 
 
-@RULES.rule("aten::new_zeros", "aten::new_ones", "aten::new_empty", "aten::new_full",
-            "aten::new_empty_strided")
+@RULES.rule(*FILLS_NEW)
 def filled_new(ctx: LoweringContext) -> Value | Complex:
     """``x.new_*(size)``: the dtype defaults to x's."""
     if (z := complex_fill(ctx)) is not None:
@@ -382,11 +384,7 @@ def tri_indices(ctx: LoweringContext) -> Value:
     return ctx.b.const(idx, DType.I64)
 
 
-# -- complex filled tensors (COMPLEX_FILLS, see complex.complex_rule) ------------------------------------------------------------------
-
-FILLS = ("aten::zeros", "aten::ones", "aten::empty", "aten::full", "aten::empty_strided")
-FILLS_LIKE = ("aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::full_like")
-FILLS_NEW = ("aten::new_zeros", "aten::new_ones", "aten::new_empty", "aten::new_full", "aten::new_empty_strided")
+# -- complex filled tensors (COMPLEX_FILLS, found by complex.complex_rule) ---------------
 
 
 def asked_dtype(ctx: LoweringContext) -> Any:
@@ -398,7 +396,7 @@ def asked_dtype(ctx: LoweringContext) -> Any:
     if not ctx.has("dtype") or ctx.is_none("dtype"):
         return None
     dtype = ctx.const("dtype")
-    dtype = SCALAR_TYPE_CODES.get(dtype) if isinstance(dtype, int) else dtype
+    dtype = SCALAR_TYPE_CODES.get(dtype) if isinstance(dtype, int) else dtype  # TorchScript's code
     return dtype if isinstance(dtype, torch.dtype) else None
 
 
@@ -452,7 +450,6 @@ def complex_scalar(ctx: LoweringContext) -> Complex:
     if not isinstance(x, complex):
         raise ctx.unsupported("scalar_tensor of a complex value that is not a Python number")
     return constant(ctx.b, x, DType.F64 if asked_dtype(ctx) == torch.complex128 else DType.F32)
-
 
 
 @COMPLEX_FILLS.rule("aten::fill_", "aten::fill", "aten::zero_", "aten::zero")
