@@ -16,7 +16,9 @@ import t2n
 from t2n.errors import UnsupportedOpsError
 from t2n.testing import check_export
 
-FRONTENDS = ["jit", "export"]
+FRONTENDS = ["jit", pytest.param("export", marks=pytest.mark.slow)]
+"""The export frontend's cases (torch.export and its decompositions: most of this file's
+time) run in CI's slow step, which keeps the README's test command under 2 minutes."""
 
 
 def table(angles: torch.Tensor) -> torch.Tensor:
