@@ -86,7 +86,7 @@ def compile(
     tensors), the trace keeps the example's value: each such place gives a
     ``t2n.SpecializedTraceWarning`` naming its source line and module. The traced graph
     is run once on the example inputs: where it does not compute what ``forward``
-    returned (a write through ``.data`` the tracer dropped), a ``t2n.UntracedEffectWarning``
+    returned (a write through a NumPy view the tracer dropped), a ``t2n.UntracedEffectWarning``
     names the output. Weights holding
     NaN or infinite values (or values beyond f16's range written as f16) give a
     ``t2n.NonFiniteWeightWarning`` naming each tensor. A forward that writes its own

@@ -524,15 +524,7 @@ def sweep(classes: list[str], timeout: float, resume: bool) -> None:
     run_in_children("tools.diffusers_sweep", pending, "class", 2 * timeout, recorder(RESULTS, "class"))
 
 
-_DATA_WRITE = ("jit: torch.jit.trace drops the in-place write of the positional table recomputed in forward "
-               "for a size other than the config's (joint_pos_embedding.data[...].copy_(...)), so the "
-               "graph adds zeros; the trace itself differs from eager, every module's own output matches. "
-               "t2n.compile says so: an UntracedEffectWarning naming the output and embeddings.py's .data "
-               "line (strict=True: UntracedEffectError)")
-
 KNOWN_FAILURES: dict[str, str] = {
-    "CogVideoXTransformer3DModel": _DATA_WRITE,
-    "ConsisIDTransformer3DModel": _DATA_WRITE + " (CogVideoX's patch embedding)",
     "LTX2VideoDiffusionDecoderModel": "not judged: the sweep's child process dies on it (twice) before any "
                                       "outcome; its tiny configs do not construct (head size over the narrowest "
                                       "width, channel reductions), and the small one decodes 16 x 16 latents 32 "

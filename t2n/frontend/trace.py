@@ -84,8 +84,6 @@ class TracedModel:
     untraced: list[ReplayDifference] = attrs.field(factory=list)
     """Outputs the traced graph, replayed on the example inputs, computes differently
     from ``forward`` (:mod:`t2n.frontend.trace_replay`)."""
-    detached: list[Specialization] = attrs.field(factory=list)
-    """Where ``forward`` took ``.data`` of a tensor it computed (the usual cause of those)."""
     extracted: ExtractedCalls | None = None
     """The module extractors of the compile call and the calls they claimed."""
     noise: list[NoiseDraw] = attrs.field(factory=list)
@@ -292,7 +290,6 @@ def trace_module(model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str
         start_values=start,
         state_written=tuple(dict.fromkeys(e.name for e in writes.events)), extracted=extracted,
         untraced=_untraced(graph, extracted, writes, replay_inputs(originals, state, start), outputs, flat.out_paths),
-        detached=watch.detached,
     )
 
 

@@ -1,14 +1,14 @@
 """The traced graph run once on the example inputs and compared with what ``forward``
 returned: what the trace left out.
 
-``torch.jit.trace`` records the ops it sees on traced values. A write through ``.data``
-(or a NumPy view) into a tensor that ``forward`` made changes what PyTorch returns, but
-the tracer stores ``.data`` as a constant and drops the write: the graph, and so the
-artifact, computes something else, with no error (diffusers' CogVideoX fills its
-positional table this way). Running the graph in TorchScript's interpreter on the same
-inputs shows it. Each output that differs is reported, with the places where
-``forward`` took ``.data`` of a tensor it computed (the usual cause): a
-:class:`UntracedEffectWarning`, or with ``compile(..., strict=True)`` an
+``torch.jit.trace`` records the ops it sees on traced values. A write into a tensor's
+memory that goes around torch's ops (through a NumPy view, or ``.data`` of a tensor the
+trace does not follow) changes what PyTorch returns while the graph, and so the artifact,
+computes something else, with no error. (``.data`` of an input or of a tensor ``forward``
+made is traced as ``detach()`` by :mod:`t2n.frontend.trace_watch`, so diffusers'
+CogVideoX, which fills its positional table that way, is traced whole.) Running the graph
+in TorchScript's interpreter on the same inputs shows it. Each output that differs is
+reported: a :class:`UntracedEffectWarning`, or with ``compile(..., strict=True)`` an
 :class:`~t2n.errors.UntracedEffectError`.
 
 The replay is skipped where it cannot be compared: calls taken by extractors (one node
@@ -29,7 +29,6 @@ import torch
 from t2n.errors import UntracedEffectError
 from t2n.frontend import torch_private
 from t2n.frontend.sampling import SAMPLING_KINDS
-from t2n.frontend.specialization import Specialization
 
 log = logging.getLogger("t2n.frontend")
 
@@ -124,20 +123,19 @@ def replay_inputs(examples: Sequence[torch.Tensor], state: Sequence[tuple[str, t
 
 ADVICE = (
     "Something forward did is not in the trace, so the artifact would compute the traced "
-    "graph, not what PyTorch returned. The usual cause is a write through `.data` (or a NumPy "
-    "view) into a tensor forward made: write it with ops the trace records (`t[:, a:b] = v` "
-    "without `.data`, or torch.cat), or try frontend=\"export\" (torch.export records such writes "
+    "graph, not what PyTorch returned. The usual cause is a write that goes around torch's ops "
+    "(through a NumPy view of a tensor, or its storage): write it with ops the trace records "
+    "(`t[:, a:b] = v`, or torch.cat), or try frontend=\"export\" (torch.export records such writes "
     "where it can run them). "
     "compile(..., strict=True) makes this an error."
 )
 
 
-def report(differences: Sequence[ReplayDifference], places: Sequence[Specialization], *, strict: bool) -> None:
-    """Warn once listing every differing output (and the ``.data`` places), or raise."""
+def report(differences: Sequence[ReplayDifference], *, strict: bool) -> None:
+    """Warn once listing every differing output, or raise."""
     if not differences:
         return
     lines = [d.describe() for d in differences]
-    lines += [p.describe() for p in dict.fromkeys(places)]
     listing = "\n".join(f"  - {line}" for line in lines)
     message = (f"the traced graph, run on the example inputs, does not compute what forward "
                f"returned:\n{listing}\n{ADVICE}")

@@ -10,9 +10,9 @@ PyTorch meanwhile are not affected) active during the trace. It sees every torch
 * in-place writes into a parameter's or buffer's memory: the tensor is copied once,
   before the first write, so that the artifact can start from the values PyTorch
   started from (:mod:`t2n.frontend.state_guard`);
-* ``.data`` of a tensor ``forward`` computed, which the tracer keeps as a constant
-  (writes through it are lost): named if the replay of the graph differs
-  (:mod:`t2n.frontend.trace_replay`);
+* ``.data`` of an input or of a tensor ``forward`` computed: the tracer would store it as
+  a constant (its value at the trace, and writes through it lost); it is traced as
+  ``detach()``, the same memory, so reads follow the inputs and writes reach the graph;
 * with ``compile(sampling="inputs")``, random draws (``torch.randn``...): what each
   returned, under a name given to its traced value (:mod:`t2n.frontend.sampling`).
 
@@ -68,9 +68,6 @@ _IN_PLACE_DUNDERS = frozenset({
     "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__",
     "__imatmul__", "__setitem__",
 })
-
-
-DETACHED = "`.data` of a tensor computed in forward (the trace keeps it as a constant; writes through it are lost)"
 
 
 def _descriptor_name(func: Any) -> str:
@@ -154,9 +151,6 @@ class TraceWatch(TorchFunctionMode):
         self.writes = writes
         self.scope_prefix = scope_prefix
         self.found: list[Specialization] = []
-        self.detached: list[Specialization] = []
-        """Places where ``forward`` took ``.data`` of a tensor it computed: the tracer
-        makes it a constant, and writes through it are not traced."""
         self.size_found: list[Specialization] = []
         """Sizes turned into Python values: specialised only where an axis is dynamic."""
         self._judged = 0
@@ -177,8 +171,8 @@ class TraceWatch(TorchFunctionMode):
             with self._judging():
                 return unpool(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        if name == "__get__" and _descriptor_name(func) == "data" and args and self._computed(args[0]):
-            self.detached.append(self._place(DETACHED, sys._getframe(1)))
+        if name == "__get__" and _descriptor_name(func) == "data" and args and self._traced_tensor(args[0]):
+            return args[0].detach()  # the same memory, and a traced alias instead of a constant
         what = TENSOR_CONVERSIONS.get(name)
         if what is not None and args and isinstance(args[0], torch.Tensor):
             from_inputs = self.dependence.of_tensor(args[0])
@@ -230,11 +224,16 @@ class TraceWatch(TorchFunctionMode):
         return Specialization(what, user.f_code.co_filename if user else "", user.f_lineno if user else 0,
                               self.current_module(), value, sizes)
 
-    @staticmethod
-    def _computed(t: Any) -> bool:
-        """Whether ``t`` is a tensor the traced call computed (not an input, parameter or constant)."""
+    def _traced_tensor(self, t: Any) -> bool:
+        """Whether ``t`` is an input of the traced call or a tensor it computed (not a
+        parameter, buffer or constant: ``.data`` of those reads their value)."""
         value = torch_private.traced_value(t)
-        return value is not None and value.node().kind() not in ("prim::Param", "prim::Constant")
+        if value is None:
+            return False
+        kind = value.node().kind()
+        if kind == "prim::Param":  # the call's inputs come first, then its parameters and buffers
+            return value.offset() < self.dependence.n_inputs
+        return kind not in ("prim::TracedAttr", "prim::GetAttr", "prim::Constant")
 
     def recorder(self, into: list[warnings.WarningMessage], tracer_warning: type[Warning]) -> Any:
         """A ``warnings.showwarning`` that keeps each warning in ``into`` and judges the

@@ -53,7 +53,7 @@ class JitFrontend(Frontend):
         extracted = ExtractedCalls(options.extractors) if options.extractors else None
         traced = trace_module_with_weights(model, args, dict(options.kwargs or {}), options.weights_from,
                                            extracted, draws=options.sampling == "inputs")
-        report_untraced(traced.untraced, traced.detached, strict=options.strict)
+        report_untraced(traced.untraced, strict=options.strict)
         return traced, None
 
     def lower(self, read: ReadModel, options: FrontendOptions) -> Graph:
