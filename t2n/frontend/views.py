@@ -165,7 +165,29 @@ def invert(b: Builder, op: Any, new_out: Value) -> Value:
         if len(axes) != 1:
             raise UnsupportedHere("a write into a slice over several axes at once")
         return slice_scatter(b, x, new_out, axes[0], begins[0], ends[0], int(steps[0]))
+    if kind == "gather" and _leading_range(op.inputs[1]):
+        return _scatter_leading(b, x, op.inputs[1], new_out, int(op.attrs["axis"]))
     raise UnsupportedHere(f"a write into the result of '{kind}' (a view t2n cannot invert)")
+
+
+def _leading_range(positions: Value) -> bool:
+    """Whether ``positions`` is ``0, 1, ..., n - 1``: how ``t[:n]`` is lowered when ``n``
+    is a length made from tensor data (the gather of that range, :func:`slice_`)."""
+    p = positions.producer
+    return (p is not None and p.kind == "range" and positions.rank == 1
+            and all(v.known is not None and v.known.size == 1 and v.known.reshape(()).item() == k
+                    for v, k in ((p.inputs[0], 0), (p.inputs[2], 1))))
+
+
+def _scatter_leading(b: Builder, x: Value, positions: Value, new_out: Value, axis: int) -> Value:
+    """``x`` with its first ``n`` entries along ``axis`` replaced by ``new_out`` (the
+    length regulator's ``out[i, :len(r)] = r``): a scatter of whole slices, with ``axis``
+    moved first, so that no op needs ``n`` (a length from tensor data) as a size."""
+    perm = (axis, *(i for i in range(x.rank) if i != axis))
+    back = tuple(perm.index(i) for i in range(x.rank))
+    first = (lambda v: b.op("transpose", v, perm=perm)) if axis else (lambda v: v)
+    out = b.op("scatter_nd", first(x), b.op("unsqueeze", positions, axes=(1,)), first(new_out), reduction="none")
+    return b.op("transpose", out, perm=back) if axis else out
 
 
 def _known(v: Value) -> list[Dim]:

@@ -169,6 +169,42 @@ def test_positions_and_the_length_of_the_regulated_frames() -> None:
         run_at(art, model, X, d)
 
 
+class PaddedRows(nn.Module):
+    """transformers' FastSpeech2 ``length_regulator``: each row regulated on its own and
+    written into zeros as long as the longest (``out[i, :len(r)] = r``), with the frames
+    along axis 1, or (``frames_last``) along axis 2."""
+
+    def __init__(self, frames_last: bool = False) -> None:
+        super().__init__()
+        self.frames_last = frames_last
+
+    def forward(self, x: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+        reps = d.long()
+        longest = reps.sum(dim=1).max()
+        size = (x.size(0), x.size(2), longest) if self.frames_last else (x.size(0), longest, x.size(2))
+        out = torch.zeros(size)
+        for i, (row, r) in enumerate(zip(x, reps)):
+            frames = torch.repeat_interleave(row, r, dim=0)
+            if self.frames_last:
+                out[i, :, : frames.size(0)] = frames.t() + 1
+            else:
+                out[i, : frames.size(0)] = frames
+        return out * 2
+
+
+@pytest.mark.parametrize("frames_last", [False, True], ids=["frames_axis_1", "frames_axis_2"])
+def test_rows_written_into_zeros_as_long_as_the_longest(frames_last: bool) -> None:
+    """The write into ``out[i, :n]``, ``n`` a length from data, is a scatter of the
+    row's first ``n`` frames: rows of other lengths, the longest changing, match PyTorch."""
+    model = PaddedRows(frames_last)
+    x = torch.randn(2, 5, 3, generator=GEN)
+    art = t2n.compile(model, (x, torch.tensor([[1, 2, 0, 3, 1], [2, 2, 2, 1, 0]]).float()))
+    shapes = {run_at(art, model, torch.randn(2, 5, 3, generator=GEN), d) for d in (
+        durations(4, 0, 0, 3, 1, 1, 1, 1, 1, 1).reshape(2, 5), durations(1, 1, 1, 1, 1, 5, 5, 0, 0, 1).reshape(2, 5),
+        durations(0, 0, 1, 0, 0, 0, 0, 0, 0, 1).reshape(2, 5))}
+    assert len(shapes) == 3, shapes
+
+
 def test_merging_the_data_length_is_refused_before_writing(tmp_path) -> None:
     """Merging the regulated length with another axis needs it in graph.nnef's text:
     refused, naming the op and what to do."""
