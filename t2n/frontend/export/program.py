@@ -18,6 +18,7 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
 from t2n.errors import InvalidArgumentError, TraceError
+from t2n.frontend.export.constant_items import fold_constant_items
 from t2n.frontend.export.kept_ops import decomposition_table
 from t2n.frontend.io import Spec, flatten, without_objects
 from t2n.frontend.sampling import DrawRecorder, NoiseDraw, has_draws, program_draws
@@ -93,6 +94,7 @@ def export_program(
             program = _export(model, args, kw, dynamic_shapes)
         runnable, names = model, canonical_tensor_names(model, "")
     weights = {} if weights_from is None else resolve_weights(runnable, weight_source(weights_from), names)
+    fold_constant_items(program)  # before the retrace, which then sees plain numbers
     program = program.run_decompositions(decomposition_table())
     start = _mutated_buffers_before(program)
     noise: list[NoiseDraw] = []
