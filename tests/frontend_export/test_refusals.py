@@ -52,14 +52,11 @@ class LoopOnData(nn.Module):
         return x
 
 
-class NonZero(nn.Module):
-    def forward(self, x):
-        return torch.nonzero(x).float() * 2  # line: nonzero
+class Unique(nn.Module):
+    """(``nonzero`` and boolean masks export: tests/ops/test_data_sized_selection.py.)"""
 
-
-class Mask(nn.Module):
     def forward(self, x):
-        return x[x > 0] * 2  # line: mask
+        return torch.unique(x).float() * 2  # line: unique
 
 
 class NumpyCall(nn.Module):
@@ -81,10 +78,9 @@ def _line(tag):
     (BranchOnData(), "branch", "data-dependent Python", "GuardOnDataDependentSymNode"),
     (Item(), "item", "data-dependent Python", "GuardOnDataDependentSymNode"),
     (LoopOnData(), "loop", "data-dependent Python", "GuardOnDataDependentSymNode"),
-    (NonZero(), "nonzero", "aten::nonzero", None),
-    (Mask(), "mask", "a size made from tensor data", None),
+    (Unique(), "unique", "aten::_unique2", None),
     (NumpyCall(), "numpy", "could not run with symbolic tensors", "RuntimeError"),
-], ids=["cond", "branch", "item", "loop", "nonzero", "mask", "numpy"])
+], ids=["cond", "branch", "item", "loop", "unique", "numpy"])
 def test_refused_construct_is_named_with_its_source_line(tmp_path, model, tag, construct, cause):
     x = torch.ones(3)
     dest = tmp_path / "m.nnef.tgz"

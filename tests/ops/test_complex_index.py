@@ -13,7 +13,6 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import pad_sequence
 
 import t2n
-from t2n.errors import UnsupportedOpsError
 from t2n.testing import check_export
 
 FRONTENDS = ["jit", pytest.param("export", marks=pytest.mark.slow)]
@@ -218,7 +217,11 @@ class RunTimeMask(nn.Module):
         return torch.view_as_real(table(x)[x > 0])
 
 
-def test_complex_index_by_run_time_mask_is_refused_naming_the_op() -> None:
-    """A mask known only at run time selects a data-dependent count: a typed refusal."""
-    with pytest.raises(UnsupportedOpsError, match="aten::index"):
-        t2n.compile(RunTimeMask(), (torch.randn(4, 3),), frontend="jit")
+def test_complex_index_by_run_time_mask_follows_the_count() -> None:
+    """A mask known only at run time selects as many elements as it holds True."""
+    model = RunTimeMask()
+    art = t2n.compile(model, (torch.randn(4, 3),), frontend="jit")
+    for x in (torch.randn(4, 3), torch.ones(4, 3), -torch.ones(4, 3)):
+        with torch.no_grad():
+            want = model(x).numpy()
+        assert art.check(inputs=[x.numpy()], expected=[want]).ok

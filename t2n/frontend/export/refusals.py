@@ -4,7 +4,8 @@ torch.export traces ``forward`` with fake tensors and symbolic sizes. It stops a
 Python that depends on tensor data (``if x.sum() > 0:``, ``.item()``, ``int(t)``), it
 cannot take a scripted module, and the graphs it gives may hold constructs t2n has no IR
 for: higher-order ops (``torch.cond``, ``while_loop``, ``map``, ``scan``) and sizes made
-from tensor data (``nonzero``, boolean masks). Each becomes one
+from tensor data other than those tract counts while running (``DATA_SIZED_OPS``:
+computed repeats, ``nonzero``, boolean masks). Each becomes one
 :class:`~t2n.errors.ExportFrontendError` naming the construct and the user's source line,
 suggesting ``frontend="jit"`` (which traces the example's path, or runs a scripted
 module's control flow). A dynamic size that the model fixes (torch's constraint
@@ -44,13 +45,14 @@ log = logging.getLogger("t2n.frontend")
 USE_JIT = 'export with frontend="jit" instead (the default)'
 """The advice every refusal ends with."""
 
-_DATA_DEPENDENT_OPS = frozenset({"nonzero", "item", "_local_scalar_dense", "masked_select", "unique",
+_DATA_DEPENDENT_OPS = frozenset({"item", "_local_scalar_dense", "unique",
                                  "_unique2", "unique_consecutive", "unique_dim"})
 
-DATA_SIZED_OPS = frozenset({"aten::repeat_interleave"})
+DATA_SIZED_OPS = frozenset({"aten::repeat_interleave", "aten::nonzero", "aten::masked_select", "aten::index"})
 """Ops whose output length torch.export makes from tensor data (an unbacked size) and
-whose rules give a length tract computes at run time: the export frontend maps that
-size to the lowered output's own axis (:mod:`t2n.frontend.export.lower`)."""
+whose rules give a length tract computes at run time (``aten::index``: by a boolean
+mask): the export frontend maps that size to the lowered output's own axis
+(:mod:`t2n.frontend.export.lower`)."""
 
 
 def refuse_scripted(model: Any) -> None:

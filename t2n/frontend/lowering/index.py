@@ -169,8 +169,9 @@ def take_along_dim(ctx: LoweringContext) -> Value:
 
 
 def index_tensors(ctx: LoweringContext, x: Value, items: list[Any]) -> list[tuple[int, Value]]:
-    """(axis, i64 index tensor) for each tensor in an advanced index; boolean masks known
-    at export time become their int positions, others are refused."""
+    """(axis, i64 index tensor) for each tensor in an advanced index; a boolean mask
+    becomes the positions of its True elements along each of its axes (constants when
+    the mask is known at export time)."""
     out: list[tuple[int, Value]] = []
     axis = 0
     for item in items:
@@ -179,11 +180,11 @@ def index_tensors(ctx: LoweringContext, x: Value, items: list[Any]) -> list[tupl
             continue
         v = ctx.as_value(item)
         if v.type.dtype in (DType.BOOL, DType.U8):
-            if v.known is None:
-                raise ctx.unsupported("a boolean mask index selects a data-dependent number of "
-                                      "elements; use torch.where(mask, …) to keep shapes static")
-            for k, pos in enumerate(np.nonzero(np.asarray(v.known))):
-                out.append((axis + k, ctx.b.const(pos.astype(np.int64), DType.I64)))
+            if v.known is None:  # the True elements' coordinates, counted while running
+                out.extend((axis + k, c) for k, c in enumerate(_coordinates(ctx, v)))
+            else:
+                for k, pos in enumerate(np.nonzero(np.asarray(v.known))):
+                    out.append((axis + k, ctx.b.const(pos.astype(np.int64), DType.I64)))
             axis += v.rank
             continue
         out.append((axis, v))
@@ -366,21 +367,59 @@ def _known_mask(x: Value) -> np.ndarray | None:
 
 @RULES.rule("aten::nonzero", "aten::argwhere")
 def nonzero(ctx: LoweringContext) -> Value:
-    """Only when the input is known at export time (then it is a constant)."""
-    known = _known_mask(ctx.tensor(0))
-    if known is None:
-        raise _data_dependent(ctx, ctx.kind.removeprefix("aten::"))
-    return ctx.b.const(np.argwhere(known).astype(np.int64), DType.I64)
+    """A constant when the input is known at export time; otherwise the coordinates of
+    the non-zero elements computed while running (:func:`true_positions`), stacked as
+    PyTorch gives them: ``[count, rank]``."""
+    x = ctx.tensor(0)
+    known = _known_mask(x)
+    if known is not None:
+        return ctx.b.const(np.argwhere(known).astype(np.int64), DType.I64)
+    coords = [unsqueeze(ctx.b, c, [1]) for c in _coordinates(ctx, x)]
+    return coords[0] if len(coords) == 1 else ctx.b.op("concat", *coords, axis=1)
 
 
 @RULES.rule("aten::nonzero_numpy")
 def nonzero_numpy(ctx: LoweringContext) -> list[Value]:
-    """``nonzero(as_tuple=True)``: one index vector per axis, when the input is known at
-    export time (a mask the model builds from constants and sizes)."""
-    known = _known_mask(ctx.tensor(0))
+    """``nonzero(as_tuple=True)``: one index vector per axis, constants when the input is
+    known at export time (a mask the model builds from constants and sizes)."""
+    x = ctx.tensor(0)
+    known = _known_mask(x)
     if known is None:
-        raise _data_dependent(ctx, "nonzero(as_tuple=True)")
+        return _coordinates(ctx, x)
     return [ctx.b.const(ix.astype(np.int64), DType.I64) for ix in np.nonzero(known.reshape(known.shape or (1,)))]
+
+
+def true_positions(ctx: LoweringContext, mask: Value) -> Value:
+    """The row-major positions of ``mask``'s non-zero elements, in order, for a mask
+    known only at run time: position ``i`` repeated ``mask[i] != 0`` times (the indices
+    :func:`~t2n.frontend.lowering.rearrange.repeat_indices` builds for computed repeats),
+    so that their count is a length tract computes while running."""
+    from t2n.frontend.lowering.rearrange import repeat_indices
+
+    flat = reshape(ctx.b, mask, [-1])
+    if flat.type.dtype is not DType.BOOL:  # (tract compares numbers only)
+        flat = ctx.b.op("ne", flat, ctx.b.const(np.zeros((), flat.type.dtype.numpy), flat.type.dtype))
+    return repeat_indices(ctx, ctx.b.cast(flat, DType.I64))
+
+
+def _coordinates(ctx: LoweringContext, x: Value) -> list[Value]:
+    """Per axis of ``x``, the coordinate of each non-zero element: its row-major position
+    divided by the product of the later axes' sizes, modulo its own axis' size (sizes read
+    from the graph, so that they follow dynamic axes)."""
+    b = ctx.b
+    if x.rank == 0:
+        raise _data_dependent(ctx, "nonzero of a 0-d tensor")
+    positions = true_positions(ctx, x)
+    out: list[Value] = []
+    stride: Value | None = None
+    for axis in reversed(range(x.rank)):  # non-negative integers: div truncates exactly
+        c = positions if stride is None else b.op("div", positions, stride)
+        if axis:
+            n = dim_value(b, x, axis)
+            c = b.op("sub", c, b.op("mul", b.op("div", c, n), n))
+            stride = n if stride is None else b.op("mul", stride, n)
+        out.append(c)
+    return out[::-1]
 
 
 def _static_mask(ctx: LoweringContext, mask: Value, x: Value) -> np.ndarray | None:
@@ -392,14 +431,20 @@ def _static_mask(ctx: LoweringContext, mask: Value, x: Value) -> np.ndarray | No
 
 @RULES.rule("aten::masked_select")
 def masked_select(ctx: LoweringContext) -> Value:
-    """A gather at constant positions when the mask is known at export time; refused
-    otherwise (the result's length is the mask's count of True)."""
+    """A gather at constant positions when the mask is known at export time; at the
+    positions of its True elements computed while running otherwise (the result's length
+    is the mask's count of True)."""
     x, mask = ctx.tensor(0), ctx.tensor(1)
     known = _static_mask(ctx, mask, x)
-    if known is None or list(np.broadcast_shapes(known.shape, tuple(x.type.shape))) != list(x.type.shape):
-        raise _data_dependent(ctx, "masked_select with a run-time mask")
-    flat = reshape(ctx.b, x, [int(known.size)])
-    return ctx.b.op("gather", flat, ctx.b.const(np.flatnonzero(known).astype(np.int64), DType.I64), axis=0)
+    if known is not None and list(np.broadcast_shapes(known.shape, tuple(x.type.shape))) == list(x.type.shape):
+        flat = reshape(ctx.b, x, [int(known.size)])
+        return ctx.b.op("gather", flat, ctx.b.const(np.flatnonzero(known).astype(np.int64), DType.I64), axis=0)
+    b = ctx.b
+    if list(x.type.shape) != list(mask.type.shape):  # both broadcast by ops, so sizes stay symbolic
+        mask = b.cast(mask, DType.BOOL) if mask.type.dtype is not DType.BOOL else mask
+        x, mask = b.op("select", mask, x, x), b.op("add", b.cast(mask, DType.I64),
+                                                   b.op("mul", b.cast(x, DType.I64), i64(b, 0)))
+    return b.op("gather", reshape(b, x, [-1]), true_positions(ctx, mask), axis=0)
 
 
 @RULES.rule("aten::masked_scatter", "aten::masked_scatter_")
