@@ -104,6 +104,77 @@ class InputDependence:
         return value is not None and self(value)
 
 
+DATA_SIZING_KINDS = frozenset({"aten::nonzero", "aten::nonzero_numpy", "aten::argwhere", "aten::masked_select",
+                               "aten::repeat_interleave", "aten::index", "aten::_unique2", "aten::unique_dim",
+                               "aten::unique_consecutive"})
+"""Ops whose output length can come from their inputs' data (``aten::index``: by a
+boolean mask; ``repeat_interleave``: by computed repeats)."""
+
+
+class DataSizedLength:
+    """Whether a traced tensor's length may come from the model inputs' data: it is
+    computed from the output of an op of ``DATA_SIZING_KINDS`` whose inputs follow the
+    model's inputs. A Python number read from such a length (``len(t)``) is the example's:
+    the tracer cannot record it, and ``InputDependence`` alone does not see it (sizes are
+    not data to it)."""
+
+    def __init__(self, dependence: InputDependence) -> None:
+        self.dependence = dependence
+        self._known: dict[int, bool] = {}
+
+    def reads_length(self, t: object) -> bool:
+        """Whether the traced tensor ``t`` is computed from a size of such a tensor
+        (``int(points.shape[0])``, a size the tracer turns into a tensor)."""
+        value = torch_private.traced_value(t)
+        stack, seen = ([value] if value is not None else []), set()
+        while stack:
+            v = stack.pop()
+            if v.unique() in seen:
+                continue
+            seen.add(v.unique())
+            node = v.node()
+            if node.kind() in _SIZE_QUERIES:
+                if self(node.inputsAt(0)):
+                    return True
+                continue
+            stack.extend(node.inputs())
+        return False
+
+    def __call__(self, value: torch._C.Value) -> bool:
+        stack, seen = [value], set()
+        while stack:
+            v = stack.pop()
+            u = v.unique()
+            if u in seen:
+                continue
+            if u in self._known:
+                if self._known[u]:
+                    return True
+                continue
+            seen.add(u)
+            if any(self.dependence(src) for src in _count_sources(v.node())):
+                return True
+            stack.extend(i for i in v.node().inputs() if isinstance(i.type(), torch._C.TensorType))
+        self._known.update(dict.fromkeys(seen, False))
+        return False
+
+
+def _count_sources(node: torch._C.Node) -> list[torch._C.Value]:
+    """The inputs of a ``DATA_SIZING_KINDS`` node whose values set its output's length (a
+    mask, computed repeats); none for other nodes."""
+    kind = node.kind()
+    if kind not in DATA_SIZING_KINDS:
+        return []
+    inputs = list(node.inputs())
+    if kind == "aten::index":  # only a boolean mask selects a count from the data
+        items = inputs[1].node()
+        return [i for i in items.inputs() if isinstance(i.type(), torch._C.TensorType)
+                and i.type().scalarType() in ("Bool", "Byte")] if items.kind() == "prim::ListConstruct" else []
+    if kind in ("aten::masked_select", "aten::repeat_interleave") and len(inputs) > 1:
+        return [inputs[1]] if isinstance(inputs[1].type(), torch._C.TensorType) else []
+    return inputs[:1]
+
+
 _SIZE_QUERIES = frozenset({"aten::size", "aten::sym_size", "prim::shape", "aten::numel", "aten::sym_numel",
                            "aten::len"})
 """Ops that read a tensor's sizes (not its rank, dtype or device)."""
@@ -267,6 +338,6 @@ def report(found: Sequence[Specialization], *, strict: bool) -> list[str]:
 
 
 __all__ = [
-    "ADVICE", "InputDependence", "SizeDependence", "Specialization", "SpecializedTraceWarning",
+    "ADVICE", "DATA_SIZING_KINDS", "DataSizedLength", "InputDependence", "SizeDependence", "Specialization", "SpecializedTraceWarning",
     "grouped", "report", "user_frame",
 ]

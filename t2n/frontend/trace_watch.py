@@ -6,7 +6,9 @@ PyTorch meanwhile are not affected) active during the trace. It sees every torch
 
 * conversions of a tensor to a Python value (``bool``, ``int``, ``.item()``,
   ``.tolist()``, ``torch.tensor(...)`` of tensors): whether the value came from the
-  inputs' data (:mod:`t2n.frontend.specialization`);
+  inputs' data (:mod:`t2n.frontend.specialization`); a size of a selection whose length
+  comes from the data (``len(torch.nonzero(m))``, ``int(x[mask].shape[0])``) counts as
+  taken from the inputs' data (:class:`~t2n.frontend.specialization.DataSizedLength`);
 * in-place writes into a parameter's or buffer's memory: the tensor is copied once,
   before the first write, so that the artifact can start from the values PyTorch
   started from (:mod:`t2n.frontend.state_guard`);
@@ -39,7 +41,13 @@ from torch.overrides import TorchFunctionMode
 from t2n.frontend import torch_private
 from t2n.frontend.context import module_path
 from t2n.frontend.sampling import is_draw
-from t2n.frontend.specialization import InputDependence, SizeDependence, Specialization, user_frame
+from t2n.frontend.specialization import (
+    DataSizedLength,
+    InputDependence,
+    SizeDependence,
+    Specialization,
+    user_frame,
+)
 from t2n.frontend.state_guard import StateWrites
 from t2n.frontend.unpool_trace import traced_max_unpool
 
@@ -148,6 +156,7 @@ class TraceWatch(TorchFunctionMode):
         value (which the graph keeps when the tracer renumbers its values) → values."""
         self.dependence = InputDependence(n_inputs)
         self.sizes = SizeDependence(n_inputs)
+        self.data_sized = DataSizedLength(self.dependence)
         self.writes = writes
         self.scope_prefix = scope_prefix
         self.found: list[Specialization] = []
@@ -175,7 +184,7 @@ class TraceWatch(TorchFunctionMode):
             return args[0].detach()  # the same memory, and a traced alias instead of a constant
         what = TENSOR_CONVERSIONS.get(name)
         if what is not None and args and isinstance(args[0], torch.Tensor):
-            from_inputs = self.dependence.of_tensor(args[0])
+            from_inputs = self.dependence.of_tensor(args[0]) or self.data_sized.reads_length(args[0])
             sizes = frozenset() if from_inputs else self.sizes.of_tensor(args[0])
             with self._judging():
                 result = func(*args, **kwargs)

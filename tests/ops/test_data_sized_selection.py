@@ -55,20 +55,30 @@ def test_selection_counts_follow_the_data(fn, frontend: str) -> None:
 
 class ValidTokens(nn.Module):
     """diffusers' Mochi attention: the prompt tokens its mask keeps, found with
-    ``nonzero`` and taken along the sequence axis, joined to the image tokens."""
+    ``nonzero`` and taken along the sequence axis, joined to the image tokens, attended,
+    then padded back to the full length (an amount known only while running)."""
 
     def forward(self, q: torch.Tensor, enc: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         valid = torch.nonzero(mask.flatten(), as_tuple=False).flatten()
         joined = torch.cat([q, enc[:, :, valid, :]], dim=2)
-        return torch.softmax(joined @ joined.transpose(-1, -2), dim=-1) @ joined
+        out = torch.softmax(joined @ joined.transpose(-1, -2), dim=-1) @ joined
+        total = q.size(2) + enc.size(2)
+        return nn.functional.pad(out, (0, 0, 0, total - out.size(2)), value=-1.0)
 
 
-def test_tokens_kept_by_a_run_time_mask() -> None:
+@pytest.mark.parametrize("frontend", ["jit", "export"])
+def test_tokens_kept_by_a_run_time_mask_and_padded_back(frontend: str) -> None:
     model = ValidTokens()
     q, enc = torch.randn(1, 2, 3, 4, generator=GEN), torch.randn(1, 2, 5, 4, generator=GEN)
-    art = t2n.compile(model, (q, enc, torch.tensor([True, False, True, True, False])))
+    art = t2n.compile(model, (q, enc, torch.tensor([True, False, True, True, False])), frontend=frontend)
     for mask in ([True] * 5, [False, False, False, False, True], [False] * 5):
         matches_at(art, model, torch.randn(1, 2, 3, 4, generator=GEN), enc, torch.tensor(mask))
+
+
+def test_padding_to_a_length_from_data_is_refused_naming_it() -> None:
+    model = Lambda(lambda x: nn.functional.pad(x, (0, torch.nonzero(x > 0.5).shape[0])))
+    with pytest.raises(UnsupportedOpsError, match="to a length that comes from tensor data"):
+        t2n.compile(model, (torch.rand(3, 4),))
 
 
 @pytest.mark.parametrize("axes", [{0: "B"}, {1: "T"}, {0: "B", 1: "T"}], ids=["rows", "columns", "both"])

@@ -39,6 +39,7 @@ from t2n.errors import (
     WeightsChangedError,
 )
 from t2n.frontend.trace import trace_module
+from t2n.testing import Lambda
 
 HERE = Path(__file__).name
 
@@ -197,6 +198,39 @@ def test_sizes_constants_and_parameters_are_not_reported():
         warnings.simplefilter("error", t2n.SpecializedTraceWarning)
         art = t2n.compile(Quiet(), (torch.rand(2, 3),), strict=True)
     art.check()
+
+
+class KeepsAtMost(nn.Module):
+    """SuperPoint's ``top_k_keypoints``: a branch on how many points a threshold kept."""
+
+    def forward(self, x):
+        points = torch.nonzero(x > 0.5)
+        if len(points) <= 3:  # line: len of data
+            return points.float()
+        return points.float() * 2
+
+
+def test_len_of_a_selection_sized_by_data_is_reported():
+    found = specializations(KeepsAtMost(), (torch.rand(4, 4),))
+    assert len(found) == 1
+    message = str(found[0].message)
+    assert f"{HERE}:{line_of(KeepsAtMost.forward, 'line: len of data')}" in message and "index or size" in message
+
+
+def test_a_length_from_data_made_a_python_int_is_reported():
+    def fn(x):
+        return x * int(torch.nonzero(x > 0.5).shape[0])  # line: int of data length
+
+    found = specializations(Lambda(fn), (torch.rand(4, 4),))
+    assert len(found) == 1 and "Python int" in str(found[0].message)
+
+
+def test_len_of_inputs_and_of_static_selections_is_not_reported():
+    def fn(x):
+        kept = x[torch.tensor([True, False, True])]  # a mask known at export: a static length
+        return x * len(x) + len(kept)
+
+    assert specializations(Lambda(fn), (torch.rand(3, 2),)) == []
 
 
 # -- 2. forward writes its own parameters or buffers -----------------------------------

@@ -7,9 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from t2n.frontend.context import LoweringContext
+import numpy as np
+
+from t2n.frontend.context import LoweringContext, UnsupportedHere
+from t2n.frontend.helpers import dim_value
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
+from t2n.ir.dims import dim_symbols, is_data_symbol
 from t2n.ir.infer_utils import INT64_MAX
 
 RULES = RuleSet("pad")
@@ -59,7 +63,55 @@ def pad_rule(ctx: LoweringContext) -> Value:
     if mode not in _MODES:
         raise ctx.unsupported(f"padding mode {mode!r}")
     value = ctx.optional("value") if ctx.has("value") else None
-    return pad(ctx, ctx.tensor(0), ctx.ints(1), _MODES[mode], value)
+    return _padded(ctx, _MODES[mode], value)
+
+
+def _padded(ctx: LoweringContext, mode: str, value: Any) -> Value:
+    """Amounts known at export (folded from constants and sizes), else one computed amount."""
+    try:
+        amounts = ctx.ints(1)
+    except UnsupportedHere:
+        at = _computed_amount(ctx.raw(1))
+        if at is None:
+            raise
+        return pad_to_length(ctx, ctx.tensor(0), ctx.raw(1), at, mode, value)
+    return pad(ctx, ctx.tensor(0), amounts, mode, value)
+
+
+def _computed_amount(amounts: Any) -> int | None:
+    """The position in torch's padding list of the one amount computed in the model (from
+    sizes that come from tensor data), or ``None`` when all are numbers."""
+    if not isinstance(amounts, (list, tuple)):
+        return None
+    computed = [i for i, a in enumerate(amounts) if isinstance(a, Value) and not _is_number(a)]
+    return computed[0] if computed else None
+
+
+def _is_number(v: Value) -> bool:
+    return v.known is not None and v.known.size == 1 and isinstance(v.known.reshape(()).item(), (int, np.integer))
+
+
+def pad_to_length(ctx: LoweringContext, x: Value, amounts: Sequence[Any], at: int, mode: str, value: Any) -> Value:
+    """``F.pad(x, (0, k - x.size(d)))`` with ``x.size(d)`` a length from tensor data (diffusers'
+    Mochi pads its attention output back to the full sequence): the result's length ``k``
+    is fixed, or follows the inputs' sizes, while the amount is known only while running.
+    Written as one fill element appended, then a gather of ``min(range(k), n)``: positions
+    past ``n`` read the fill, and no size from data is written into the graph."""
+    b = ctx.b
+    others = [a for i, a in enumerate(amounts) if i != at]
+    if mode != "constant" or at % 2 == 0 or any(not isinstance(a, int) or a != 0 for a in others):
+        raise ctx.unsupported("padding by an amount computed in the model: only one amount, after the "
+                              "end of one axis, in constant mode")
+    axis = x.rank - 1 - at // 2
+    n = dim_value(b, x, axis)
+    length = b.op("add", n, b.cast(amounts[at], DType.I64))
+    known = length.known.reshape(()).item() if length.known is not None else None
+    if known is None or any(is_data_symbol(s) for s in dim_symbols([known])):
+        raise ctx.unsupported("padding by an amount computed in the model to a length that comes from "
+                              "tensor data (pad to a length fixed by the model or by the inputs' sizes instead)")
+    grown = pad(ctx, x, [0, 0] * (x.rank - 1 - axis) + [0, 1], mode, value)
+    zero, one = (b.const(np.array(k, np.int64), DType.I64) for k in (0, 1))
+    return b.op("gather", grown, b.op("min", b.op("range", zero, length, one), n), axis=axis)
 
 
 @RULES.rule("aten::_pad_enum")
@@ -74,7 +126,7 @@ def pad_enum(ctx: LoweringContext) -> Value:
 @RULES.rule("aten::constant_pad_nd")
 def constant_pad_nd(ctx: LoweringContext) -> Value:
     value = ctx.optional("value") if ctx.has("value") else None
-    return pad(ctx, ctx.tensor(0), ctx.ints(1), "constant", value)
+    return _padded(ctx, "constant", value)
 
 
 @RULES.rule("aten::_pad_circular")
