@@ -121,6 +121,7 @@ class DataSizedLength:
     def __init__(self, dependence: InputDependence) -> None:
         self.dependence = dependence
         self._known: dict[int, bool] = {}
+        self._no_length: set[int] = set()
 
     def reads_length(self, t: object) -> bool:
         """Whether the traced tensor ``t`` is computed from a size of such a tensor
@@ -129,7 +130,7 @@ class DataSizedLength:
         stack, seen = ([value] if value is not None else []), set()
         while stack:
             v = stack.pop()
-            if v.unique() in seen:
+            if v.unique() in seen or v.unique() in self._no_length:
                 continue
             seen.add(v.unique())
             node = v.node()
@@ -138,6 +139,7 @@ class DataSizedLength:
                     return True
                 continue
             stack.extend(node.inputs())
+        self._no_length |= seen  # values already traced do not change: each is walked once
         return False
 
     def __call__(self, value: torch._C.Value) -> bool:
