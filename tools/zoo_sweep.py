@@ -68,7 +68,8 @@ def hand_zoo_types() -> set[str]:
 
 def build(model_type: str) -> tuple[Any, tuple[Any, ...], dict[str, Any], str]:
     """A tiny model of ``model_type`` in eval mode, example args and kwargs PyTorch's forward
-    takes, and which shrinking made it (``tiny``, ``scalar`` or ``defaults``)."""
+    takes, and which shrinking made it (``tiny``, ``scalar`` or ``defaults``, then the
+    fallback ``fitted``)."""
     import warnings
 
     import torch
@@ -77,7 +78,7 @@ def build(model_type: str) -> tuple[Any, tuple[Any, ...], dict[str, Any], str]:
 
     cls = model_class(model_type)
     problems = []
-    for how in ("tiny", "scalar", "defaults"):
+    for how in ("tiny", "scalar", "defaults", "fitted"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
