@@ -38,12 +38,13 @@ def counts_of(threshold: float) -> list[torch.Tensor]:
     lambda x: torch.argwhere(x > 0.3),
     lambda x: torch.nonzero(torch.relu(x - 0.3)),                  # non-zero numbers, not a mask
     lambda x: sum(torch.nonzero(x > 0.3, as_tuple=True)),
+    lambda x: torch.where(x > 0.3)[1] * 2,                          # where(condition): the same
     lambda x: torch.masked_select(x, x > 0.3) * 3,
     lambda x: torch.masked_select(x, x[0] > 0.3),                  # a mask broadcast to x
     lambda x: x[x > 0.3],
     lambda x: x[x[:, 0] > 0.3] + 1,                                # whole rows
     lambda x: x.flatten()[torch.nonzero(x.flatten() > 0.3).flatten()],
-], ids=["nonzero", "argwhere", "nonzero_numbers", "as_tuple", "masked_select", "masked_select_broadcast",
+], ids=["nonzero", "argwhere", "nonzero_numbers", "as_tuple", "where_condition", "masked_select", "masked_select_broadcast",
         "mask_index", "row_mask", "gather_by_nonzero"])
 @pytest.mark.parametrize("frontend", ["jit", "export"])
 def test_selection_counts_follow_the_data(fn, frontend: str) -> None:

@@ -283,3 +283,13 @@ class Info(torch.nn.Module):
 def test_identifiers_starting_with_inf():
     """tract reads an operand named ``info`` or ``inf_x`` as the literal inf."""
     check_export(Info(), (torch.tensor([INF, 0.5, -INF]),))
+
+
+def test_erfinv_over_its_domain_and_folded_from_a_constant():
+    """Giles' approximation, in tract, against PyTorch: the whole open interval, the
+    ends (+-inf) and beyond (NaN); and a constant argument (gemma3n's sparsity threshold,
+    ``Normal(0, 1).icdf(p)``) folds to a constant."""
+    x = torch.cat([torch.linspace(-0.999999, 0.999999, 2001), torch.tensor([-1.0, 1.0, 0.0, 1.5, -1e-7])])
+    check_export(Lambda(lambda v: torch.erfinv(v) + torch.special.erfinv(v * 0.5)), (x,))
+    res = check_export(Lambda(lambda v: v * torch.distributions.Normal(0.0, 1.0).icdf(torch.tensor(0.95))), (x,))
+    assert "log" not in res.artifacts["tract"].graph_nnef

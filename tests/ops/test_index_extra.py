@@ -42,6 +42,11 @@ def test_mask_assignment_of_a_row_is_a_where():
     check_fn(assign, X)
 
 
+def test_masked_fill_out_of_place_takes_the_broadcast_shape():
+    """As in PyTorch: ``x.masked_fill(mask, v)`` with a mask of more axes than ``x``."""
+    check_fn(lambda x: x[0].masked_fill(x > 0, -1.0), X)
+
+
 def test_a_write_sized_by_a_run_time_mask_is_refused_with_a_reason():
     """(Selections by such masks export: tests/ops/test_data_sized_selection.py.)"""
     with pytest.raises(UnsupportedOpsError, match="depends on the data"):

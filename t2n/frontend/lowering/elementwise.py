@@ -126,7 +126,37 @@ def _sinc(b: Builder, x: Value) -> Value:
     return b.op("select", b.op("eq", x, const(b, 0.0, x)), const(b, 1.0, x), q)
 
 
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+"""M. Giles' single-precision approximation of erfinv ("Approximating the erfinv
+function", GPU Computing Gems, 2011): polynomials in ``w = -log(1 - x^2)``, below 5 and
+above."""
+
+
+def _polynomial(b: Builder, w: Value, coefficients: tuple[float, ...]) -> Value:
+    """Horner's rule, highest power first."""
+    p = const(b, coefficients[0], w)
+    for c in coefficients[1:]:
+        p = b.op("add", b.op("mul", p, w), const(b, c, w))
+    return p
+
+
+def _erfinv(b: Builder, x: Value) -> Value:
+    """erfinv by Giles' approximation (relative error near f32 rounding); +-inf at +-1 and
+    NaN beyond, as PyTorch. A constant input folds to a constant."""
+    one = const(b, 1.0, x)
+    w = b.op("neg", b.op("log", b.op("mul", b.op("sub", one, x), b.op("add", one, x))))
+    central = _polynomial(b, b.op("sub", w, const(b, 2.5, x)), _ERFINV_CENTRAL)
+    tail = _polynomial(b, b.op("sub", b.op("sqrt", w), const(b, 3.0, x)), _ERFINV_TAIL)
+    y = b.op("mul", b.op("select", b.op("lt", w, const(b, 5.0, x)), central, tail), x)
+    edge = b.op("eq", b.op("abs", x), one)
+    return b.op("select", edge, b.op("mul", x, const(b, math.inf, x)), y)
+
+
 COMPOSED_FLOAT_UNARY: dict[str, Callable[[Builder, Value], Value]] = {
+    "erfinv": _erfinv, "special_erfinv": _erfinv,
     "exp2": _exp2, "special_exp2": _exp2, "log10": _log10, "erfc": _erfc, "special_erfc": _erfc,
     "sinc": _sinc, "special_sinc": _sinc,
     "deg2rad": lambda b, x: b.op("mul", x, const(b, math.pi / 180.0, x)),

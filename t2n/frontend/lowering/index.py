@@ -45,10 +45,9 @@ def full_like(ctx: LoweringContext, x: Value, value: Any, dtype: DType | None = 
 
 # -- where and masks ---------------------------------------------------------------
 @RULES.rule("aten::where")
-def where(ctx: LoweringContext) -> Value:
-    if ctx.n_inputs == 1:
-        raise ctx.unsupported("where(condition) returns indices whose count depends on the data; "
-                              "use the three-argument form")
+def where(ctx: LoweringContext) -> Value | list[Value]:
+    if ctx.n_inputs == 1:  # where(condition): nonzero(condition, as_tuple=True)
+        return nonzero_numpy(ctx)
     cond = ctx.tensor(0)
     if cond.type.dtype is not DType.BOOL:
         cond = ctx.b.cast(cond, DType.BOOL)
@@ -66,9 +65,9 @@ def masked_fill(ctx: LoweringContext) -> Value:
     if value.rank:
         value = reshape(ctx.b, value, [])
     out = ctx.b.op("select", mask, value, x)
-    if list(out.type.shape) != list(x.type.shape):
+    if ctx.kind == "aten::masked_fill_" and list(out.type.shape) != list(x.type.shape):
         raise ctx.unsupported("the mask broadcasts the tensor to a larger shape")
-    return out
+    return out  # out of place, the result takes the broadcast shape, as in PyTorch
 
 
 @RULES.rule("aten::tril", "aten::tril_", "aten::triu", "aten::triu_")
