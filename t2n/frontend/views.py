@@ -21,6 +21,7 @@ import attrs
 
 from t2n.frontend.complex_tensors import Complex
 from t2n.frontend.context import UnsupportedHere
+from t2n.frontend.helpers import transpose
 from t2n.ir import Builder, Dim, Sym, Value
 from t2n.ir.infer_utils import INT64_MAX, slice_dim
 
@@ -185,9 +186,9 @@ def _scatter_leading(b: Builder, x: Value, positions: Value, new_out: Value, axi
     moved first, so that no op needs ``n`` (a length from tensor data) as a size."""
     perm = (axis, *(i for i in range(x.rank) if i != axis))
     back = tuple(perm.index(i) for i in range(x.rank))
-    first = (lambda v: b.op("transpose", v, perm=perm)) if axis else (lambda v: v)
-    out = b.op("scatter_nd", first(x), b.op("unsqueeze", positions, axes=(1,)), first(new_out), reduction="none")
-    return b.op("transpose", out, perm=back) if axis else out
+    out = b.op("scatter_nd", transpose(b, x, perm), b.op("unsqueeze", positions, axes=(1,)),
+               transpose(b, new_out, perm), reduction="none")
+    return transpose(b, out, back)
 
 
 def _known(v: Value) -> list[Dim]:

@@ -15,6 +15,7 @@ import numpy as np
 from t2n.frontend.context import LoweringContext, UnsupportedHere
 from t2n.frontend.helpers import dim_value, dims_product, i64, reshape, transpose, unsqueeze
 from t2n.frontend.lowering.folding import fold
+from t2n.frontend.lowering.rearrange import repeat_indices
 from t2n.frontend.registry import RuleSet
 from t2n.ir import Builder, DType, Value
 
@@ -393,8 +394,6 @@ def true_positions(ctx: LoweringContext, mask: Value) -> Value:
     known only at run time: position ``i`` repeated ``mask[i] != 0`` times (the indices
     :func:`~t2n.frontend.lowering.rearrange.repeat_indices` builds for computed repeats),
     so that their count is a length tract computes while running."""
-    from t2n.frontend.lowering.rearrange import repeat_indices
-
     flat = reshape(ctx.b, mask, [-1])
     if flat.type.dtype is not DType.BOOL:  # (tract compares numbers only)
         flat = ctx.b.op("ne", flat, ctx.b.const(np.zeros((), flat.type.dtype.numpy), flat.type.dtype))

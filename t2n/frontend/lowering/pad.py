@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from t2n.frontend.context import LoweringContext, UnsupportedHere
-from t2n.frontend.helpers import dim_value
+from t2n.frontend.helpers import dim_value, i64
 from t2n.frontend.registry import RuleSet
 from t2n.ir import DType, Value
 from t2n.ir.dims import dim_symbols, is_data_symbol
@@ -110,8 +110,7 @@ def pad_to_length(ctx: LoweringContext, x: Value, amounts: Sequence[Any], at: in
         raise ctx.unsupported("padding by an amount computed in the model to a length that comes from "
                               "tensor data (pad to a length fixed by the model or by the inputs' sizes instead)")
     grown = pad(ctx, x, [0, 0] * (x.rank - 1 - axis) + [0, 1], mode, value)
-    zero, one = (b.const(np.array(k, np.int64), DType.I64) for k in (0, 1))
-    return b.op("gather", grown, b.op("min", b.op("range", zero, length, one), n), axis=axis)
+    return b.op("gather", grown, b.op("min", b.op("range", i64(b, 0), length, i64(b, 1)), n), axis=axis)
 
 
 @RULES.rule("aten::_pad_enum")
